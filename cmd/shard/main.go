@@ -1,0 +1,14 @@
+// Command shard serves many logical clusters (workspaces) from one etcd.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+
+	"github.com/kplane-dev/kplane/pkg/shard"
+)
+
+func main() {
+	os.Exit(cli.Run(shard.NewCommand()))
+}

@@ -1,0 +1,75 @@
+// Package authorization assembles the shard's authorizer chain: first
+// decision wins.
+package authorization
+
+import (
+	"context"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/union"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// KCPAdminGroup is cluster-admin in every logical cluster.
+const KCPAdminGroup = "system:kcp:admin"
+
+// RBAC is what the chain needs of the per-cluster RBAC authorizer.
+type RBAC interface {
+	authorizer.Authorizer
+	authorizer.RuleResolver
+}
+
+// NewChain returns the authorizer and rule resolver: system:masters, the
+// wildcard guard, system:kcp:admin, then the per-cluster RBAC authorizer.
+func NewChain(rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
+	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
+	admins := authorizerfactory.NewPrivilegedGroups(KCPAdminGroup)
+	authz, err := union.New(
+		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
+		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
+		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
+		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},
+	)
+	if err != nil {
+		return nil, nil, err
+	}
+	return authz, union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, KCPAdminGroup}, rbac), nil
+}
+
+// wildcardGuard denies cross-cluster requests to everyone who got past the
+// system:masters check.
+type wildcardGuard struct{}
+
+func (wildcardGuard) Authorize(ctx context.Context, _ authorizer.Attributes) (authorizer.Decision, string, error) {
+	if c, ok := logicalcluster.ClusterFromContext(ctx); ok && c.IsWildcard() {
+		return authorizer.DecisionDeny, "wildcard requests across logical clusters are reserved for system:masters", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (g wildcardGuard) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(g.Authorize(ctx, a))
+}
+
+func (wildcardGuard) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// privilegedRules reports "everything" to SelfSubjectRulesReview for members
+// of the privileged groups, as their authorizers allow everything.
+type privilegedRules []string
+
+func (p privilegedRules) RulesFor(_ context.Context, u user.Info, _ string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	for _, g := range u.GetGroups() {
+		for _, pg := range p {
+			if g == pg {
+				return []authorizer.ResourceRuleInfo{&authorizer.DefaultResourceRuleInfo{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+					[]authorizer.NonResourceRuleInfo{&authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, false, nil
+			}
+		}
+	}
+	return nil, nil, false, nil
+}

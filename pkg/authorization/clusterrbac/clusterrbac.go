@@ -1,0 +1,105 @@
+// Package clusterrbac authorizes with Kubernetes' RBAC authorizer against the
+// roles and bindings of the request's own logical cluster.
+//
+// One authorizer serves all logical clusters: its role and binding getters
+// read the cluster from the request context and look it up in wildcard
+// informers. ClusterRoles not found in the cluster fall back to those of
+// system:admin (the bootstrap roles: cluster-admin, admin, edit, view, ...),
+// and the ClusterRoleBindings of system:admin (bootstrap bindings such as
+// system:discovery for system:authenticated) apply in every cluster.
+package clusterrbac
+
+import (
+	"context"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// BootstrapCluster holds the bootstrap policy that applies everywhere.
+const BootstrapCluster = logicalcluster.SystemAdmin
+
+// Informers are the wildcard informers the authorizer reads.
+type Informers struct {
+	Roles               *wildcardinformer.Informer
+	RoleBindings        *wildcardinformer.Informer
+	ClusterRoles        *wildcardinformer.Informer
+	ClusterRoleBindings *wildcardinformer.Informer
+}
+
+// HasSynced tells whether all informers have listed once.
+func (i Informers) HasSynced() bool {
+	return i.Roles.HasSynced() && i.RoleBindings.HasSynced() && i.ClusterRoles.HasSynced() && i.ClusterRoleBindings.HasSynced()
+}
+
+// New returns the RBAC authorizer and rule resolver over the informers.
+func New(i Informers) *rbac.RBACAuthorizer {
+	g := getters{i}
+	return rbac.New(g, g, g, g)
+}
+
+type getters struct{ Informers }
+
+func clusterOf(ctx context.Context) logicalcluster.Name {
+	c, _ := logicalcluster.ClusterFromContext(ctx)
+	return c
+}
+
+func (g getters) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
+	obj, exists, err := g.Roles.Get(clusterOf(ctx), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(rbacv1.Resource("roles"), name)
+	}
+	return obj.(*rbacv1.Role), nil
+}
+
+func (g getters) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
+	objs, err := g.RoleBindings.List(clusterOf(ctx), namespace)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*rbacv1.RoleBinding, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*rbacv1.RoleBinding))
+	}
+	return out, nil
+}
+
+func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+	for _, cluster := range []logicalcluster.Name{clusterOf(ctx), BootstrapCluster} {
+		obj, exists, err := g.ClusterRoles.Get(cluster, "", name)
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			return obj.(*rbacv1.ClusterRole), nil
+		}
+	}
+	return nil, apierrors.NewNotFound(rbacv1.Resource("clusterroles"), name)
+}
+
+func (g getters) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
+	cluster := clusterOf(ctx)
+	clusters := []logicalcluster.Name{cluster}
+	if cluster != BootstrapCluster {
+		clusters = append(clusters, BootstrapCluster)
+	}
+	var out []*rbacv1.ClusterRoleBinding
+	for _, c := range clusters {
+		objs, err := g.ClusterRoleBindings.List(c, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, o.(*rbacv1.ClusterRoleBinding))
+		}
+	}
+	return out, nil
+}

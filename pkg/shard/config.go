@@ -1,0 +1,230 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	apimachineryversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/webhook"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	basecompatibility "k8s.io/component-base/compatibility"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+	"k8s.io/kubernetes/pkg/controlplane"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+
+	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
+	"github.com/kplane-dev/kplane/pkg/authorization"
+	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Config is the shard's server configuration.
+type Config struct {
+	Options      CompletedOptions
+	ControlPlane *controlplaneapiserver.Config
+
+	// Informers span all logical clusters of the shard.
+	Informers wildcardInformers
+	// defaultNamespaces creates "default" in each logical cluster on first use.
+	defaultNamespaces *defaultNamespaceEnsurer
+}
+
+// wildcardInformers are the cluster-aware informers the shard's own
+// authorizer and admission read.
+type wildcardInformers struct {
+	rbac       clusterrbac.Informers
+	namespaces *wildcardinformer.Informer
+}
+
+func (i wildcardInformers) all() []*wildcardinformer.Informer {
+	return []*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces}
+}
+
+// NewConfig builds the generic control plane configuration and makes it
+// cluster-aware: storage keys, authentication of the admin users,
+// authorization, admission and the handler chain.
+func NewConfig(o CompletedOptions) (*Config, error) {
+	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
+		o.ControlPlane,
+		[]*runtime.Scheme{legacyscheme.Scheme},
+		controlplane.DefaultGenericAPIResourceConfigSource(),
+		generatedopenapi.GetOpenAPIDefinitions,
+		nil,
+	)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.EffectiveVersion = projectVersion{genericConfig.EffectiveVersion}
+	genericConfig.RESTOptionsGetter = kstorage.RESTOptionsGetter{
+		Delegate:   genericConfig.RESTOptionsGetter,
+		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,
+	}
+
+	adminAuth, err := adminAuthenticator(o.tokens)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.Authentication.Authenticator = unionauth.New(adminAuth, genericConfig.Authentication.Authenticator)
+
+	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
+	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + clustersPrefix + string(logicalcluster.Wildcard)
+	wildcardClient, err := kubernetes.NewForConfig(wildcardConfig)
+	if err != nil {
+		return nil, err
+	}
+	informers := newWildcardInformers(wildcardClient)
+	rbacAuthorizer := clusterrbac.New(informers.rbac)
+	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(rbacAuthorizer)
+	if err != nil {
+		return nil, err
+	}
+
+	cpConfig, _, err := controlplaneapiserver.CreateConfig(o.ControlPlane, genericConfig, versionedInformers, nil, storageFactory, webhook.NewDefaultServiceResolver(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	loopback, err := kubernetes.NewForConfig(genericConfig.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
+	ensurer := &defaultNamespaceEnsurer{namespaces: informers.namespaces, client: loopback.CoreV1().RESTClient()}
+	nsLifecycle := namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure)
+	if genericConfig.AdmissionControl != nil {
+		genericConfig.AdmissionControl = admission.NewChainHandler(nsLifecycle, genericConfig.AdmissionControl)
+	} else {
+		genericConfig.AdmissionControl = nsLifecycle
+	}
+
+	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		inner := withWildcardVerbs(withDefaultNamespace(apiHandler, ensurer), c.Serializer)
+		return WithCluster(genericapiserver.DefaultBuildHandlerChain(inner, c), c.Serializer)
+	}
+
+	return &Config{Options: o, ControlPlane: cpConfig, Informers: informers, defaultNamespaces: ensurer}, nil
+}
+
+func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
+	lw := func(client rest.Interface, resource string) cache.ListerWatcher {
+		return cache.NewListWatchFromClient(client, resource, metav1.NamespaceAll, fields.Everything())
+	}
+	rbacClient := c.RbacV1().RESTClient()
+	return wildcardInformers{
+		rbac: clusterrbac.Informers{
+			Roles:               wildcardinformer.New(lw(rbacClient, "roles"), &rbacv1.Role{}, "wildcard-roles"),
+			RoleBindings:        wildcardinformer.New(lw(rbacClient, "rolebindings"), &rbacv1.RoleBinding{}, "wildcard-rolebindings"),
+			ClusterRoles:        wildcardinformer.New(lw(rbacClient, "clusterroles"), &rbacv1.ClusterRole{}, "wildcard-clusterroles"),
+			ClusterRoleBindings: wildcardinformer.New(lw(rbacClient, "clusterrolebindings"), &rbacv1.ClusterRoleBinding{}, "wildcard-clusterrolebindings"),
+		},
+		namespaces: wildcardinformer.New(lw(c.CoreV1().RESTClient(), "namespaces"), &corev1.Namespace{}, "wildcard-namespaces"),
+	}
+}
+
+// adminAuthenticator authenticates the two users of admin.kubeconfig.
+func adminAuthenticator(t adminTokens) (authenticator.Request, error) {
+	tokens := tokenfile.New(map[string]*user.DefaultInfo{
+		t.KCPAdmin:   {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
+		t.ShardAdmin: {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
+	})
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens)), nil
+}
+
+// projectVersion reports the Kubernetes release the project builds on when
+// the binary was built without version ldflags, so /version is a valid
+// semantic version for kubectl and client libraries.
+type projectVersion struct {
+	basecompatibility.EffectiveVersion
+}
+
+func (v projectVersion) Info() *apimachineryversion.Info {
+	info := v.EffectiveVersion.Info()
+	if info == nil || !strings.HasPrefix(info.GitVersion, "v0.0.0") {
+		return info
+	}
+	kube := "v" + v.BinaryVersion().String()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "k8s.io/kubernetes" {
+				kube = d.Version
+			}
+		}
+	}
+	info.GitVersion = kube + "+kplane"
+	return info
+}
+
+// defaultNamespaceEnsurer creates the "default" namespace of a logical
+// cluster the first time the cluster is used.
+type defaultNamespaceEnsurer struct {
+	namespaces *wildcardinformer.Informer
+	client     rest.Interface
+	// ensured holds the clusters whose default namespace exists or is being
+	// created by this process.
+	ensured sync.Map
+}
+
+func (e *defaultNamespaceEnsurer) getNamespace(ctx context.Context, cluster logicalcluster.Name, name string) (*corev1.Namespace, error) {
+	if obj, exists, err := e.namespaces.Get(cluster, "", name); err == nil && exists {
+		return obj.(*corev1.Namespace), nil
+	}
+	ns := &corev1.Namespace{}
+	err := e.client.Get().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces", name).Do(ctx).Into(ns)
+	return ns, err
+}
+
+func (e *defaultNamespaceEnsurer) ensure(ctx context.Context, cluster logicalcluster.Name) error {
+	if cluster.IsWildcard() || cluster.IsSystem() {
+		return nil
+	}
+	if _, loaded := e.ensured.LoadOrStore(cluster, struct{}{}); loaded {
+		return nil
+	}
+	if _, exists, err := e.namespaces.Get(cluster, "", metav1.NamespaceDefault); err == nil && exists {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}}
+	err := e.client.Post().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces").Body(ns).Do(ctx).Error()
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		e.ensured.Delete(cluster)
+		return fmt.Errorf("create namespace default in logical cluster %s: %w", cluster, err)
+	}
+	return nil
+}
+
+// withDefaultNamespace makes sure the logical cluster of an authorized
+// request has its default namespace.
+func withDefaultNamespace(handler http.Handler, e *defaultNamespaceEnsurer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if cluster, ok := logicalcluster.ClusterFromContext(req.Context()); ok {
+			if err := e.ensure(req.Context(), cluster); err != nil {
+				// The request itself may still succeed; the next one retries.
+				_ = err
+			}
+		}
+		handler.ServeHTTP(w, req)
+	})
+}

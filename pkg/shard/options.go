@@ -1,0 +1,168 @@
+// Package shard assembles the shard binary: a Kubernetes-style API server
+// that serves many logical clusters from one etcd.
+package shard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	cliflag "k8s.io/component-base/cli/flag"
+	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// Options are the shard's command-line options: Kubernetes' generic control
+// plane options plus the shard's own.
+type Options struct {
+	ControlPlane *controlplaneoptions.Options
+
+	// RootDirectory keeps generated certificates, keys, tokens, the admin
+	// kubeconfig and (with embedded etcd) the data.
+	RootDirectory string
+	// ShardName names this shard.
+	ShardName string
+	// EmbeddedEtcdClientPort and EmbeddedEtcdPeerPort are used when no
+	// --etcd-servers are given.
+	EmbeddedEtcdClientPort int
+	EmbeddedEtcdPeerPort   int
+
+	// serviceAccountTokenGetter gets its loopback client once the server
+	// configuration exists.
+	serviceAccountTokenGetter *serviceaccount.TokenGetter
+}
+
+// NewOptions returns options with the shard's defaults.
+func NewOptions() *Options {
+	cp := controlplaneoptions.NewOptions()
+	cp.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	cp.SecureServing.BindPort = 6443
+	cp.SecureServing.ServerCert.PairName = servingCertPairName
+	// Generated serving certificates go to the root directory (see Complete).
+	cp.SecureServing.ServerCert.CertDirectory = ""
+	// Authorization is the shard's own chain (system:masters, kcp admins,
+	// per-cluster RBAC), not configurable by flags.
+	cp.Authorization = nil
+	// Upstream admission plugins keep per-server caches that are not aware of
+	// logical clusters; the shard adds its own cluster-aware plugins instead.
+	cp.Admission.GenericAdmission.DefaultOffPlugins = sets.New(kubeoptions.AllOrderedPlugins...)
+	// One fairness configuration for all tenants is not what a multi-tenant
+	// shard wants; max-in-flight limits apply instead.
+	cp.Features.EnablePriorityAndFairness = false
+	cp.Authentication.ServiceAccounts.Issuers = []string{"https://kplane.default.svc"}
+	tokenGetter := &serviceaccount.TokenGetter{}
+	cp.Authentication.ServiceAccounts.OptionalTokenGetter = tokenGetter.Factory
+	return &Options{
+		serviceAccountTokenGetter: tokenGetter,
+		ControlPlane:              cp,
+		RootDirectory:             ".kplane",
+		ShardName:                 "root",
+		EmbeddedEtcdClientPort:    2379,
+		EmbeddedEtcdPeerPort:      2380,
+	}
+}
+
+// AddFlags registers all flags, grouped by topic for --help.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	fs := fss.FlagSet("shard")
+	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for generated certificates, keys, tokens, admin.kubeconfig and embedded etcd data.")
+	fs.StringVar(&o.ShardName, "shard-name", o.ShardName, "Name of this shard.")
+	fs.IntVar(&o.EmbeddedEtcdClientPort, "embedded-etcd-client-port", o.EmbeddedEtcdClientPort, "Client port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
+	fs.IntVar(&o.EmbeddedEtcdPeerPort, "embedded-etcd-peer-port", o.EmbeddedEtcdPeerPort, "Peer port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
+	o.ControlPlane.AddFlags(fss)
+}
+
+// EmbeddedEtcd tells whether the shard runs its own etcd.
+func (o *Options) EmbeddedEtcd() bool {
+	return len(o.ControlPlane.Etcd.StorageConfig.Transport.ServerList) == 0
+}
+
+// EtcdDirectory is where embedded etcd keeps its data.
+func (o *Options) EtcdDirectory() string { return filepath.Join(o.RootDirectory, "etcd") }
+
+// CompletedOptions are options with every default filled in.
+type CompletedOptions struct {
+	*Options
+	ControlPlane controlplaneoptions.CompletedOptions
+	tokens       adminTokens
+}
+
+// Complete fills defaults that depend on the root directory, creating the
+// generated files on first start. embeddedEtcdURL is the client URL of the
+// embedded etcd, if one runs.
+func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (CompletedOptions, error) {
+	if err := validateOwn(o); err != nil {
+		return CompletedOptions{}, err
+	}
+	dir, err := filepath.Abs(o.RootDirectory)
+	if err != nil {
+		return CompletedOptions{}, err
+	}
+	o.RootDirectory = dir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return CompletedOptions{}, fmt.Errorf("create root directory: %w", err)
+	}
+	cp := o.ControlPlane
+	if embeddedEtcdURL != "" {
+		cp.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdURL}
+	}
+	if cp.SecureServing.ServerCert.CertDirectory == "" {
+		cp.SecureServing.ServerCert.CertDirectory = dir
+	}
+	if cp.Authentication.ClientCert.ClientCA == "" {
+		if err := ensureClientCA(dir); err != nil {
+			return CompletedOptions{}, err
+		}
+		cp.Authentication.ClientCert.ClientCA = filepath.Join(dir, ClientCACertFile)
+	}
+	if cp.ServiceAccountSigningKeyFile == "" && len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
+		keyFile, err := ensureServiceAccountKey(dir)
+		if err != nil {
+			return CompletedOptions{}, err
+		}
+		cp.ServiceAccountSigningKeyFile = keyFile
+		cp.Authentication.ServiceAccounts.KeyFiles = []string{keyFile}
+	}
+	tokens, err := ensureAdminTokens(dir)
+	if err != nil {
+		return CompletedOptions{}, err
+	}
+	alternateIPs := []net.IP{net.ParseIP("127.0.0.1")}
+	completed, err := cp.Complete(ctx, []string{"localhost"}, alternateIPs)
+	if err != nil {
+		return CompletedOptions{}, err
+	}
+	return CompletedOptions{Options: o, ControlPlane: completed, tokens: tokens}, nil
+}
+
+// validateOwn checks the shard's own flags.
+func validateOwn(o *Options) error {
+	if o.RootDirectory == "" {
+		return fmt.Errorf("--root-directory must not be empty")
+	}
+	if err := logicalcluster.ValidateName(o.ShardName); err != nil {
+		return fmt.Errorf("--shard-name: %w", err)
+	}
+	if o.EmbeddedEtcd() {
+		for name, p := range map[string]int{"--embedded-etcd-client-port": o.EmbeddedEtcdClientPort, "--embedded-etcd-peer-port": o.EmbeddedEtcdPeerPort} {
+			if p <= 0 || p > 65535 {
+				return fmt.Errorf("%s must be a port between 1 and 65535, got %d", name, p)
+			}
+		}
+		if o.EmbeddedEtcdClientPort == o.EmbeddedEtcdPeerPort {
+			return fmt.Errorf("--embedded-etcd-client-port and --embedded-etcd-peer-port must differ")
+		}
+	}
+	return nil
+}
+
+// Validate checks the completed options.
+func (o CompletedOptions) Validate() []error {
+	return o.ControlPlane.Validate()
+}

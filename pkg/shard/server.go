@@ -1,0 +1,147 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
+	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
+	authenticationrest "k8s.io/kubernetes/pkg/registry/authentication/rest"
+	authorizationrest "k8s.io/kubernetes/pkg/registry/authorization/rest"
+	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
+	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
+	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
+
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+)
+
+// Run starts a shard with the given options and serves until ctx is done.
+func Run(ctx context.Context, o *Options) error {
+	if err := validateOwn(o); err != nil {
+		return err
+	}
+	var etcdURL string
+	if o.EmbeddedEtcd() {
+		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{
+			Directory:  o.EtcdDirectory(),
+			ClientPort: o.EmbeddedEtcdClientPort,
+			PeerPort:   o.EmbeddedEtcdPeerPort,
+		})
+		if err != nil {
+			return err
+		}
+		defer etcd.Close()
+		etcdURL = etcd.ClientURL
+	}
+	completed, err := o.Complete(ctx, etcdURL)
+	if err != nil {
+		return err
+	}
+	if errs := completed.Validate(); len(errs) > 0 {
+		return utilerrors.NewAggregate(errs)
+	}
+	config, err := NewConfig(completed)
+	if err != nil {
+		return err
+	}
+	server, err := config.New()
+	if err != nil {
+		return err
+	}
+	return server.PrepareRun().RunWithContext(ctx)
+}
+
+// New creates the API server with every built-in API installed.
+func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
+	completed := c.ControlPlane.Complete()
+	server, err := completed.New("kplane-shard", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	generic := completed.Generic
+	providers := []controlplaneapiserver.RESTStorageProvider{
+		completed.NewCoreGenericConfig(),
+		authenticationrest.RESTStorageProvider{Authenticator: generic.Authentication.Authenticator, APIAudiences: generic.Authentication.APIAudiences},
+		authorizationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, RuleResolver: generic.RuleResolver},
+		coordinationrest.RESTStorageProvider{},
+		rbacrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
+		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
+		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
+	}
+	if err := server.InstallAPIs(providers...); err != nil {
+		return nil, err
+	}
+	gs := server.GenericAPIServer
+
+	informers := c.Informers.all()
+	gs.AddPostStartHookOrDie("kplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
+		for _, inf := range informers {
+			go inf.Run(hc)
+		}
+		return nil
+	})
+	if err := gs.AddReadyzChecks(healthz.NamedCheck("kplane-wildcard-informers-synced", func(*http.Request) error {
+		for _, inf := range informers {
+			if !inf.HasSynced() {
+				return fmt.Errorf("wildcard informers not synced yet")
+			}
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+
+	// The bootstrap roles admin, edit and view aggregate rules from other
+	// roles; without kube-controller-manager the shard aggregates them.
+	versioned := completed.Extra.VersionedInformers
+	client, err := kubernetes.NewForConfig(generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
+	aggregation := clusterroleaggregation.NewClusterRoleAggregation(versioned.Rbac().V1().ClusterRoles(), client.RbacV1())
+	gs.AddPostStartHookOrDie("kplane-clusterrole-aggregation", func(hc genericapiserver.PostStartHookContext) error {
+		versioned.Start(hc.Done())
+		go aggregation.Run(hc, 1)
+		return nil
+	})
+
+	kubeconfig := filepath.Join(c.Options.RootDirectory, AdminKubeconfigFile)
+	gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
+		return c.writeAdminKubeconfig(kubeconfig)
+	})
+	return gs, nil
+}
+
+// writeAdminKubeconfig writes admin.kubeconfig once the server listens.
+func (c *Config) writeAdminKubeconfig(path string) error {
+	serving := c.Options.ControlPlane.SecureServing
+	host := serving.BindAddress.String()
+	if serving.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	baseURL := fmt.Sprintf("https://%s", net.JoinHostPort(host, strconv.Itoa(serving.BindPort)))
+	certFile := serving.ServerCert.CertKey.CertFile
+	if certFile == "" {
+		certFile = filepath.Join(serving.ServerCert.CertDirectory, servingCertPairName+".crt")
+	}
+	ca, err := os.ReadFile(certFile)
+	if err != nil {
+		return fmt.Errorf("read serving certificate for admin kubeconfig: %w", err)
+	}
+	if err := writeAdminKubeconfig(path, baseURL, ca, c.Options.tokens); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	klog.Background().Info("Wrote admin kubeconfig", "path", path)
+	return nil
+}

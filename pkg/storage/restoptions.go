@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
+)
+
+// cohabitating maps resources that share the storage of another group to the
+// group whose keys they use (events.k8s.io events are core events).
+var cohabitating = map[schema.GroupResource]string{
+	{Group: "events.k8s.io", Resource: "events"}: "",
+}
+
+// ResourcePrefix returns the key prefix of a resource below the etcd prefix:
+// "<group or core>/<resource>".
+func ResourcePrefix(gr schema.GroupResource) string {
+	group := gr.Group
+	if g, ok := cohabitating[gr]; ok {
+		group = g
+	}
+	if group == "" {
+		group = "core"
+	}
+	return group + "/" + gr.Resource
+}
+
+// RESTOptionsGetter makes the storage of every resource cluster-aware.
+type RESTOptionsGetter struct {
+	Delegate generic.RESTOptionsGetter
+	// WatchCache turns on the watch cache.
+	WatchCache bool
+}
+
+// GetRESTOptions returns the delegate's options with the cluster-aware key
+// layout and storage decorator.
+func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := g.Delegate.GetRESTOptions(resource, example)
+	if err != nil {
+		return opts, err
+	}
+	// Keep an explicit "<group>/<resource>" prefix (as for CRDs); qualify a
+	// bare resource name with its group.
+	if !strings.Contains(opts.ResourcePrefix, "/") {
+		opts.ResourcePrefix = ResourcePrefix(resource)
+	}
+	opts.Decorator = Decorator(g.WatchCache)
+	return opts, nil
+}
+
+// Decorator returns a generic.StorageDecorator that stores under per-cluster
+// keys, with or without the watch cache.
+func Decorator(watchCache bool) generic.StorageDecorator {
+	inner := generic.UndecoratedStorage
+	if watchCache {
+		inner = genericregistry.StorageWithCacher()
+	}
+	return func(
+		config *storagebackend.ConfigForResource,
+		resourcePrefix string,
+		_ func(obj runtime.Object) (string, error),
+		newFunc func() runtime.Object,
+		newListFunc func() runtime.Object,
+		getAttrsFunc storage.AttrFunc,
+		trigger storage.IndexerFuncs,
+		indexers *cache.Indexers,
+	) (storage.Interface, factory.DestroyFunc, error) {
+		// The registry's key function is built for a context without a
+		// cluster; the cache must key objects by their own cluster instead.
+		keyFunc := func(obj runtime.Object) (string, error) { return ObjectKey(resourcePrefix, obj) }
+		s, destroy, err := inner(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrsFunc, trigger, indexers)
+		if err != nil {
+			return nil, nil, err
+		}
+		return NewClusterStorage(s, resourcePrefix), destroy, nil
+	}
+}

@@ -1,0 +1,226 @@
+// Package wildcardinformer keeps an in-memory copy of one resource across all
+// logical clusters of a shard, fed by a single wildcard list/watch.
+//
+// client-go's shared informers key objects by namespace/name, which collides
+// across logical clusters. This informer keys them by cluster|namespace/name
+// and indexes them by cluster, so one instance serves every logical cluster:
+// no per-cluster goroutines or watches.
+package wildcardinformer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+const (
+	// ByCluster indexes objects by their logical cluster.
+	ByCluster = "cluster"
+	// ByClusterNamespace indexes objects by cluster and namespace.
+	ByClusterNamespace = "cluster-namespace"
+)
+
+// Key returns the store key of an object: cluster|namespace/name, or
+// cluster|name for cluster-scoped objects.
+func Key(cluster logicalcluster.Name, namespace, name string) string {
+	if namespace == "" {
+		return string(cluster) + "|" + name
+	}
+	return string(cluster) + "|" + namespace + "/" + name
+}
+
+// KeyFunc computes Key from an object's kcp.io/cluster annotation.
+func KeyFunc(obj interface{}) (string, error) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key, nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", err
+	}
+	cluster, ok := logicalcluster.ObjectCluster(m.GetAnnotations())
+	if !ok {
+		return "", fmt.Errorf("object %s/%s has no %s annotation", m.GetNamespace(), m.GetName(), logicalcluster.AnnotationKey)
+	}
+	return Key(cluster, m.GetNamespace(), m.GetName()), nil
+}
+
+func clusterIndex(obj interface{}) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	cluster, _ := logicalcluster.ObjectCluster(m.GetAnnotations())
+	return []string{string(cluster)}, nil
+}
+
+func clusterNamespaceIndex(obj interface{}) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	cluster, _ := logicalcluster.ObjectCluster(m.GetAnnotations())
+	return []string{string(cluster) + "|" + m.GetNamespace()}, nil
+}
+
+// Handler receives changes. It is called synchronously from the informer's
+// goroutine, so it must be quick (typically: enqueue a key).
+type Handler interface {
+	OnAdd(obj interface{})
+	OnUpdate(oldObj, newObj interface{})
+	OnDelete(obj interface{})
+}
+
+// Informer is a reflector feeding a cluster-aware indexer.
+type Informer struct {
+	indexer   cache.Indexer
+	reflector *cache.Reflector
+
+	mu       sync.RWMutex
+	handlers []Handler
+	synced   bool
+}
+
+// New returns an informer over lw, whose list and watch must span all
+// logical clusters (a client whose host ends in /clusters/*).
+func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer {
+	i := &Informer{
+		indexer: cache.NewIndexer(KeyFunc, cache.Indexers{
+			ByCluster:          clusterIndex,
+			ByClusterNamespace: clusterNamespaceIndex,
+		}),
+	}
+	i.reflector = cache.NewReflectorWithOptions(lw, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name})
+	return i
+}
+
+// AddHandler registers h for all future changes. Register before Run.
+func (i *Informer) AddHandler(h Handler) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.handlers = append(i.handlers, h)
+}
+
+// Run lists and watches until ctx is done.
+func (i *Informer) Run(ctx context.Context) { i.reflector.RunWithContext(ctx) }
+
+// HasSynced tells whether the first list has been stored.
+func (i *Informer) HasSynced() bool {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.synced
+}
+
+// Get returns the object cluster|namespace/name.
+func (i *Informer) Get(cluster logicalcluster.Name, namespace, name string) (interface{}, bool, error) {
+	return i.indexer.GetByKey(Key(cluster, namespace, name))
+}
+
+// List returns the objects of one cluster, or of one namespace in it when
+// namespace is not empty.
+func (i *Informer) List(cluster logicalcluster.Name, namespace string) ([]interface{}, error) {
+	if namespace == "" {
+		return i.indexer.ByIndex(ByCluster, string(cluster))
+	}
+	return i.indexer.ByIndex(ByClusterNamespace, string(cluster)+"|"+namespace)
+}
+
+// Indexer exposes the underlying store, e.g. for counting.
+func (i *Informer) Indexer() cache.Indexer { return i.indexer }
+
+func (i *Informer) snapshotHandlers() []Handler {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	return i.handlers
+}
+
+// notifyingStore is the reflector's store: it updates the indexer and tells
+// the handlers.
+type notifyingStore Informer
+
+func (s *notifyingStore) Add(obj interface{}) error {
+	old, exists, err := s.indexer.Get(obj)
+	if err != nil {
+		return err
+	}
+	if err := s.indexer.Add(obj); err != nil {
+		return err
+	}
+	for _, h := range (*Informer)(s).snapshotHandlers() {
+		if exists {
+			h.OnUpdate(old, obj)
+		} else {
+			h.OnAdd(obj)
+		}
+	}
+	return nil
+}
+
+func (s *notifyingStore) Update(obj interface{}) error { return s.Add(obj) }
+
+func (s *notifyingStore) Delete(obj interface{}) error {
+	if err := s.indexer.Delete(obj); err != nil {
+		return err
+	}
+	for _, h := range (*Informer)(s).snapshotHandlers() {
+		h.OnDelete(obj)
+	}
+	return nil
+}
+
+func (s *notifyingStore) Replace(list []interface{}, _ string) error {
+	handlers := (*Informer)(s).snapshotHandlers()
+	fresh := make(map[string]struct{}, len(list))
+	for _, obj := range list {
+		key, err := KeyFunc(obj)
+		if err != nil {
+			return err
+		}
+		fresh[key] = struct{}{}
+	}
+	var gone []interface{}
+	for _, key := range s.indexer.ListKeys() {
+		if _, ok := fresh[key]; !ok {
+			if obj, exists, _ := s.indexer.GetByKey(key); exists {
+				gone = append(gone, cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
+			}
+		}
+	}
+	type change struct{ old, obj interface{} }
+	var changes []change
+	if len(handlers) > 0 {
+		for _, obj := range list {
+			old, _, _ := s.indexer.Get(obj)
+			changes = append(changes, change{old: old, obj: obj})
+		}
+	}
+	if err := s.indexer.Replace(list, ""); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		for _, h := range handlers {
+			if c.old != nil {
+				h.OnUpdate(c.old, c.obj)
+			} else {
+				h.OnAdd(c.obj)
+			}
+		}
+	}
+	for _, obj := range gone {
+		for _, h := range handlers {
+			h.OnDelete(obj)
+		}
+	}
+	s.mu.Lock()
+	s.synced = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *notifyingStore) Resync() error { return nil }
