@@ -1,0 +1,43 @@
+# Build, run and test the project. `make run` starts a shard with embedded
+# etcd; `make test` runs every test (unit, integration and the shard e2e).
+
+GO        ?= go
+BIN       ?= bin
+ROOT_DIR  ?= .kplane
+GOFLAGS_TEST ?= -count=1 -timeout=25m
+BENCH_ARGS ?=
+
+.PHONY: all build run test test-unit test-e2e bench generate lint vet fmt
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+run: build
+	$(BIN)/shard --root-directory=$(ROOT_DIR)
+
+# go test re-vets every dependency; vet once, then test with -vet=off.
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -vet=off $(GOFLAGS_TEST) ./...
+
+test-unit:
+	$(GO) test -vet=off $(GOFLAGS_TEST) $$($(GO) list ./... | grep -v /test/)
+
+test-e2e:
+	$(GO) test -vet=off $(GOFLAGS_TEST) ./test/...
+
+bench: build
+	$(GO) run ./test/bench --shard-binary=$(BIN)/shard $(BENCH_ARGS)
+
+generate:
+	./hack/update-codegen.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
