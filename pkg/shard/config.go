@@ -50,6 +50,8 @@ type Config struct {
 	Informers wildcardInformers
 	// defaultNamespaces creates "default" in each logical cluster on first use.
 	defaultNamespaces *defaultNamespaceEnsurer
+	// apiExtensions serves CustomResourceDefinitions per logical cluster.
+	apiExtensions *apiExtensions
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own
@@ -120,12 +122,16 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		genericConfig.AdmissionControl = nsLifecycle
 	}
 
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, defaultNamespaces: ensurer}
+	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
+		return nil, err
+	}
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 		inner := withWildcardVerbs(withDefaultNamespace(apiHandler, ensurer), c.Serializer)
-		return WithCluster(genericapiserver.DefaultBuildHandlerChain(inner, c), c.Serializer)
+		chain := genericapiserver.DefaultBuildHandlerChain(inner, c)
+		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer)
 	}
-
-	return &Config{Options: o, ControlPlane: cpConfig, Informers: informers, defaultNamespaces: ensurer}, nil
+	return config, nil
 }
 
 func newWildcardInformers(c kubernetes.Interface) wildcardInformers {

@@ -65,7 +65,7 @@ func Run(ctx context.Context, o *Options) error {
 // New creates the API server with every built-in API installed.
 func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 	completed := c.ControlPlane.Complete()
-	server, err := completed.New("kplane-shard", genericapiserver.NewEmptyDelegate())
+	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +83,9 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil, err
 	}
 	gs := server.GenericAPIServer
+	if err := c.apiExtensions.install(gs); err != nil {
+		return nil, err
+	}
 
 	informers := c.Informers.all()
 	gs.AddPostStartHookOrDie("kplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
