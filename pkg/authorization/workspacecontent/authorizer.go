@@ -1,0 +1,117 @@
+// Package workspacecontent decides who may enter a logical cluster at all,
+// before RBAC decides what they may do inside it.
+//
+// A logical cluster exists only while its LogicalCluster object exists.
+// Entering it requires verb "access" on the non-resource path "/" inside it
+// (cluster-admin has it), and, when its LogicalCluster carries
+// authorization.kcp.io/required-groups, membership in one of the listed
+// alternatives.
+package workspacecontent
+
+import (
+	"context"
+	"strings"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+const (
+	// KCPAdminGroup is cluster-admin in every logical cluster.
+	KCPAdminGroup = "system:kcp:admin"
+	// LogicalClusterAdminGroup may create, update and delete LogicalClusters
+	// (the scheduler of a parent workspace's shard uses it).
+	LogicalClusterAdminGroup = "system:kcp:logical-cluster-admin"
+	// DenyReason is the message users get: it never tells whether the
+	// workspace exists.
+	DenyReason = "workspace access not permitted"
+)
+
+// LogicalClusterGetter returns the LogicalCluster of a cluster, or nil.
+type LogicalClusterGetter func(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster
+
+// Authorizer is the workspace content authorizer.
+type Authorizer struct {
+	getLogicalCluster LogicalClusterGetter
+	// rbac answers the "access" check inside the cluster.
+	rbac authorizer.Authorizer
+}
+
+// New returns the authorizer.
+func New(get LogicalClusterGetter, rbac authorizer.Authorizer) *Authorizer {
+	return &Authorizer{getLogicalCluster: get, rbac: rbac}
+}
+
+func hasGroup(u user.Info, group string) bool {
+	for _, g := range u.GetGroups() {
+		if g == group {
+			return true
+		}
+	}
+	return false
+}
+
+// RequiredGroupsSatisfied tells whether u belongs to one of the alternatives
+// of a required-groups annotation: ";" separates alternatives, "," groups
+// that are all required.
+func RequiredGroupsSatisfied(annotation string, u user.Info) bool {
+	for _, alternative := range strings.Split(annotation, ";") {
+		ok := true
+		for _, g := range strings.Split(alternative, ",") {
+			if g = strings.TrimSpace(g); g != "" && !hasGroup(u, g) {
+				ok = false
+				break
+			}
+		}
+		if ok && strings.TrimSpace(alternative) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// Authorize denies entry into logical clusters that do not exist or that the
+// user may not access, and has no opinion otherwise.
+func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
+	cluster, ok := logicalcluster.ClusterFromContext(ctx)
+	if !ok || cluster.IsWildcard() || cluster.IsSystem() {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	u := attr.GetUser()
+	if u == nil {
+		return authorizer.DecisionDeny, DenyReason, nil
+	}
+	// The scheduler creates the LogicalCluster that makes a cluster exist.
+	if hasGroup(u, LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
+		attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	lc := a.getLogicalCluster(cluster)
+	if lc == nil {
+		return authorizer.DecisionDeny, DenyReason, nil
+	}
+	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
+		return authorizer.DecisionDeny, DenyReason, nil
+	}
+	if hasGroup(u, KCPAdminGroup) {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/", ResourceRequest: false}
+	if d, _, err := a.rbac.Authorize(ctx, access); err == nil && d == authorizer.DecisionAllow {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	return authorizer.DecisionDeny, DenyReason, nil
+}
+
+// ConditionsAwareAuthorize converts the unconditional decision.
+func (a *Authorizer) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attr))
+}
+
+// EvaluateConditions is not supported.
+func (a *Authorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}

@@ -1,0 +1,65 @@
+package workspacecontent
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+type fakeRBAC struct{ allow map[string]bool }
+
+func (f fakeRBAC) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if f.allow[a.GetUser().GetName()] && a.GetVerb() == "access" {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+func (f fakeRBAC) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(f.Authorize(ctx, a))
+}
+func (f fakeRBAC) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", nil
+}
+
+func TestAuthorizeEntry(t *testing.T) {
+	clusters := map[logicalcluster.Name]*corev1alpha1.LogicalCluster{
+		"open":    {},
+		"guarded": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1alpha1.RequiredGroupsAnnotationKey: "a,b;c"}}},
+	}
+	a := New(func(n logicalcluster.Name) *corev1alpha1.LogicalCluster { return clusters[n] },
+		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}})
+	for _, tc := range []struct {
+		name    string
+		cluster logicalcluster.Name
+		user    *user.DefaultInfo
+		attr    authorizer.AttributesRecord
+		want    authorizer.Decision
+	}{
+		{"missing cluster is denied", "nope", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"access granted passes on", "open", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"no access is denied", "open", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"kcp admin still needs the cluster", "nope", &user.DefaultInfo{Name: "x", Groups: []string{KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"required groups: all of one alternative", "guarded", &user.DefaultInfo{Name: "alice", Groups: []string{"a", "b"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"required groups: other alternative", "guarded", &user.DefaultInfo{Name: "carol", Groups: []string{"c"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"required groups: partial alternative refused", "guarded", &user.DefaultInfo{Name: "bob", Groups: []string{"a"}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"system clusters are not checked", "system:admin", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{LogicalClusterAdminGroup}},
+			authorizer.AttributesRecord{ResourceRequest: true, APIGroup: corev1alpha1.GroupName, Resource: "logicalclusters", Verb: "create"}, authorizer.DecisionAllow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attr := tc.attr
+			attr.User = tc.user
+			got, _, _ := a.Authorize(logicalcluster.WithCluster(context.Background(), tc.cluster), attr)
+			if got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
