@@ -23,13 +23,16 @@ type RBAC interface {
 }
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
-// wildcard guard, system:kcp:admin, then the per-cluster RBAC authorizer.
-func NewChain(rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
+// wildcard guard, the workspace content authorizer (may the user enter the
+// logical cluster at all), system:kcp:admin, then the per-cluster RBAC
+// authorizer.
+func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
 	admins := authorizerfactory.NewPrivilegedGroups(KCPAdminGroup)
 	authz, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
 		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
+		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
 		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},
 	)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,7 +32,11 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
-	generatedopenapi "k8s.io/kubernetes/pkg/generated/openapi"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	kcpopenapi "github.com/kplane-dev/kplane/pkg/apis/generated/openapi"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 
 	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
 	"github.com/kplane-dev/kplane/pkg/authorization"
@@ -55,14 +60,22 @@ type Config struct {
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own
-// authorizer and admission read.
+// authorizer, admission and controllers read.
 type wildcardInformers struct {
 	rbac       clusterrbac.Informers
 	namespaces *wildcardinformer.Informer
+	kcp        kcpInformers
 }
 
 func (i wildcardInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces}
+	return append([]*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces}, i.kcp.all()...)
+}
+
+// resourceConfig enables the generic control plane's groups and kcp's own.
+func resourceConfig() *serverstorage.ResourceConfig {
+	rc := controlplane.DefaultGenericAPIResourceConfigSource()
+	rc.EnableVersions(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion)
+	return rc
 }
 
 // NewConfig builds the generic control plane configuration and makes it
@@ -72,8 +85,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		o.ControlPlane,
 		[]*runtime.Scheme{legacyscheme.Scheme},
-		controlplane.DefaultGenericAPIResourceConfigSource(),
-		generatedopenapi.GetOpenAPIDefinitions,
+		resourceConfig(),
+		kcpopenapi.GetAllOpenAPIDefinitions,
 		nil,
 	)
 	if err != nil {
@@ -98,8 +111,12 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	informers := newWildcardInformers(wildcardClient)
+	if informers.kcp, err = newKCPInformers(wildcardConfig); err != nil {
+		return nil, err
+	}
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
-	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(rbacAuthorizer)
+	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
+	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, rbacAuthorizer)
 	if err != nil {
 		return nil, err
 	}
@@ -127,9 +144,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withWildcardVerbs(withDefaultNamespace(apiHandler, ensurer), c.Serializer)
+		inner := withUnresolvedPaths(withWildcardVerbs(withDefaultNamespace(apiHandler, ensurer), c.Serializer), c.Serializer)
 		chain := genericapiserver.DefaultBuildHandlerChain(inner, c)
-		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer)
+		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
 	}
 	return config, nil
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,24 +19,43 @@ import (
 
 const clustersPrefix = "/clusters/"
 
-// WithCluster takes /clusters/<name> off the request path and puts the
-// logical cluster into the request context. Requests without the prefix are
-// served from system:admin. It runs before the apiserver's own filters, so
+// PathResolver maps a multi-segment workspace path to the logical cluster
+// hosted on this shard, and false when this shard hosts none.
+type PathResolver func(logicalcluster.Path) (logicalcluster.Name, bool)
+
+type unresolvedPathKey struct{}
+
+// WithCluster takes /clusters/<name or path> off the request path and puts
+// the logical cluster into the request context. Requests without the prefix
+// are served from system:admin. It runs before the apiserver's own filters, so
 // request info, authorization and storage all see the stripped path.
-func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+//
+// A path this shard cannot resolve is kept as the cluster name and marked:
+// authorization refuses it to everyone without access (403, no existence
+// leak) and withUnresolvedPaths answers 404 to the privileged.
+func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve PathResolver) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !strings.HasPrefix(req.URL.Path, clustersPrefix) {
 			handler.ServeHTTP(w, req.WithContext(logicalcluster.WithCluster(req.Context(), logicalcluster.SystemAdmin)))
 			return
 		}
-		cluster, rest, err := splitClusterPath(req.URL.Path, req.URL.RawPath)
+		segment, rest, err := splitClusterPath(req.URL.Path, req.URL.RawPath)
 		if err != nil {
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
 			return
 		}
+		ctx := req.Context()
+		cluster, isName := segment.Name()
+		if !isName {
+			var found bool
+			if cluster, found = resolve(segment); !found {
+				cluster = logicalcluster.Name(segment)
+				ctx = context.WithValue(ctx, unresolvedPathKey{}, segment)
+			}
+		}
 
-		req = req.Clone(logicalcluster.WithCluster(req.Context(), cluster))
-		prefix := clustersPrefix + string(cluster)
+		req = req.Clone(logicalcluster.WithCluster(ctx, cluster))
+		prefix := clustersPrefix + string(segment)
 		req.URL.Path = rest
 		if req.URL.RawPath != "" {
 			req.URL.RawPath = strings.TrimPrefix(req.URL.RawPath, prefix)
@@ -53,9 +73,16 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer) http.Hand
 	})
 }
 
+// UnresolvedPath returns the workspace path of a request that this shard
+// could not resolve.
+func UnresolvedPath(ctx context.Context) (logicalcluster.Path, bool) {
+	p, ok := ctx.Value(unresolvedPathKey{}).(logicalcluster.Path)
+	return p, ok
+}
+
 // splitClusterPath validates the cluster segment of a /clusters/ path and
-// returns the cluster and the remaining path.
-func splitClusterPath(path, rawPath string) (logicalcluster.Name, string, error) {
+// returns it (a name, a path or the wildcard) and the remaining path.
+func splitClusterPath(path, rawPath string) (logicalcluster.Path, string, error) {
 	after := strings.TrimPrefix(path, clustersPrefix)
 	name, rest := after, "/"
 	if i := strings.IndexByte(after, '/'); i >= 0 {
@@ -82,20 +109,13 @@ func splitClusterPath(path, rawPath string) (logicalcluster.Name, string, error)
 		return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q names more than one logical cluster", path))
 	}
 	if name == string(logicalcluster.Wildcard) {
-		return logicalcluster.Wildcard, rest, nil
+		return logicalcluster.Wildcard.Path(), rest, nil
 	}
 	p, err := logicalcluster.ParsePath(name)
 	if err != nil {
 		return "", "", apierrors.NewBadRequest(err.Error())
 	}
-	cluster, ok := p.Name()
-	if !ok {
-		return "", "", apierrors.NewNotFound(schema.GroupResource{Group: "tenancy.kcp.io", Resource: "workspaces"}, name)
-	}
-	if err := logicalcluster.ValidateName(string(cluster)); err != nil {
-		return "", "", apierrors.NewBadRequest(err.Error())
-	}
-	return cluster, rest, nil
+	return p, rest, nil
 }
 
 // serveOpenAPIV3Root serves the OpenAPI v3 discovery document with links
@@ -116,6 +136,20 @@ func serveOpenAPIV3Root(handler http.Handler, w http.ResponseWriter, req *http.R
 	w.Header().Del("Content-Length")
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(body)
+}
+
+// withUnresolvedPaths answers 404 to requests for workspace paths this shard
+// does not host that got past authorization.
+func withUnresolvedPaths(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if p, ok := UnresolvedPath(req.Context()); ok {
+			err := apierrors.NewNotFound(schema.GroupResource{Group: "tenancy.kcp.io", Resource: "workspaces"}, string(p))
+			err.ErrStatus.Message = fmt.Sprintf("workspace %q not found on this shard", p)
+			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		handler.ServeHTTP(w, req)
+	})
 }
 
 // withWildcardVerbs answers 405 to anything but list and watch across all

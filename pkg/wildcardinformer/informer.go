@@ -10,6 +10,7 @@ package wildcardinformer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,6 +34,19 @@ func Key(cluster logicalcluster.Name, namespace, name string) string {
 		return string(cluster) + "|" + name
 	}
 	return string(cluster) + "|" + namespace + "/" + name
+}
+
+// SplitKey parses a key made by Key.
+func SplitKey(key string) (cluster logicalcluster.Name, namespace, name string, ok bool) {
+	i := strings.IndexByte(key, '|')
+	if i < 0 {
+		return "", "", "", false
+	}
+	cluster, rest := logicalcluster.Name(key[:i]), key[i+1:]
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return cluster, rest[:j], rest[j+1:], true
+	}
+	return cluster, "", rest, true
 }
 
 // KeyFunc computes Key from an object's kcp.io/cluster annotation.
@@ -106,6 +120,12 @@ func (i *Informer) AddHandler(h Handler) {
 	defer i.mu.Unlock()
 	i.handlers = append(i.handlers, h)
 }
+
+// AddIndexers adds indexes. Call before Run.
+func (i *Informer) AddIndexers(indexers cache.Indexers) error { return i.indexer.AddIndexers(indexers) }
+
+// ByIndex returns the objects whose index value is v.
+func (i *Informer) ByIndex(index, v string) ([]interface{}, error) { return i.indexer.ByIndex(index, v) }
 
 // Run lists and watches until ctx is done.
 func (i *Informer) Run(ctx context.Context) { i.reflector.RunWithContext(ctx) }

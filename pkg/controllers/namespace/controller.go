@@ -1,0 +1,91 @@
+// Package namespace deletes the content of terminating namespaces in every
+// logical cluster, with Kubernetes' own namespace deletion logic (status
+// conditions, finalizers, the "kubernetes" finalizer token) run against the
+// namespace's cluster.
+package namespace
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubernetes/pkg/controller/namespace/deletion"
+
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Controller finalizes namespaces being deleted.
+type Controller struct {
+	loop       *loop.Loop
+	namespaces *wildcardinformer.Informer
+	// base is the shard's loopback configuration without a cluster.
+	base *rest.Config
+}
+
+// New returns the controller; it registers a handler on namespaces.
+func New(namespaces *wildcardinformer.Informer, base *rest.Config) *Controller {
+	c := &Controller{namespaces: namespaces, base: base}
+	c.loop = loop.New("namespace-deletion", c.reconcile)
+	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+		ns, ok := obj.(*corev1.Namespace)
+		if !ok || ns.DeletionTimestamp == nil {
+			return "", false
+		}
+		key, err := wildcardinformer.KeyFunc(ns)
+		return key, err == nil
+	}))
+	return c
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+// ClusterConfig returns a copy of base addressing one logical cluster.
+func ClusterConfig(base *rest.Config, cluster logicalcluster.Name) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/" + string(cluster)
+	return cfg
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	obj, exists, err := c.namespaces.Get(cluster, "", name)
+	if err != nil || !exists {
+		return err
+	}
+	if obj.(*corev1.Namespace).DeletionTimestamp == nil {
+		return nil
+	}
+	cfg := ClusterConfig(c.base, cluster)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	deleter := deletion.NewNamespacedResourcesDeleter(ctx, client.CoreV1().Namespaces(), meta, client.CoreV1(),
+		disco.ServerPreferredNamespacedResources, corev1.FinalizerKubernetes)
+	err = deleter.Delete(ctx, name)
+	var remaining *deletion.ResourcesRemainingError
+	if errors.As(err, &remaining) {
+		return loop.RequeueAfter(time.Duration(remaining.Estimate/2+1) * time.Second)
+	}
+	return err
+}

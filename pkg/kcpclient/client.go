@@ -1,0 +1,78 @@
+// Package kcpclient reads and writes kcp's own objects (LogicalClusters,
+// Workspaces, WorkspaceTypes, Shards) in any logical cluster of a shard.
+package kcpclient
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// Resources of kcp's groups.
+var (
+	LogicalClusters = corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters")
+	Shards          = corev1alpha1.SchemeGroupVersion.WithResource("shards")
+	Workspaces      = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
+	WorkspaceTypes  = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspacetypes")
+)
+
+// Client addresses objects by logical cluster, resource and name.
+type Client struct {
+	rest *rest.RESTClient
+}
+
+// New returns a client for the server in config (a shard's base URL, no
+// /clusters/ suffix). The scheme must know kcp's types.
+func New(config *rest.Config) (*Client, error) {
+	c := rest.CopyConfig(config)
+	c.GroupVersion = &corev1alpha1.SchemeGroupVersion
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = legacyscheme.Codecs.WithoutConversion()
+	r, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: r}, nil
+}
+
+func path(cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, subresource ...string) []string {
+	p := []string{"/clusters/" + string(cluster), "apis", gvr.Group, gvr.Version, gvr.Resource}
+	if name != "" {
+		p = append(p, name)
+	}
+	return append(p, subresource...)
+}
+
+// Get reads one object into out.
+func (c *Client) Get(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, out runtime.Object) error {
+	return c.rest.Get().AbsPath(path(cluster, gvr, name)...).Do(ctx).Into(out)
+}
+
+// Create creates obj and stores the result in out.
+func (c *Client) Create(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, obj, out runtime.Object) error {
+	return c.rest.Post().AbsPath(path(cluster, gvr, "")...).Body(obj).Do(ctx).Into(out)
+}
+
+// Update replaces obj (or its status, with subresource "status").
+func (c *Client) Update(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, obj, out runtime.Object, subresource ...string) error {
+	return c.rest.Put().AbsPath(path(cluster, gvr, name, subresource...)...).Body(obj).Do(ctx).Into(out)
+}
+
+// Delete deletes one object.
+func (c *Client) Delete(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, opts *metav1.DeleteOptions) error {
+	req := c.rest.Delete().AbsPath(path(cluster, gvr, name)...)
+	if opts != nil {
+		req = req.Body(opts)
+	}
+	return req.Do(ctx).Error()
+}

@@ -1,0 +1,123 @@
+package shard
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// kcp's own API groups are served natively from the same scheme as the
+// Kubernetes built-ins.
+func init() {
+	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
+	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
+}
+
+// byPath indexes LogicalClusters by their kcp.io/path annotation.
+const byPath = "path"
+
+func pathIndex(obj interface{}) ([]string, error) {
+	lc, ok := obj.(*corev1alpha1.LogicalCluster)
+	if !ok {
+		return nil, nil
+	}
+	if p := lc.Annotations[logicalcluster.PathAnnotationKey]; p != "" {
+		return []string{p}, nil
+	}
+	return nil, nil
+}
+
+// kcpInformers span all logical clusters of the shard.
+type kcpInformers struct {
+	logicalClusters *wildcardinformer.Informer
+	workspaces      *wildcardinformer.Informer
+	workspaceTypes  *wildcardinformer.Informer
+	shards          *wildcardinformer.Informer
+}
+
+func (i kcpInformers) all() []*wildcardinformer.Informer {
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards}
+}
+
+// kcpRESTClient returns a client for one of kcp's groups.
+func kcpRESTClient(base *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(base)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = legacyscheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(c)
+}
+
+func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
+	core, err := kcpRESTClient(wildcard, corev1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return kcpInformers{}, err
+	}
+	tenancy, err := kcpRESTClient(wildcard, tenancyv1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return kcpInformers{}, err
+	}
+	lw := func(c *rest.RESTClient, resource string) cache.ListerWatcher {
+		return cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, fields.Everything())
+	}
+	i := kcpInformers{
+		logicalClusters: wildcardinformer.New(lw(core, "logicalclusters"), &corev1alpha1.LogicalCluster{}, "wildcard-logicalclusters"),
+		workspaces:      wildcardinformer.New(lw(tenancy, "workspaces"), &tenancyv1alpha1.Workspace{}, "wildcard-workspaces"),
+		workspaceTypes:  wildcardinformer.New(lw(tenancy, "workspacetypes"), &tenancyv1alpha1.WorkspaceType{}, "wildcard-workspacetypes"),
+		shards:          wildcardinformer.New(lw(core, "shards"), &corev1alpha1.Shard{}, "wildcard-shards"),
+	}
+	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
+		return kcpInformers{}, err
+	}
+	return i, nil
+}
+
+// logicalCluster returns the LogicalCluster of a cluster hosted here, or nil.
+func (i kcpInformers) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster {
+	obj, exists, err := i.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*corev1alpha1.LogicalCluster)
+}
+
+// resolvePath maps a workspace path to the logical cluster hosted on this
+// shard whose canonical path it is.
+func (i kcpInformers) resolvePath(p logicalcluster.Path) (logicalcluster.Name, bool) {
+	objs, err := i.logicalClusters.ByIndex(byPath, string(p))
+	if err != nil || len(objs) == 0 {
+		return "", false
+	}
+	lc := objs[0].(*corev1alpha1.LogicalCluster)
+	cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
+	return cluster, ok
+}
+
+// clusterPathOf returns the canonical path of a hosted logical cluster.
+func (i kcpInformers) clusterPathOf(cluster logicalcluster.Name) (logicalcluster.Path, error) {
+	lc := i.logicalCluster(cluster)
+	if lc == nil {
+		return "", fmt.Errorf("logical cluster %s not found", cluster)
+	}
+	if p := lc.Annotations[logicalcluster.PathAnnotationKey]; p != "" {
+		return logicalcluster.Path(p), nil
+	}
+	return cluster.Path(), nil
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,66 @@
+package wildcardinformer
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+func cm(cluster, ns, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+		Annotations: map[string]string{logicalcluster.AnnotationKey: cluster}}}
+}
+
+func TestKeysDoNotCollideAcrossClusters(t *testing.T) {
+	a, b := cm("a", "default", "x"), cm("b", "default", "x")
+	ka, _ := KeyFunc(a)
+	kb, _ := KeyFunc(b)
+	if ka == kb {
+		t.Fatalf("same key %q for objects of two clusters", ka)
+	}
+	c, ns, n, ok := SplitKey(ka)
+	if !ok || c != "a" || ns != "default" || n != "x" {
+		t.Fatalf("SplitKey(%q) = %q %q %q %v", ka, c, ns, n, ok)
+	}
+	if _, err := KeyFunc(&corev1.ConfigMap{}); err == nil {
+		t.Fatal("an object without cluster annotation must not get a key")
+	}
+}
+
+type recorder struct{ adds, updates, deletes int }
+
+func (r *recorder) OnAdd(interface{})                 { r.adds++ }
+func (r *recorder) OnUpdate(interface{}, interface{}) { r.updates++ }
+func (r *recorder) OnDelete(interface{})              { r.deletes++ }
+
+func TestStoreIndexesByClusterAndNotifies(t *testing.T) {
+	i := New(&cache.ListWatch{}, &corev1.ConfigMap{}, "test")
+	r := &recorder{}
+	i.AddHandler(r)
+	s := (*notifyingStore)(i)
+	if err := s.Replace([]interface{}{cm("a", "default", "x"), cm("b", "default", "x"), cm("a", "kube-system", "y")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if !i.HasSynced() {
+		t.Fatal("not synced after Replace")
+	}
+	if got, _ := i.List("a", ""); len(got) != 2 {
+		t.Fatalf("cluster a has %d objects, want 2", len(got))
+	}
+	if got, _ := i.List("a", "default"); len(got) != 1 {
+		t.Fatalf("cluster a namespace default has %d objects, want 1", len(got))
+	}
+	if _, exists, _ := i.Get("b", "default", "x"); !exists {
+		t.Fatal("b|default/x missing")
+	}
+	_ = s.Update(cm("b", "default", "x"))
+	_ = s.Delete(cm("a", "kube-system", "y"))
+	_ = s.Replace([]interface{}{cm("b", "default", "x")}, "2")
+	if r.adds != 3 || r.updates != 2 || r.deletes != 2 {
+		t.Fatalf("adds=%d updates=%d deletes=%d, want 3/2/2", r.adds, r.updates, r.deletes)
+	}
+}
