@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -38,12 +39,15 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 
+	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
+	wsadmission "github.com/kplane-dev/kplane/pkg/admission/workspace"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
 // Config is the shard's server configuration.
@@ -93,6 +97,13 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	genericConfig.EffectiveVersion = projectVersion{genericConfig.EffectiveVersion}
+	// kcp's types have no protobuf encoding: store them as JSON.
+	for _, gr := range []schema.GroupResource{
+		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
+		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
+	} {
+		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
+	}
 	genericConfig.RESTOptionsGetter = kstorage.RESTOptionsGetter{
 		Delegate:   genericConfig.RESTOptionsGetter,
 		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,
@@ -132,12 +143,16 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	}
 	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
 	ensurer := &defaultNamespaceEnsurer{namespaces: informers.namespaces, client: loopback.CoreV1().RESTClient()}
-	nsLifecycle := namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure)
+	types := workspacetypes.Resolver{ResolvePath: informers.kcp.resolvePath, Get: informers.kcp.workspaceType}
+	plugins := admission.NewChainHandler(
+		namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure),
+		lcadmission.New(),
+		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
+	)
 	if genericConfig.AdmissionControl != nil {
-		genericConfig.AdmissionControl = admission.NewChainHandler(nsLifecycle, genericConfig.AdmissionControl)
-	} else {
-		genericConfig.AdmissionControl = nsLifecycle
+		plugins = append(plugins, genericConfig.AdmissionControl)
 	}
+	genericConfig.AdmissionControl = plugins
 
 	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, defaultNamespaces: ensurer}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
@@ -167,11 +182,13 @@ func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
 	}
 }
 
-// adminAuthenticator authenticates the two users of admin.kubeconfig.
+// adminAuthenticator authenticates the users of admin.kubeconfig and the
+// shard's own logical-cluster-admin identity.
 func adminAuthenticator(t adminTokens) (authenticator.Request, error) {
 	tokens := tokenfile.New(map[string]*user.DefaultInfo{
-		t.KCPAdmin:   {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
-		t.ShardAdmin: {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
+		t.KCPAdmin:            {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
+		t.ShardAdmin:          {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
+		t.LogicalClusterAdmin: {Name: "system:kcp:logical-cluster-admin", Groups: []string{workspacecontent.LogicalClusterAdminGroup}},
 	})
 	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens)), nil
 }

@@ -2,7 +2,6 @@ package shard
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -96,6 +95,15 @@ func (i kcpInformers) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.
 	return obj.(*corev1alpha1.LogicalCluster)
 }
 
+// workspaceType returns a WorkspaceType of a hosted cluster, or nil.
+func (i kcpInformers) workspaceType(cluster logicalcluster.Name, name string) *tenancyv1alpha1.WorkspaceType {
+	obj, exists, err := i.workspaceTypes.Get(cluster, "", name)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*tenancyv1alpha1.WorkspaceType)
+}
+
 // resolvePath maps a workspace path to the logical cluster hosted on this
 // shard whose canonical path it is.
 func (i kcpInformers) resolvePath(p logicalcluster.Path) (logicalcluster.Name, bool) {
@@ -119,5 +127,3 @@ func (i kcpInformers) clusterPathOf(cluster logicalcluster.Name) (logicalcluster
 	}
 	return cluster.Path(), nil
 }
-
-var _ = strings.TrimSpace

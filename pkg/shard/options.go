@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -32,6 +34,11 @@ type Options struct {
 	// --etcd-servers are given.
 	EmbeddedEtcdClientPort int
 	EmbeddedEtcdPeerPort   int
+	// BaseURL is how other components reach this shard; ExternalURL is
+	// written into Workspace URLs (usually the front-proxy). Both default to
+	// https://<bind address>:<secure port>.
+	BaseURL     string
+	ExternalURL string
 
 	// serviceAccountTokenGetter gets its loopback client once the server
 	// configuration exists.
@@ -75,6 +82,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.ShardName, "shard-name", o.ShardName, "Name of this shard.")
 	fs.IntVar(&o.EmbeddedEtcdClientPort, "embedded-etcd-client-port", o.EmbeddedEtcdClientPort, "Client port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
 	fs.IntVar(&o.EmbeddedEtcdPeerPort, "embedded-etcd-peer-port", o.EmbeddedEtcdPeerPort, "Peer port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
+	fs.StringVar(&o.BaseURL, "shard-base-url", o.BaseURL, "URL other components use to reach this shard (default https://<bind-address>:<secure-port>).")
+	fs.StringVar(&o.ExternalURL, "shard-external-url", o.ExternalURL, "URL written into Workspace spec.URL, usually the front-proxy's (default: --shard-base-url).")
 	o.ControlPlane.AddFlags(fss)
 }
 
@@ -138,6 +147,18 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 	if err != nil {
 		return CompletedOptions{}, err
 	}
+	if o.BaseURL == "" {
+		host := cp.SecureServing.BindAddress.String()
+		if cp.SecureServing.BindAddress.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		o.BaseURL = "https://" + net.JoinHostPort(host, strconv.Itoa(cp.SecureServing.BindPort))
+	}
+	o.BaseURL = strings.TrimSuffix(o.BaseURL, "/")
+	if o.ExternalURL == "" {
+		o.ExternalURL = o.BaseURL
+	}
+	o.ExternalURL = strings.TrimSuffix(o.ExternalURL, "/")
 	return CompletedOptions{Options: o, ControlPlane: completed, tokens: tokens}, nil
 }
 

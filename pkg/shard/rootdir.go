@@ -33,6 +33,9 @@ const (
 type adminTokens struct {
 	KCPAdmin   string `json:"kcpAdmin"`
 	ShardAdmin string `json:"shardAdmin"`
+	// LogicalClusterAdmin is the shard's own identity when it creates
+	// LogicalClusters through a shard's baseURL.
+	LogicalClusterAdmin string `json:"logicalClusterAdmin"`
 }
 
 func fileExists(path string) bool {
@@ -53,19 +56,25 @@ func ensureAdminTokens(dir string) (adminTokens, error) {
 	path := filepath.Join(dir, adminTokensFile)
 	var t adminTokens
 	if data, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(data, &t); err != nil || t.KCPAdmin == "" || t.ShardAdmin == "" {
+		if err := json.Unmarshal(data, &t); err != nil {
 			return t, fmt.Errorf("corrupt admin token file %s: remove it to generate new tokens", path)
 		}
-		return t, nil
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return t, err
 	}
-	var err error
-	if t.KCPAdmin, err = randomToken(); err != nil {
-		return t, err
+	changed := false
+	for _, tok := range []*string{&t.KCPAdmin, &t.ShardAdmin, &t.LogicalClusterAdmin} {
+		if *tok != "" {
+			continue
+		}
+		var err error
+		if *tok, err = randomToken(); err != nil {
+			return t, err
+		}
+		changed = true
 	}
-	if t.ShardAdmin, err = randomToken(); err != nil {
-		return t, err
+	if !changed {
+		return t, nil
 	}
 	data, _ := json.Marshal(t)
 	return t, os.WriteFile(path, data, 0o600)

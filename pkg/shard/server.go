@@ -3,11 +3,9 @@ package shard
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -23,6 +21,7 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
+	"github.com/kplane-dev/kplane/pkg/registry"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
 
@@ -78,6 +77,8 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		rbacrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
 		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
 		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
+		registry.CoreRESTStorageProvider{},
+		registry.TenancyRESTStorageProvider{},
 	}
 	if err := server.InstallAPIs(providers...); err != nil {
 		return nil, err
@@ -101,7 +102,7 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 			}
 		}
 		return nil
-	})); err != nil {
+	}), healthz.NamedCheck("kplane-root-bootstrapped", func(*http.Request) error { return c.rootReady() })); err != nil {
 		return nil, err
 	}
 
@@ -119,6 +120,10 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil
 	})
 
+	if err := c.addControllers(gs); err != nil {
+		return nil, err
+	}
+
 	kubeconfig := filepath.Join(c.Options.RootDirectory, AdminKubeconfigFile)
 	gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
 		return c.writeAdminKubeconfig(kubeconfig)
@@ -126,23 +131,28 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 	return gs, nil
 }
 
-// writeAdminKubeconfig writes admin.kubeconfig once the server listens.
-func (c *Config) writeAdminKubeconfig(path string) error {
+// servingCA returns the serving certificate bundle, which clients of this
+// shard trust.
+func (c *Config) servingCA() ([]byte, error) {
 	serving := c.Options.ControlPlane.SecureServing
-	host := serving.BindAddress.String()
-	if serving.BindAddress.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	baseURL := fmt.Sprintf("https://%s", net.JoinHostPort(host, strconv.Itoa(serving.BindPort)))
 	certFile := serving.ServerCert.CertKey.CertFile
 	if certFile == "" {
 		certFile = filepath.Join(serving.ServerCert.CertDirectory, servingCertPairName+".crt")
 	}
 	ca, err := os.ReadFile(certFile)
 	if err != nil {
-		return fmt.Errorf("read serving certificate for admin kubeconfig: %w", err)
+		return nil, fmt.Errorf("read serving certificate: %w", err)
 	}
-	if err := writeAdminKubeconfig(path, baseURL, ca, c.Options.tokens); err != nil {
+	return ca, nil
+}
+
+// writeAdminKubeconfig writes admin.kubeconfig once the server listens.
+func (c *Config) writeAdminKubeconfig(path string) error {
+	ca, err := c.servingCA()
+	if err != nil {
+		return err
+	}
+	if err := writeAdminKubeconfig(path, c.Options.BaseURL, ca, c.Options.tokens); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	klog.Background().Info("Wrote admin kubeconfig", "path", path)

@@ -1,0 +1,175 @@
+// Package workspace admits Workspaces: it fills in the type (the parent
+// type's default child type), checks the WorkspaceType rules (allowed parents
+// and children, the "use" verb) and records the creator as owner.
+package workspace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// Plugin admits workspaces.
+type Plugin struct {
+	*admission.Handler
+	types             workspacetypes.Resolver
+	getLogicalCluster func(logicalcluster.Name) *corev1alpha1.LogicalCluster
+	authorizer        authorizer.Authorizer
+}
+
+var (
+	_ admission.MutationInterface   = &Plugin{}
+	_ admission.ValidationInterface = &Plugin{}
+)
+
+// New returns the plugin.
+func New(types workspacetypes.Resolver, getLogicalCluster func(logicalcluster.Name) *corev1alpha1.LogicalCluster, authz authorizer.Authorizer) *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update), types: types, getLogicalCluster: getLogicalCluster, authorizer: authz}
+}
+
+func isWorkspace(a admission.Attributes) bool {
+	return a.GetResource().GroupResource() == tenancyv1alpha1.Resource("workspaces") && a.GetSubresource() == ""
+}
+
+func privileged(u user.Info) bool {
+	for _, g := range u.GetGroups() {
+		if g == user.SystemPrivilegedGroup {
+			return true
+		}
+	}
+	return false
+}
+
+// OwnerAnnotation encodes a user as kcp does in experimental.tenancy.kcp.io/owner.
+func OwnerAnnotation(u user.Info) (string, error) {
+	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
+	b, err := json.Marshal(info)
+	return string(b), err
+}
+
+// Admit defaults spec.type and records the owner on create.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if !isWorkspace(a) || a.GetOperation() != admission.Create {
+		return nil
+	}
+	ws, ok := a.GetObject().(*tenancyv1alpha1.Workspace)
+	if !ok {
+		return nil
+	}
+	cluster, _ := logicalcluster.ClusterFromContext(ctx)
+	parent := p.getLogicalCluster(cluster)
+	if parent == nil {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("workspace %s is not ready for child workspaces", cluster))
+	}
+	parentPath := logicalcluster.Path(parent.Annotations[logicalcluster.PathAnnotationKey])
+	if parentPath == "" {
+		parentPath = cluster.Path()
+	}
+	if ws.Spec.Type == nil || ws.Spec.Type.Name == "" {
+		parentRef, ok := workspacetypes.ParseTypeAnnotation(parent.Annotations[corev1alpha1.LogicalClusterTypeAnnotationKey])
+		def := &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.UniversalWorkspaceTypeName, Path: string(logicalcluster.Root)}
+		if ok {
+			if pwt, pref, err := p.types.Resolve(parentRef, parentPath); err == nil && pwt.Spec.DefaultChildWorkspaceType != nil {
+				d := *pwt.Spec.DefaultChildWorkspaceType
+				if d.Path == "" {
+					d.Path = pref.Path
+				}
+				def = &d
+			}
+		}
+		ws.Spec.Type = def
+	}
+	if _, ref, err := p.types.Resolve(*ws.Spec.Type, parentPath); err == nil {
+		ws.Spec.Type = &ref
+	}
+	if !privileged(a.GetUserInfo()) || ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] == "" {
+		owner, err := OwnerAnnotation(a.GetUserInfo())
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		if ws.Annotations == nil {
+			ws.Annotations = map[string]string{}
+		}
+		ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] = owner
+	}
+	return nil
+}
+
+// Validate enforces the type rules and system-owned fields.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if !isWorkspace(a) {
+		return nil
+	}
+	ws, ok := a.GetObject().(*tenancyv1alpha1.Workspace)
+	if !ok {
+		return nil
+	}
+	gr := a.GetResource().GroupResource()
+	if a.GetOperation() == admission.Update {
+		old, ok := a.GetOldObject().(*tenancyv1alpha1.Workspace)
+		if ok && !privileged(a.GetUserInfo()) && (old.Spec.Cluster != ws.Spec.Cluster || old.Spec.URL != ws.Spec.URL) {
+			return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("spec.cluster and spec.URL are set by the system"))
+		}
+		return nil
+	}
+	if !privileged(a.GetUserInfo()) && (ws.Spec.Cluster != "" || ws.Spec.URL != "") {
+		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("spec.cluster and spec.URL are set by the system"))
+	}
+	cluster, _ := logicalcluster.ClusterFromContext(ctx)
+	parent := p.getLogicalCluster(cluster)
+	if parent == nil {
+		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("workspace %s is not ready for child workspaces", cluster))
+	}
+	parentPath := logicalcluster.Path(parent.Annotations[logicalcluster.PathAnnotationKey])
+	if parentPath == "" {
+		parentPath = cluster.Path()
+	}
+	typeField := field.NewPath("spec", "type")
+	child, childRef, err := p.types.Resolve(*ws.Spec.Type, parentPath)
+	if err != nil {
+		return apierrors.NewInvalid(tenancyv1alpha1.Kind("Workspace"), a.GetName(), field.ErrorList{field.Invalid(typeField, ws.Spec.Type.String(), err.Error())})
+	}
+	_, childRefs, err := p.types.ExtendedTypes(child, childRef)
+	if err != nil {
+		return apierrors.NewInvalid(tenancyv1alpha1.Kind("Workspace"), a.GetName(), field.ErrorList{field.Invalid(typeField, childRef.String(), err.Error())})
+	}
+	if parentRef, ok := workspacetypes.ParseTypeAnnotation(parent.Annotations[corev1alpha1.LogicalClusterTypeAnnotationKey]); ok {
+		parentType, parentRef, err := p.types.Resolve(parentRef, parentPath)
+		if err == nil {
+			_, parentRefs, err := p.types.ExtendedTypes(parentType, parentRef)
+			if err == nil {
+				if err := workspacetypes.CheckParentChild(parentType, parentRefs, child, childRefs); err != nil {
+					return apierrors.NewInvalid(tenancyv1alpha1.Kind("Workspace"), a.GetName(), field.ErrorList{field.Invalid(typeField, childRef.String(), err.Error())})
+				}
+			}
+		}
+	}
+	if privileged(a.GetUserInfo()) {
+		return nil
+	}
+	typeCluster, ok := p.types.ResolvePath(logicalcluster.Path(childRef.Path))
+	if !ok {
+		typeCluster, _ = logicalcluster.Path(childRef.Path).Name()
+	}
+	use := authorizer.AttributesRecord{
+		User: a.GetUserInfo(), Verb: "use", APIGroup: tenancyv1alpha1.GroupName, APIVersion: tenancyv1alpha1.SchemeGroupVersion.Version,
+		Resource: "workspacetypes", Name: tenancyv1alpha1.ObjectName(childRef.Name), ResourceRequest: true,
+	}
+	d, _, _ := p.authorizer.Authorize(logicalcluster.WithCluster(ctx, typeCluster), use)
+	if d != authorizer.DecisionAllow {
+		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("user %q may not use workspace type %s: verb \"use\" on workspacetypes %q in workspace %s is required", a.GetUserInfo().GetName(), childRef.String(), childRef.Name, childRef.Path))
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+// Package bootstrap creates what a fresh root shard needs, idempotently on
+// every start: the root logical cluster, the built-in WorkspaceTypes, the
+// shard's own Shard object and the RBAC that lets users in.
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// Names of the bootstrap RBAC.
+const (
+	// WorkspaceAccessClusterRole grants the non-resource verb "access" on "/".
+	WorkspaceAccessClusterRole = "system:kcp:workspace:access"
+	// WorkspaceTypesUseClusterRole lets users create workspaces of the
+	// built-in types universal, organization and team.
+	WorkspaceTypesUseClusterRole = "system:kcp:workspacetypes:use"
+)
+
+// Shard describes this shard's Shard object.
+type Shard struct {
+	Name        string
+	BaseURL     string
+	ExternalURL string
+	Labels      map[string]string
+}
+
+// Root bootstraps the root shard through loopback clients.
+func Root(ctx context.Context, loopback *rest.Config, shard Shard) error {
+	kcp, err := kcpclient.New(loopback)
+	if err != nil {
+		return err
+	}
+	if err := systemAdminRBAC(ctx, loopback); err != nil {
+		return err
+	}
+	if err := rootLogicalCluster(ctx, kcp); err != nil {
+		return err
+	}
+	for _, wt := range builtinTypes() {
+		if err := createOrUpdate(ctx, kcp, logicalcluster.Root, kcpclient.WorkspaceTypes, wt.Name, wt, &tenancyv1alpha1.WorkspaceType{}, func(existing runtime.Object) bool {
+			return apiequality.Semantic.DeepEqual(existing.(*tenancyv1alpha1.WorkspaceType).Spec, wt.Spec)
+		}); err != nil {
+			return fmt.Errorf("workspace type %s: %w", wt.Name, err)
+		}
+	}
+	if err := RegisterShard(ctx, kcp, shard); err != nil {
+		return err
+	}
+	return rootRBAC(ctx, loopback)
+}
+
+// RegisterShard creates or updates the Shard object of a shard in root.
+func RegisterShard(ctx context.Context, kcp *kcpclient.Client, shard Shard) error {
+	labels := map[string]string{corev1alpha1.ShardNameLabel: shard.Name}
+	for k, v := range shard.Labels {
+		labels[k] = v
+	}
+	obj := &corev1alpha1.Shard{
+		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "Shard"},
+		ObjectMeta: metav1.ObjectMeta{Name: shard.Name, Labels: labels},
+		Spec:       corev1alpha1.ShardSpec{BaseURL: shard.BaseURL, ExternalURL: shard.ExternalURL, VirtualWorkspaceURL: shard.BaseURL},
+	}
+	return createOrUpdate(ctx, kcp, logicalcluster.Root, kcpclient.Shards, shard.Name, obj, &corev1alpha1.Shard{}, func(existing runtime.Object) bool {
+		e := existing.(*corev1alpha1.Shard)
+		return e.Spec == obj.Spec && apiequality.Semantic.DeepEqual(e.Labels, obj.Labels)
+	})
+}
+
+// createOrUpdate creates obj, or replaces the existing one unless upToDate.
+func createOrUpdate(ctx context.Context, kcp *kcpclient.Client, cluster logicalcluster.Name, gvr schema.GroupVersionResource,
+	name string, obj, existing runtime.Object, upToDate func(existing runtime.Object) bool) error {
+	err := kcp.Get(ctx, cluster, gvr, name, existing)
+	if apierrors.IsNotFound(err) {
+		err = kcp.Create(ctx, cluster, gvr, obj, existing)
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil || upToDate(existing) {
+		return err
+	}
+	em, _ := meta.Accessor(existing)
+	om, _ := meta.Accessor(obj)
+	om.SetResourceVersion(em.GetResourceVersion())
+	return kcp.Update(ctx, cluster, gvr, name, obj, existing)
+}
+
+// rootLogicalCluster makes root exist: its LogicalCluster, Ready.
+func rootLogicalCluster(ctx context.Context, kcp *kcpclient.Client) error {
+	lc := &corev1alpha1.LogicalCluster{}
+	err := kcp.Get(ctx, logicalcluster.Root, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc)
+	if apierrors.IsNotFound(err) {
+		lc = &corev1alpha1.LogicalCluster{
+			TypeMeta: metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "LogicalCluster"},
+			ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: map[string]string{
+				logicalcluster.PathAnnotationKey:             string(logicalcluster.Root),
+				corev1alpha1.LogicalClusterTypeAnnotationKey: "root:root",
+			}},
+		}
+		err = kcp.Create(ctx, logicalcluster.Root, kcpclient.LogicalClusters, lc, lc)
+		if apierrors.IsAlreadyExists(err) {
+			err = nil
+		}
+	}
+	return err
+}
+
+func ref(name tenancyv1alpha1.WorkspaceTypeName) tenancyv1alpha1.WorkspaceTypeReference {
+	return tenancyv1alpha1.WorkspaceTypeReference{Name: name, Path: string(logicalcluster.Root)}
+}
+
+func workspaceType(name tenancyv1alpha1.WorkspaceTypeName, spec tenancyv1alpha1.WorkspaceTypeSpec) *tenancyv1alpha1.WorkspaceType {
+	return &tenancyv1alpha1.WorkspaceType{
+		TypeMeta: metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "WorkspaceType"},
+		ObjectMeta: metav1.ObjectMeta{Name: tenancyv1alpha1.ObjectName(name), Annotations: map[string]string{
+			logicalcluster.PathAnnotationKey: string(logicalcluster.Root),
+		}},
+		Spec: spec,
+	}
+}
+
+// builtinTypes are the WorkspaceTypes of root (API.md).
+func builtinTypes() []*tenancyv1alpha1.WorkspaceType {
+	universal := ref(tenancyv1alpha1.UniversalWorkspaceTypeName)
+	organization := ref(tenancyv1alpha1.OrganizationWorkspaceTypeName)
+	team := ref(tenancyv1alpha1.TeamWorkspaceTypeName)
+	return []*tenancyv1alpha1.WorkspaceType{
+		workspaceType(tenancyv1alpha1.RootWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{None: true},
+			DefaultChildWorkspaceType: &organization,
+		}),
+		workspaceType(tenancyv1alpha1.UniversalWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			DefaultChildWorkspaceType: &universal,
+		}),
+		workspaceType(tenancyv1alpha1.OrganizationWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{ref(tenancyv1alpha1.RootWorkspaceTypeName)}},
+			DefaultChildWorkspaceType: &universal,
+		}),
+		workspaceType(tenancyv1alpha1.TeamWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{organization, team}},
+			DefaultChildWorkspaceType: &universal,
+		}),
+		workspaceType(tenancyv1alpha1.HomeWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{None: true},
+			DefaultChildWorkspaceType: &universal,
+		}),
+	}
+}
+
+// ensureClusterRole creates or updates a ClusterRole.
+func ensureClusterRole(ctx context.Context, c kubernetes.Interface, role *rbacv1.ClusterRole) error {
+	existing, err := c.RbacV1().ClusterRoles().Get(ctx, role.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = c.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil || apiequality.Semantic.DeepEqual(existing.Rules, role.Rules) {
+		return err
+	}
+	existing.Rules = role.Rules
+	_, err = c.RbacV1().ClusterRoles().Update(ctx, existing, metav1.UpdateOptions{})
+	return err
+}
+
+// ensureClusterRoleBinding creates a ClusterRoleBinding if missing.
+func ensureClusterRoleBinding(ctx context.Context, c kubernetes.Interface, b *rbacv1.ClusterRoleBinding) error {
+	_, err := c.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// systemAdminRBAC adds the kcp ClusterRoles to the bootstrap policy in
+// system:admin, so every logical cluster can bind them.
+func systemAdminRBAC(ctx context.Context, loopback *rest.Config) error {
+	c, err := kubernetes.NewForConfig(namespace.ClusterConfig(loopback, logicalcluster.SystemAdmin))
+	if err != nil {
+		return err
+	}
+	if err := ensureClusterRole(ctx, c, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: WorkspaceAccessClusterRole},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"access"}, NonResourceURLs: []string{"/"}}},
+	}); err != nil {
+		return err
+	}
+	return ensureClusterRole(ctx, c, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: WorkspaceTypesUseClusterRole},
+		Rules: []rbacv1.PolicyRule{{
+			Verbs: []string{"use"}, APIGroups: []string{tenancyv1alpha1.GroupName}, Resources: []string{"workspacetypes"},
+			ResourceNames: []string{string(tenancyv1alpha1.UniversalWorkspaceTypeName), string(tenancyv1alpha1.OrganizationWorkspaceTypeName), string(tenancyv1alpha1.TeamWorkspaceTypeName)},
+		}},
+	})
+}
+
+// rootRBAC lets every authenticated user into root and use the built-in
+// types.
+func rootRBAC(ctx context.Context, loopback *rest.Config) error {
+	c, err := kubernetes.NewForConfig(namespace.ClusterConfig(loopback, logicalcluster.Root))
+	if err != nil {
+		return err
+	}
+	authenticated := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}
+	for _, role := range []string{WorkspaceAccessClusterRole, WorkspaceTypesUseClusterRole} {
+		if err := ensureClusterRoleBinding(ctx, c, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: role + ":authenticated"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   authenticated,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

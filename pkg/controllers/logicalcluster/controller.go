@@ -1,0 +1,74 @@
+// Package logicalcluster drives the LogicalClusters hosted on this shard:
+// it bootstraps a new cluster's content (default namespace, owner as
+// cluster-admin), moves it through Scheduling -> Initializing -> Ready, and
+// on deletion removes all its content (RBAC last) before letting the
+// LogicalCluster go.
+package logicalcluster
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Controller reconciles LogicalClusters.
+type Controller struct {
+	loop            *loop.Loop
+	logicalClusters *wildcardinformer.Informer
+	namespaces      *wildcardinformer.Informer
+	kcp             *kcpclient.Client
+	base            *rest.Config
+	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
+	externalURL string
+}
+
+// New returns the controller.
+func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string) *Controller {
+	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL}
+	c.loop = loop.New("logicalcluster", c.reconcile)
+	logicalClusters.AddHandler(c.loop.Handler(nil))
+	// A namespace going away may unblock a cluster's deletion.
+	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+		key, err := wildcardinformer.KeyFunc(obj)
+		if err != nil {
+			return "", false
+		}
+		cluster, _, _, _ := wildcardinformer.SplitKey(key)
+		return wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName), true
+	}))
+	return c
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok || name != corev1alpha1.LogicalClusterName {
+		return nil
+	}
+	obj, exists, err := c.logicalClusters.Get(cluster, "", name)
+	if err != nil || !exists {
+		return err
+	}
+	lc := obj.(*corev1alpha1.LogicalCluster).DeepCopy()
+	if lc.DeletionTimestamp != nil {
+		return c.reconcileDeletion(ctx, cluster, lc)
+	}
+	return c.reconcilePhase(ctx, cluster, lc)
+}
+
+// updateStatus writes lc's status.
+func (c *Controller) updateStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+	return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{}, "status")
+}
+
+var requeueSoon = loop.RequeueAfter(500 * time.Millisecond)

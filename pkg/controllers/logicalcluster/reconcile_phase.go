@@ -1,0 +1,87 @@
+package logicalcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// OwnerBindingName is the ClusterRoleBinding that makes a workspace's
+// creator its cluster-admin.
+const OwnerBindingName = "workspace-admin"
+
+// reconcilePhase bootstraps a scheduled cluster and moves it to Initializing
+// or Ready.
+func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	want := lc.Status.Phase
+	switch lc.Status.Phase {
+	case "", corev1alpha1.LogicalClusterPhaseScheduling:
+		if err := c.bootstrapContent(ctx, cluster, lc); err != nil {
+			return err
+		}
+		want = corev1alpha1.LogicalClusterPhaseInitializing
+		if len(lc.Status.Initializers) == 0 {
+			want = corev1alpha1.LogicalClusterPhaseReady
+		}
+	case corev1alpha1.LogicalClusterPhaseInitializing:
+		if len(lc.Status.Initializers) == 0 {
+			want = corev1alpha1.LogicalClusterPhaseReady
+		}
+	}
+	url := lc.Status.URL
+	if c.externalURL != "" {
+		path := lc.Annotations[logicalcluster.PathAnnotationKey]
+		if path == "" {
+			path = string(cluster)
+		}
+		url = c.externalURL + "/clusters/" + path
+	}
+	if want == lc.Status.Phase && url == lc.Status.URL {
+		return nil
+	}
+	lc.Status.Phase, lc.Status.URL = want, url
+	return c.updateStatus(ctx, cluster, lc)
+}
+
+// bootstrapContent creates what every new workspace has: the default
+// namespace and, when the creator is known, a binding of the creator to
+// cluster-admin.
+func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	client, err := kubernetes.NewForConfig(namespace.ClusterConfig(c.base, cluster))
+	if err != nil {
+		return err
+	}
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create default namespace: %w", err)
+	}
+	raw := lc.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]
+	if raw == "" {
+		return nil
+	}
+	var owner authenticationv1.UserInfo
+	if err := json.Unmarshal([]byte(raw), &owner); err != nil || owner.Username == "" {
+		return nil // not ours to fix; the workspace works without an owner binding
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: OwnerBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: owner.Username}},
+	}
+	_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("bind owner %q as cluster-admin: %w", owner.Username, err)
+	}
+	return nil
+}

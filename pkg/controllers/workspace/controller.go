@@ -1,0 +1,131 @@
+// Package workspace schedules Workspaces onto shards and mirrors their
+// logical cluster's lifecycle. It runs on the shard of the parent workspace:
+// it picks a shard, creates the child's LogicalCluster there (as
+// system:kcp:logical-cluster-admin, through the shard's baseURL), records
+// spec.cluster and spec.URL, copies phase and initializers back, and on
+// deletion deletes the LogicalCluster before releasing the Workspace.
+package workspace
+
+import (
+	"context"
+	"time"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// ShardAnnotationKey records the shard a workspace was scheduled to.
+const ShardAnnotationKey = "internal.tenancy.kcp.io/shard"
+
+// Controller reconciles Workspaces.
+type Controller struct {
+	loop            *loop.Loop
+	workspaces      *wildcardinformer.Informer
+	logicalClusters *wildcardinformer.Informer
+	shards          *wildcardinformer.Informer
+	types           workspacetypes.Resolver
+	// local writes Workspaces on this shard.
+	local *kcpclient.Client
+	// shardClient returns a client for a shard's baseURL acting as
+	// system:kcp:logical-cluster-admin.
+	shardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	// shardName is this shard; its LogicalClusters are read from the informer.
+	shardName string
+}
+
+// Config holds the controller's dependencies.
+type Config struct {
+	Workspaces, LogicalClusters, Shards *wildcardinformer.Informer
+	Types                               workspacetypes.Resolver
+	Local                               *kcpclient.Client
+	ShardClient                         func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	ShardName                           string
+}
+
+// New returns the controller.
+func New(cfg Config) *Controller {
+	c := &Controller{
+		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
+		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName,
+	}
+	c.loop = loop.New("workspace", c.reconcile)
+	c.workspaces.AddHandler(c.loop.Handler(nil))
+	// A LogicalCluster's changes go to the Workspace that owns it.
+	c.logicalClusters.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+		lc, ok := obj.(*corev1alpha1.LogicalCluster)
+		if !ok || lc.Spec.Owner == nil || lc.Spec.Owner.Resource != "workspaces" {
+			return "", false
+		}
+		return wildcardinformer.Key(logicalcluster.Name(lc.Spec.Owner.Cluster), "", lc.Spec.Owner.Name), true
+	}))
+	return c
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	parent, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	obj, exists, err := c.workspaces.Get(parent, "", name)
+	if err != nil || !exists {
+		return err
+	}
+	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
+	switch {
+	case ws.DeletionTimestamp != nil:
+		return c.reconcileDeletion(ctx, parent, ws)
+	case ws.Spec.Cluster == "":
+		return c.reconcileScheduling(ctx, parent, ws)
+	default:
+		return c.reconcilePhase(ctx, parent, ws)
+	}
+}
+
+// shard returns the Shard object (from root) a workspace is on.
+func (c *Controller) shard(name string) *corev1alpha1.Shard {
+	obj, exists, err := c.shards.Get(logicalcluster.Root, "", name)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*corev1alpha1.Shard)
+}
+
+// getLogicalCluster reads the LogicalCluster of a scheduled workspace, from
+// the informer when it is on this shard and through its shard otherwise.
+func (c *Controller) getLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error) {
+	shardName := ws.Annotations[ShardAnnotationKey]
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	if shardName == "" || shardName == c.shardName {
+		obj, exists, err := c.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
+		if err != nil || !exists {
+			return nil, err
+		}
+		return obj.(*corev1alpha1.LogicalCluster), nil
+	}
+	shard := c.shard(shardName)
+	if shard == nil {
+		return nil, loop.RequeueAfter(time.Second)
+	}
+	client, err := c.shardClient(shard)
+	if err != nil {
+		return nil, err
+	}
+	lc := &corev1alpha1.LogicalCluster{}
+	if err := client.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc); err != nil {
+		return nil, err
+	}
+	return lc, nil
+}
+
+func (c *Controller) update(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, subresource ...string) error {
+	ws.APIVersion, ws.Kind = tenancyv1alpha1.SchemeGroupVersion.String(), "Workspace"
+	return c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, &tenancyv1alpha1.Workspace{}, subresource...)
+}

@@ -1,0 +1,179 @@
+package workspace
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// ClusterName derives a logical cluster name from a workspace's UID: 16
+// base36 characters of its SHA-224, so retries after a crash create the same
+// cluster instead of a second one.
+func ClusterName(uid string) logicalcluster.Name {
+	sum := sha256.Sum224([]byte(uid))
+	s := new(big.Int).SetBytes(sum[:]).Text(36)
+	for len(s) < 16 {
+		s = "0" + s
+	}
+	return logicalcluster.Name(s[:16])
+}
+
+// reconcileScheduling places an unscheduled workspace on a shard.
+func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
+	parentObj, exists, err := c.logicalClusters.Get(parent, "", corev1alpha1.LogicalClusterName)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return loop.RequeueAfter(time.Second)
+	}
+	parentLC := parentObj.(*corev1alpha1.LogicalCluster)
+	parentPath := logicalcluster.Path(parentLC.Annotations[logicalcluster.PathAnnotationKey])
+	if parentPath == "" {
+		parentPath = parent.Path()
+	}
+
+	shard, err := c.pickShard(ws)
+	if err != nil {
+		return err
+	}
+	if shard == nil {
+		return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
+	}
+
+	if ws.Spec.Type == nil {
+		return loop.RequeueAfter(time.Second)
+	}
+	wt, ref, err := c.types.Resolve(*ws.Spec.Type, parentPath)
+	if err != nil {
+		return c.setUnschedulable(ctx, parent, ws, err.Error())
+	}
+	types, _, err := c.types.ExtendedTypes(wt, ref)
+	if err != nil {
+		return c.setUnschedulable(ctx, parent, ws, err.Error())
+	}
+	var initializers []corev1alpha1.LogicalClusterInitializer
+	var terminators []corev1alpha1.LogicalClusterTerminator
+	for _, t := range types {
+		if t.Spec.Initializer {
+			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
+		}
+		if t.Spec.Terminator {
+			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
+		}
+	}
+
+	cluster := ClusterName(string(ws.UID))
+	path := parentPath.Join(ws.Name)
+	annotations := map[string]string{
+		logicalcluster.PathAnnotationKey:             string(path),
+		corev1alpha1.LogicalClusterTypeAnnotationKey: workspacetypes.TypeAnnotation(ref),
+	}
+	for _, k := range []string{corev1alpha1.RequiredGroupsAnnotationKey} {
+		if v, ok := parentLC.Annotations[k]; ok {
+			annotations[k] = v
+		}
+	}
+	if v := ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]; v != "" {
+		annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] = v
+	}
+	lc := &corev1alpha1.LogicalCluster{
+		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "LogicalCluster"},
+		ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: annotations},
+		Spec: corev1alpha1.LogicalClusterSpec{
+			Owner: &corev1alpha1.LogicalClusterOwner{
+				APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Resource: "workspaces",
+				Name: ws.Name, Cluster: string(parent), UID: ws.UID,
+			},
+			Initializers: initializers,
+			Terminators:  terminators,
+		},
+	}
+	client, err := c.shardClient(shard)
+	if err != nil {
+		return err
+	}
+	if err := client.Create(ctx, cluster, kcpclient.LogicalClusters, lc, &corev1alpha1.LogicalCluster{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create LogicalCluster %s on shard %s: %w", cluster, shard.Name, err)
+	}
+
+	if ws.Annotations == nil {
+		ws.Annotations = map[string]string{}
+	}
+	ws.Annotations[ShardAnnotationKey] = shard.Name
+	ws.Spec.Cluster = string(cluster)
+	ws.Spec.URL = strings.TrimSuffix(shard.Spec.ExternalURL, "/") + "/clusters/" + string(path)
+	ws.Spec.Type = &ref
+	for k, v := range wt.Spec.AdditionalWorkspaceLabels {
+		if ws.Labels == nil {
+			ws.Labels = map[string]string{}
+		}
+		ws.Labels[k] = v
+	}
+	if region, ok := shard.Labels[corev1alpha1.RegionLabel]; ok {
+		if ws.Labels == nil {
+			ws.Labels = map[string]string{}
+		}
+		ws.Labels[corev1alpha1.RegionLabel] = region
+	}
+	return c.update(ctx, parent, ws)
+}
+
+// pickShard chooses among the shards matching the workspace's selector.
+func (c *Controller) pickShard(ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
+	selector := labels.Everything()
+	if ws.Spec.Location != nil && ws.Spec.Location.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(ws.Spec.Location.Selector)
+		if err != nil {
+			return nil, nil
+		}
+		selector = s
+	}
+	objs, err := c.shards.List(logicalcluster.Root, "")
+	if err != nil {
+		return nil, err
+	}
+	var candidates []*corev1alpha1.Shard
+	for _, o := range objs {
+		s := o.(*corev1alpha1.Shard)
+		if selector.Matches(labels.Set(s.Labels)) {
+			candidates = append(candidates, s)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	return candidates[rand.IntN(len(candidates))], nil
+}
+
+func (c *Controller) setUnschedulable(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, msg string) error {
+	cond := conditionsv1alpha1.Condition{
+		Type: tenancyv1alpha1.WorkspaceScheduled, Status: corev1.ConditionFalse,
+		Severity: conditionsv1alpha1.ConditionSeverityError, Reason: tenancyv1alpha1.WorkspaceReasonUnschedulable, Message: msg,
+	}
+	if existing := ws.Status.Conditions.Get(cond.Type); existing == nil || existing.Message != msg || ws.Status.Phase != corev1alpha1.LogicalClusterPhaseScheduling {
+		conditionsv1alpha1.Set(ws, cond)
+		ws.Status.Phase = corev1alpha1.LogicalClusterPhaseScheduling
+		if err := c.update(ctx, parent, ws, "status"); err != nil {
+			return err
+		}
+	}
+	return loop.RequeueAfter(5 * time.Second)
+}

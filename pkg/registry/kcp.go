@@ -1,0 +1,88 @@
+// Package registry serves kcp's own API groups, core.kcp.io and
+// tenancy.kcp.io, from the shard's generic control plane.
+package registry
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	logicalclusterregistry "github.com/kplane-dev/kplane/pkg/registry/core/logicalcluster"
+	shardregistry "github.com/kplane-dev/kplane/pkg/registry/core/shard"
+	"github.com/kplane-dev/kplane/pkg/registry/status"
+	workspaceregistry "github.com/kplane-dev/kplane/pkg/registry/tenancy/workspace"
+	workspacetyperegistry "github.com/kplane-dev/kplane/pkg/registry/tenancy/workspacetype"
+)
+
+// CoreRESTStorageProvider serves core.kcp.io: logicalclusters and shards,
+// each with its status subresource. The group's types must be installed in
+// legacyscheme.Scheme.
+type CoreRESTStorageProvider struct{}
+
+// GroupName returns core.kcp.io.
+func (CoreRESTStorageProvider) GroupName() string { return corev1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled core.kcp.io resources.
+func (CoreRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(corev1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"logicalclusters": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return logicalclusterregistry.NewREST(legacyscheme.Scheme, g)
+		},
+		"shards": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return shardregistry.NewREST(legacyscheme.Scheme, g)
+		},
+	})
+}
+
+// TenancyRESTStorageProvider serves tenancy.kcp.io: workspaces and
+// workspacetypes, each with its status subresource. The group's types must
+// be installed in legacyscheme.Scheme.
+type TenancyRESTStorageProvider struct{}
+
+// GroupName returns tenancy.kcp.io.
+func (TenancyRESTStorageProvider) GroupName() string { return tenancyv1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled tenancy.kcp.io resources.
+func (TenancyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(tenancyv1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"workspaces": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return workspaceregistry.NewREST(legacyscheme.Scheme, g)
+		},
+		"workspacetypes": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return workspacetyperegistry.NewREST(legacyscheme.Scheme, g)
+		},
+	})
+}
+
+// newRESTFunc builds the storage of a resource and of its status
+// subresource.
+type newRESTFunc func(generic.RESTOptionsGetter) (rest.Storage, *status.REST, error)
+
+// newAPIGroupInfo serves the resources of gv that the resource config
+// enables, each with a status subresource.
+func newAPIGroupInfo(gv schema.GroupVersion, apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter, resources map[string]newRESTFunc) (genericapiserver.APIGroupInfo, error) {
+	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(gv.Group, legacyscheme.Scheme, legacyscheme.ParameterCodec, legacyscheme.Codecs)
+	storage := map[string]rest.Storage{}
+	for resource, newREST := range resources {
+		if !apiResourceConfigSource.ResourceEnabled(gv.WithResource(resource)) {
+			continue
+		}
+		main, statusREST, err := newREST(restOptionsGetter)
+		if err != nil {
+			return genericapiserver.APIGroupInfo{}, fmt.Errorf("storage of %s: %w", gv.WithResource(resource).GroupResource(), err)
+		}
+		storage[resource] = main
+		storage[resource+"/status"] = statusREST
+	}
+	if len(storage) > 0 {
+		apiGroupInfo.VersionedResourcesStorageMap[gv.Version] = storage
+	}
+	return apiGroupInfo, nil
+}

@@ -1,0 +1,109 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/bootstrap"
+	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
+	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// shardClient returns a client for a shard's baseURL that acts as
+// system:kcp:logical-cluster-admin.
+func (c *Config) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, error) {
+	ca, err := c.servingCA()
+	if err != nil {
+		return nil, err
+	}
+	return kcpclient.New(&rest.Config{
+		Host:            shard.Spec.BaseURL,
+		BearerToken:     c.Options.tokens.LogicalClusterAdmin,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+		QPS:             -1,
+	})
+}
+
+// addControllers registers the bootstrap and the shard's controllers as
+// post-start hooks. Every controller serves all logical clusters.
+func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
+	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
+	loopback.QPS, loopback.Burst = -1, 0
+	local, err := kcpclient.New(loopback)
+	if err != nil {
+		return err
+	}
+	kcp := c.Informers.kcp
+	namespaces := nscontroller.New(c.Informers.namespaces, loopback)
+	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL)
+	workspaces := wscontroller.New(wscontroller.Config{
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: kcp.shards,
+		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
+		Local:       local,
+		ShardClient: c.shardClient,
+		ShardName:   c.Options.ShardName,
+	})
+
+	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
+	return gs.AddPostStartHook("kplane-bootstrap-and-controllers", func(hc genericapiserver.PostStartHookContext) error {
+		go func() {
+			ctx := klog.NewContext(hc, klog.Background().WithName("controllers"))
+			if err := c.waitForInformers(ctx); err != nil {
+				return
+			}
+			go namespaces.Run(ctx, 2)
+			go logicalClusters.Run(ctx, 2)
+			go workspaces.Run(ctx, 4)
+			if c.Options.ShardName != corev1alpha1.RootShard {
+				return
+			}
+			err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				if err := bootstrap.Root(ctx, loopback, shard); err != nil {
+					klog.FromContext(ctx).Error(err, "Bootstrapping root failed, retrying")
+					return false, nil
+				}
+				return true, nil
+			})
+			if err == nil {
+				klog.FromContext(ctx).Info("Bootstrapped root", "shard", shard.Name)
+			}
+		}()
+		return nil
+	})
+}
+
+// waitForInformers blocks until the wildcard informers have listed.
+func (c *Config) waitForInformers(ctx context.Context) error {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		for _, inf := range c.Informers.all() {
+			if !inf.HasSynced() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// rootReady tells whether root has been bootstrapped (its LogicalCluster is
+// Ready); the shard is not ready before.
+func (c *Config) rootReady() error {
+	if c.Options.ShardName != corev1alpha1.RootShard {
+		return nil
+	}
+	lc := c.Informers.kcp.logicalCluster(logicalcluster.Root)
+	if lc == nil || lc.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+		return fmt.Errorf("root logical cluster not ready yet")
+	}
+	return nil
+}
