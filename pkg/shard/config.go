@@ -145,7 +145,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	ensurer := &defaultNamespaceEnsurer{namespaces: informers.namespaces, client: loopback.CoreV1().RESTClient()}
 	types := workspacetypes.Resolver{ResolvePath: informers.kcp.resolvePath, Get: informers.kcp.workspaceType}
 	plugins := admission.NewChainHandler(
-		namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure),
+		namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure, informers.kcp.deleting),
 		lcadmission.New(),
 		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
 	)

@@ -95,6 +95,12 @@ func (i kcpInformers) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.
 	return obj.(*corev1alpha1.LogicalCluster)
 }
 
+// deleting tells whether a hosted logical cluster is being deleted.
+func (i kcpInformers) deleting(cluster logicalcluster.Name) bool {
+	lc := i.logicalCluster(cluster)
+	return lc != nil && lc.DeletionTimestamp != nil
+}
+
 // workspaceType returns a WorkspaceType of a hosted cluster, or nil.
 func (i kcpInformers) workspaceType(cluster logicalcluster.Name, name string) *tenancyv1alpha1.WorkspaceType {
 	obj, exists, err := i.workspaceTypes.Get(cluster, "", name)

@@ -33,16 +33,20 @@ type Plugin struct {
 	getNamespace NamespaceGetter
 	// ensureDefault creates the "default" namespace of a cluster on first use.
 	ensureDefault func(ctx context.Context, cluster logicalcluster.Name) error
+	// clusterDeleting tells whether a logical cluster is being deleted, when
+	// even its immortal namespaces go.
+	clusterDeleting func(cluster logicalcluster.Name) bool
 }
 
 var _ admission.ValidationInterface = &Plugin{}
 
 // New returns the plugin.
-func New(getNamespace NamespaceGetter, ensureDefault func(context.Context, logicalcluster.Name) error) *Plugin {
+func New(getNamespace NamespaceGetter, ensureDefault func(context.Context, logicalcluster.Name) error, clusterDeleting func(logicalcluster.Name) bool) *Plugin {
 	return &Plugin{
-		Handler:       admission.NewHandler(admission.Create, admission.Update, admission.Delete),
-		getNamespace:  getNamespace,
-		ensureDefault: ensureDefault,
+		Handler:         admission.NewHandler(admission.Create, admission.Update, admission.Delete),
+		getNamespace:    getNamespace,
+		ensureDefault:   ensureDefault,
+		clusterDeleting: clusterDeleting,
 	}
 }
 
@@ -67,7 +71,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return nil
 	}
 	if a.GetKind().GroupKind() == (schema.GroupKind{Kind: "Namespace"}) {
-		if a.GetOperation() == admission.Delete && immortal(cluster, a.GetName()) {
+		if a.GetOperation() == admission.Delete && immortal(cluster, a.GetName()) && !p.clusterDeleting(cluster) {
 			return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("this namespace may not be deleted"))
 		}
 		return nil

@@ -48,10 +48,14 @@ func New(namespaces *wildcardinformer.Informer, base *rest.Config) *Controller {
 // Run runs the workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
 
-// ClusterConfig returns a copy of base addressing one logical cluster.
+// ClusterConfig returns a copy of base addressing one logical cluster. It
+// speaks JSON: objects of kcp's groups and custom resources have no protobuf
+// encoding.
 func ClusterConfig(base *rest.Config, cluster logicalcluster.Name) *rest.Config {
 	cfg := rest.CopyConfig(base)
 	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/" + string(cluster)
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
 	return cfg
 }
 

@@ -1,0 +1,97 @@
+package apiextensions
+
+import (
+	"sort"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// byName indexes CRDs by name across logical clusters, for wildcard requests.
+const byName = "crd-name"
+
+func nameIndex(obj interface{}) ([]string, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	return []string{m.GetName()}, nil
+}
+
+// crdIndex reads CRDs of all logical clusters from one wildcard informer.
+type crdIndex struct {
+	informer *wildcardinformer.Informer
+}
+
+func newCRDIndex(lw cache.ListerWatcher) (*crdIndex, error) {
+	inf := wildcardinformer.New(lw, &apiextensionsv1.CustomResourceDefinition{}, "wildcard-customresourcedefinitions")
+	if err := inf.AddIndexers(cache.Indexers{byName: nameIndex}); err != nil {
+		return nil, err
+	}
+	return &crdIndex{informer: inf}, nil
+}
+
+// get returns the CRD of a cluster by name, or nil.
+func (i *crdIndex) get(cluster logicalcluster.Name, name string) *apiextensionsv1.CustomResourceDefinition {
+	obj, exists, err := i.informer.Get(cluster, "", name)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*apiextensionsv1.CustomResourceDefinition)
+}
+
+// list returns the CRDs of a cluster sorted by name.
+func (i *crdIndex) list(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition {
+	objs, err := i.informer.List(cluster, "")
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+	for _, o := range objs {
+		crds = append(crds, o.(*apiextensionsv1.CustomResourceDefinition))
+	}
+	sort.Slice(crds, func(a, b int) bool { return crds[a].Name < crds[b].Name })
+	return crds
+}
+
+// hasAny tells whether a cluster has CRDs at all; clusters without are
+// served by the built-in handlers alone.
+func (i *crdIndex) hasAny(cluster logicalcluster.Name) bool {
+	objs, err := i.informer.List(cluster, "")
+	return err == nil && len(objs) > 0
+}
+
+// byName returns the CRDs of that name in all clusters, sorted by cluster.
+func (i *crdIndex) byName(name string) []*apiextensionsv1.CustomResourceDefinition {
+	objs, err := i.informer.ByIndex(byName, name)
+	if err != nil {
+		return nil
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+	for _, o := range objs {
+		crds = append(crds, o.(*apiextensionsv1.CustomResourceDefinition))
+	}
+	sort.Slice(crds, func(a, b int) bool {
+		return crds[a].Annotations[logicalcluster.AnnotationKey] < crds[b].Annotations[logicalcluster.AnnotationKey]
+	})
+	return crds
+}
+
+// clusterOf returns the logical cluster of a CRD from its annotation.
+func clusterOf(crd *apiextensionsv1.CustomResourceDefinition) logicalcluster.Name {
+	c, _ := logicalcluster.ObjectCluster(crd.Annotations)
+	return c
+}
+
+// crdFromObject unwraps informer delete tombstones.
+func crdFromObject(obj interface{}) (*apiextensionsv1.CustomResourceDefinition, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	return crd, ok
+}

@@ -1,0 +1,457 @@
+package apiextensions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	upstream "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/metrics"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// watches handle storage teardown by ending the connection; they are not
+// waited for.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString())
+
+var patchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+
+type infoKey struct {
+	cluster logicalcluster.Name
+	uid     types.UID
+}
+
+// wildcardKey names the serving state of a resource version across clusters.
+type wildcardKey struct {
+	crdName, version string
+}
+
+// crHandler serves custom resources and the discovery of CRD groups per
+// logical cluster. It is the delegate of the built-in API handlers: what
+// they do not serve falls through to it.
+type crHandler struct {
+	crds     *crdIndex
+	builder  *servingInfoBuilder
+	notFound http.Handler
+	// admission returns the shard's admission chain (set once the server is built).
+	admission         func() admission.Interface
+	minRequestTimeout time.Duration
+	requestTimeout    time.Duration
+
+	// buildLock serializes building and invalidating serving state, so that
+	// an update event never races with a build from the older CRD.
+	buildLock sync.Mutex
+	lock      sync.RWMutex
+	infos     map[infoKey]*servingInfo
+	wildcards map[wildcardKey]*servingInfo
+}
+
+func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	ctx := req.Context()
+	info, ok := apirequest.RequestInfoFrom(ctx)
+	if !ok {
+		responsewriters.ErrorNegotiated(apierrors.NewInternalError(errors.New("no RequestInfo found in the context")),
+			upstream.Codecs, schema.GroupVersion{}, w, req)
+		return
+	}
+	cluster, ok := logicalcluster.ClusterFromContext(ctx)
+	if !ok {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if !info.IsResourceRequest {
+		h.serveDiscovery(w, req, cluster, info)
+		return
+	}
+	if cluster.IsWildcard() {
+		h.serveWildcard(w, req, info)
+		return
+	}
+
+	crd := h.crds.get(cluster, info.Resource+"."+info.APIGroup)
+	if crd == nil {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	// A scope mismatch is a 404, except for list and watch across namespaces.
+	namespacedCRD, namespacedReq := crd.Spec.Scope == apiextensionsv1.NamespaceScoped, info.Namespace != ""
+	if (!namespacedCRD && namespacedReq) || (namespacedCRD && !namespacedReq && info.Verb != "list" && info.Verb != "watch") {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if !apiextensionshelpers.HasServedCRDVersion(crd, info.APIVersion) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) &&
+		!apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	terminating := !crd.DeletionTimestamp.IsZero() || apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating)
+
+	si, err := h.servingInfoFor(cluster, crd.UID, crd.Name)
+	if apierrors.IsNotFound(err) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Building custom resource serving state failed", "cluster", cluster, "crd", crd.Name)
+		responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")),
+			upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+		return
+	}
+	h.serve(w, req, info, si, terminating)
+}
+
+// serve dispatches to the upstream REST handlers.
+func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) {
+	if !servesVersion(si.spec, info.APIVersion) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	for _, msg := range si.warnings[info.APIVersion] {
+		warning.AddWarning(req.Context(), "", msg)
+	}
+	sub, err := apiextensionshelpers.GetSubresourcesForVersion(&apiextensionsv1.CustomResourceDefinition{Spec: *si.spec}, info.APIVersion)
+	if err != nil {
+		responsewriters.ErrorNegotiated(apierrors.NewInternalError(err), upstream.Codecs,
+			schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+		return
+	}
+	var handler http.HandlerFunc
+	switch {
+	case info.Subresource == "status" && sub != nil && sub.Status != nil:
+		handler = h.serveSubresource(w, req, info, si.statusScopes[info.APIVersion], si.storages[info.APIVersion].Status)
+	case info.Subresource == "scale" && sub != nil && sub.Scale != nil:
+		handler = h.serveSubresource(w, req, info, si.scaleScopes[info.APIVersion], si.storages[info.APIVersion].Scale)
+	case info.Subresource == "":
+		handler = h.serveResource(w, req, info, si, terminating)
+	default:
+		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name),
+			upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+	}
+	if handler == nil {
+		return
+	}
+	handler = metrics.InstrumentHandlerFunc(strings.ToUpper(info.Verb), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
+		metrics.CleanScope(info), metrics.APIServerComponent, si.deprecated[info.APIVersion], "", handler)
+	genericfilters.WithWaitGroup(handler, longRunning, si.waitGroup).ServeHTTP(w, req)
+}
+
+func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) http.HandlerFunc {
+	scope := si.requestScopes[info.APIVersion]
+	storage := si.storages[info.APIVersion].CustomResource
+	admit := h.admission()
+	switch info.Verb {
+	case "get":
+		return handlers.GetResource(storage, scope)
+	case "list":
+		return handlers.ListResource(storage, storage, scope, false, h.minRequestTimeout)
+	case "watch":
+		return handlers.ListResource(storage, storage, scope, true, h.minRequestTimeout)
+	case "create":
+		if terminating {
+			admit = forbidCreate{admit}
+		}
+		return handlers.CreateResource(storage, scope, admit)
+	case "update":
+		return handlers.UpdateResource(storage, scope, admit)
+	case "patch":
+		if terminating {
+			admit = forbidCreate{admit}
+		}
+		return handlers.PatchResource(storage, scope, admit, patchTypes)
+	case "delete":
+		return handlers.DeleteResource(storage, true, scope, admit)
+	case "deletecollection":
+		return handlers.DeleteCollection(storage, true, scope, admit)
+	}
+	responsewriters.ErrorNegotiated(apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb),
+		upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+	return nil
+}
+
+// subresourceStorage is what the status and scale storages implement.
+type subresourceStorage interface {
+	handlersGetterUpdaterPatcher
+}
+
+func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, scope *handlers.RequestScope, storage subresourceStorage) http.HandlerFunc {
+	admit := h.admission()
+	switch info.Verb {
+	case "get":
+		return handlers.GetResource(storage, scope)
+	case "update":
+		return handlers.UpdateResource(storage, scope, admit)
+	case "patch":
+		return handlers.PatchResource(storage, scope, admit, patchTypes)
+	}
+	responsewriters.ErrorNegotiated(apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb),
+		upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+	return nil
+}
+
+// serveWildcard serves list and watch of a resource across all logical
+// clusters. Clusters may define the resource with different schemas, so
+// objects pass through unpruned and unvalidated.
+func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo) {
+	if info.Verb != "list" && info.Verb != "watch" {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	name := info.Resource + "." + info.APIGroup
+	key := wildcardKey{crdName: name, version: info.APIVersion}
+	h.lock.RLock()
+	si := h.wildcards[key]
+	h.lock.RUnlock()
+	if si == nil {
+		var err error
+		if si, err = h.buildWildcard(key); err != nil {
+			klog.FromContext(req.Context()).Error(err, "Building wildcard custom resource serving state failed", "crd", name)
+			responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")),
+				upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+			return
+		}
+		if si == nil {
+			h.notFound.ServeHTTP(w, req)
+			return
+		}
+	}
+	h.serve(w, req, info, si, false)
+}
+
+func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
+	h.buildLock.Lock()
+	defer h.buildLock.Unlock()
+	h.lock.RLock()
+	si := h.wildcards[key]
+	h.lock.RUnlock()
+	if si != nil {
+		return si, nil
+	}
+	for _, crd := range h.crds.byName(key.crdName) {
+		if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) || !apiextensionshelpers.HasServedCRDVersion(crd, key.version) {
+			continue
+		}
+		si, err := h.builder.build(logicalcluster.Wildcard, passthroughCRD(crd))
+		if err != nil {
+			return nil, err
+		}
+		h.lock.Lock()
+		h.wildcards[key] = si
+		h.lock.Unlock()
+		return si, nil
+	}
+	return nil, nil
+}
+
+// passthroughCRD returns a copy of crd whose versions accept any object, for
+// serving objects of all clusters whatever their schema.
+func passthroughCRD(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	crd = crd.DeepCopy()
+	preserve := true
+	for i := range crd.Spec.Versions {
+		crd.Spec.Versions[i].Schema = &apiextensionsv1.CustomResourceValidation{
+			OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve},
+		}
+		crd.Spec.Versions[i].SelectableFields = nil
+		crd.Spec.Versions[i].AdditionalPrinterColumns = nil
+	}
+	return crd
+}
+
+// servingInfoFor returns the serving state of a CRD, building it from the
+// newest CRD in the index on first use.
+func (h *crHandler) servingInfoFor(cluster logicalcluster.Name, uid types.UID, name string) (*servingInfo, error) {
+	key := infoKey{cluster: cluster, uid: uid}
+	h.lock.RLock()
+	si := h.infos[key]
+	h.lock.RUnlock()
+	if si != nil {
+		return si, nil
+	}
+
+	h.buildLock.Lock()
+	defer h.buildLock.Unlock()
+	crd := h.crds.get(cluster, name)
+	if crd == nil {
+		return nil, apierrors.NewNotFound(apiextensionsv1.Resource("customresourcedefinitions"), name)
+	}
+	key.uid = crd.UID
+	h.lock.RLock()
+	si = h.infos[key]
+	h.lock.RUnlock()
+	if si != nil {
+		return si, nil
+	}
+	si, err := h.builder.build(cluster, crd)
+	if err != nil {
+		return nil, err
+	}
+	h.lock.Lock()
+	h.infos[key] = si
+	h.lock.Unlock()
+	return si, nil
+}
+
+// OnAdd, OnUpdate and OnDelete drop serving state that no longer matches
+// its CRD; the next request builds it anew.
+func (h *crHandler) OnAdd(obj interface{}) { h.invalidate(obj, false) }
+
+func (h *crHandler) OnUpdate(_, newObj interface{}) { h.invalidate(newObj, false) }
+
+func (h *crHandler) OnDelete(obj interface{}) { h.invalidate(obj, true) }
+
+func (h *crHandler) invalidate(obj interface{}, deleted bool) {
+	crd, ok := crdFromObject(obj)
+	if !ok {
+		return
+	}
+	cluster := clusterOf(crd)
+	h.buildLock.Lock()
+	defer h.buildLock.Unlock()
+	h.lock.Lock()
+	var gone []*servingInfo
+	key := infoKey{cluster: cluster, uid: crd.UID}
+	if si := h.infos[key]; si != nil && (deleted || !sameServing(si, crd)) {
+		delete(h.infos, key)
+		gone = append(gone, si)
+	}
+	for k, si := range h.wildcards {
+		if k.crdName == crd.Name && si.uid == crd.UID && (deleted || !sameServing(si, passthroughCRD(crd))) {
+			delete(h.wildcards, k)
+			gone = append(gone, si)
+		}
+	}
+	h.lock.Unlock()
+	for _, si := range gone {
+		go h.tearDown(si)
+	}
+}
+
+func sameServing(si *servingInfo, crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return equalSpec(si.spec, &crd.Spec) && equalNames(si.acceptedNames, &crd.Status.AcceptedNames)
+}
+
+// tearDown waits for requests in flight, then stops the storage.
+func (h *crHandler) tearDown(si *servingInfo) {
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		// Let requests that already hold si register themselves.
+		time.Sleep(time.Second)
+		si.waitGroup.Wait()
+	}()
+	select {
+	case <-time.After(2 * h.requestTimeout):
+		klog.Background().Info("Timeout waiting for custom resource requests to drain; tearing down storage", "cluster", si.cluster, "group", si.spec.Group, "kind", si.spec.Names.Kind)
+	case <-drained:
+	}
+	si.destroy()
+}
+
+// destroyAll stops all storage at server shutdown.
+func (h *crHandler) destroyAll() {
+	h.lock.Lock()
+	defer h.lock.Unlock()
+	for _, si := range h.infos {
+		si.destroy()
+	}
+	for _, si := range h.wildcards {
+		si.destroy()
+	}
+}
+
+// servingCount returns how many CRDs have serving state, for tests and metrics.
+func (h *crHandler) servingCount() int {
+	h.lock.RLock()
+	defer h.lock.RUnlock()
+	return len(h.infos) + len(h.wildcards)
+}
+
+// serveDiscovery serves /apis/<group> and /apis/<group>/<version> of the
+// CRD groups of a logical cluster.
+func (h *crHandler) serveDiscovery(w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name, info *apirequest.RequestInfo) {
+	parts := strings.Split(strings.Trim(info.Path, "/"), "/")
+	if cluster.IsWildcard() || len(parts) < 2 || len(parts) > 3 || parts[0] != "apis" || !h.crds.hasAny(cluster) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	group, found := findGroup(discoveryFor(h.crds.list(cluster)), parts[1])
+	if !found {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if len(parts) == 2 {
+		discovery.NewAPIGroupHandler(upstream.Codecs, group.apiGroup()).ServeHTTP(w, req)
+		return
+	}
+	vd, found := group.version(parts[2])
+	if !found {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	gv := schema.GroupVersion{Group: group.name, Version: vd.version}
+	discovery.NewAPIVersionHandler(upstream.Codecs, gv, discovery.APIResourceListerFunc(func() []metav1.APIResource {
+		return vd.resources
+	})).ServeHTTP(w, req)
+}
+
+func servesVersion(spec *apiextensionsv1.CustomResourceDefinitionSpec, version string) bool {
+	for _, v := range spec.Versions {
+		if v.Name == version {
+			return v.Served
+		}
+	}
+	return false
+}
+
+// forbidCreate refuses creates while the CRD is terminating.
+type forbidCreate struct {
+	delegate admission.Interface
+}
+
+func (f forbidCreate) Handles(op admission.Operation) bool {
+	return op == admission.Create || (f.delegate != nil && f.delegate.Handles(op))
+}
+
+func (f forbidCreate) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetOperation() == admission.Create {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
+	}
+	if m, ok := f.delegate.(admission.MutationInterface); ok {
+		return m.Admit(ctx, a, o)
+	}
+	return nil
+}
+
+func (f forbidCreate) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if a.GetOperation() == admission.Create {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), errors.New("create not allowed while custom resource definition is terminating"))
+	}
+	if v, ok := f.delegate.(admission.ValidationInterface); ok {
+		return v.Validate(ctx, a, o)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package apiextensions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apiserver/pkg/admission"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	"k8s.io/apiserver/pkg/util/webhook"
+	clientrest "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// Config configures the per-cluster CRD server.
+type Config struct {
+	// Generic is the shard's server configuration: loopback client,
+	// authorizer, admission, storage and timeouts.
+	Generic *genericapiserver.Config
+	// Etcd are the shard's etcd options; custom resources are stored with
+	// them as unstructured JSON.
+	Etcd *genericoptions.EtcdOptions
+}
+
+// Server serves CustomResourceDefinitions and custom resources per logical
+// cluster.
+type Server struct {
+	generic    *genericapiserver.Config
+	crds       *crdIndex
+	handler    *crHandler
+	controller *crdController
+	openAPI    *openAPIMerger
+	// client talks to this server (loopback) for CRD status updates.
+	client clientrest.Interface
+	// staticModels are the OpenAPI models installed with the CRD API.
+	staticModels atomic.Pointer[map[string]*spec.Schema]
+}
+
+// New builds the server. Install it into the generic server with Install
+// and serve custom resources by delegating to Handler.
+func New(c Config) (*Server, error) {
+	loopback := c.Generic.LoopbackClientConfig
+	if loopback == nil {
+		return nil, errors.New("apiextensions: loopback client config is not set")
+	}
+	wildcardConfig := clientrest.CopyConfig(loopback)
+	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + "/clusters/" + string(logicalcluster.Wildcard)
+	wildcardClient, err := apiextensionsclient.NewForConfig(wildcardConfig)
+	if err != nil {
+		return nil, fmt.Errorf("apiextensions wildcard client: %w", err)
+	}
+	loopbackClient, err := apiextensionsclient.NewForConfig(loopback)
+	if err != nil {
+		return nil, fmt.Errorf("apiextensions loopback client: %w", err)
+	}
+	crds, err := newCRDIndex(cache.NewListWatchFromClient(wildcardClient.ApiextensionsV1().RESTClient(),
+		"customresourcedefinitions", metav1.NamespaceAll, fields.Everything()))
+	if err != nil {
+		return nil, err
+	}
+	converters, err := conversion.NewCRConverterFactory(webhook.NewDefaultServiceResolver(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	s := &Server{generic: c.Generic, crds: crds, client: loopbackClient.ApiextensionsV1().RESTClient()}
+	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
+	watchCache := c.Etcd.EnableWatchCache
+	s.handler = &crHandler{
+		crds: crds,
+		builder: &servingInfoBuilder{
+			restOptions: func(cluster logicalcluster.Name) generic.RESTOptionsGetter {
+				// Across clusters, objects are read straight from etcd: a
+				// cache of every cluster's objects is what per-cluster
+				// storage avoids.
+				return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard()}
+			},
+			converterFactory:    converters,
+			authorizer:          c.Generic.Authorization.Authorizer,
+			maxRequestBodyBytes: c.Generic.MaxRequestBodyBytes,
+			staticOpenAPISpec: func() map[string]*spec.Schema {
+				if m := s.staticModels.Load(); m != nil {
+					return *m
+				}
+				return nil
+			},
+		},
+		notFound:          notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey),
+		admission:         func() admission.Interface { return c.Generic.AdmissionControl },
+		minRequestTimeout: time.Duration(c.Generic.MinRequestTimeout) * time.Second,
+		requestTimeout:    c.Generic.RequestTimeout,
+		infos:             map[infoKey]*servingInfo{},
+		wildcards:         map[wildcardKey]*servingInfo{},
+	}
+	s.controller = newCRDController(crds)
+	s.controller.updateStatus = s.updateStatus
+	s.controller.instances = func(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (instanceStorage, error) {
+		si, err := s.handler.servingInfoFor(cluster, crd.UID, crd.Name)
+		if err != nil {
+			return nil, err
+		}
+		return si.storages[si.storageVersion].CustomResource, nil
+	}
+	s.openAPI = newOpenAPIMerger(crds)
+	crds.informer.AddHandler(s.handler)
+	crds.informer.AddHandler(s.controller)
+	crds.informer.AddHandler(s.openAPI)
+	return s, nil
+}
+
+// Handler serves custom resources and the discovery of CRD groups; use it
+// as the delegate of the built-in API handlers.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Install adds the CustomResourceDefinition API to gs and starts the
+// informer and controller after gs starts.
+func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
+	group := genericapiserver.NewDefaultAPIGroupInfo(apiextensionsv1.GroupName, legacyscheme.Scheme, metav1.ParameterCodec, legacyscheme.Codecs)
+	crdStorage, err := customresourcedefinition.NewREST(legacyscheme.Scheme, s.generic.RESTOptionsGetter)
+	if err != nil {
+		return fmt.Errorf("customresourcedefinitions storage: %w", err)
+	}
+	group.VersionedResourcesStorageMap[apiextensionsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"customresourcedefinitions":        crdStorage,
+		"customresourcedefinitions/status": customresourcedefinition.NewStatusREST(legacyscheme.Scheme, crdStorage),
+	}
+	if err := gs.InstallAPIGroup(&group); err != nil {
+		return err
+	}
+	models := group.StaticOpenAPISpec
+	s.staticModels.Store(&models)
+	s.openAPI.server = gs
+	gs.RegisterDestroyFunc(s.handler.destroyAll)
+
+	gs.AddPostStartHookOrDie("kplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
+		go s.crds.informer.Run(hc)
+		go s.controller.run(hc, 5)
+		return nil
+	})
+	return gs.AddReadyzChecks(healthz.NamedCheck("kplane-crd-informer-synced", func(*http.Request) error {
+		if !s.crds.informer.HasSynced() {
+			return errors.New("CustomResourceDefinition informer not synced yet")
+		}
+		return nil
+	}))
+}
+
+// updateStatus writes the status (and finalizers) of a CRD in its cluster.
+func (s *Server) updateStatus(ctx context.Context, cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
+	out := &apiextensionsv1.CustomResourceDefinition{}
+	err := s.client.Put().
+		AbsPath("/clusters", string(cluster), "apis", apiextensionsv1.GroupName, "v1", "customresourcedefinitions", crd.Name, "status").
+		Body(crd).Do(ctx).Into(out)
+	return out, err
+}
+
+// ServingCount returns how many CRDs currently have serving state.
+func (s *Server) ServingCount() int { return s.handler.servingCount() }

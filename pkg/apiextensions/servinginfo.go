@@ -1,0 +1,442 @@
+package apiextensions
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	utilwaitgroup "k8s.io/apimachinery/pkg/util/waitgroup"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/client-go/scale"
+	"k8s.io/client-go/scale/scheme/autoscalingv1"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// servingInfo is what it takes to serve the custom resources of one CRD in
+// one logical cluster: storage and request scopes per version.
+type servingInfo struct {
+	cluster logicalcluster.Name
+	uid     types.UID
+	// spec and acceptedNames are what the info was built from; a CRD change
+	// to either rebuilds it.
+	spec          *apiextensionsv1.CustomResourceDefinitionSpec
+	acceptedNames *apiextensionsv1.CustomResourceDefinitionNames
+
+	storages      map[string]customresource.CustomResourceStorage
+	requestScopes map[string]*handlers.RequestScope
+	statusScopes  map[string]*handlers.RequestScope
+	scaleScopes   map[string]*handlers.RequestScope
+	deprecated    map[string]bool
+	warnings      map[string][]string
+
+	storageVersion string
+	// waitGroup tracks requests in flight, so teardown waits for them.
+	waitGroup *utilwaitgroup.SafeWaitGroup
+}
+
+// destroy stops the storage (watch cache, etcd client) of every version.
+func (i *servingInfo) destroy() {
+	for _, s := range i.storages {
+		// Subresources share the main storage.
+		s.CustomResource.DestroyFunc()
+	}
+}
+
+// servingInfoBuilder holds what every servingInfo shares.
+type servingInfoBuilder struct {
+	// restOptions returns the storage options for a cluster (or the wildcard).
+	restOptions         func(cluster logicalcluster.Name) generic.RESTOptionsGetter
+	converterFactory    *conversion.CRConverterFactory
+	authorizer          authorizer.Authorizer
+	maxRequestBodyBytes int64
+	// staticOpenAPISpec returns the models of ObjectMeta and friends that
+	// server-side apply merges with the CRD schema.
+	staticOpenAPISpec func() map[string]*spec.Schema
+}
+
+// build creates the serving state of crd in cluster.
+func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
+	storageVersion, err := apiextensionshelpers.GetCRDStorageVersion(crd)
+	if err != nil {
+		return nil, err
+	}
+	names := crd.Status.AcceptedNames
+	if names.Plural == "" || names.Singular == "" || names.Kind == "" || names.ListKind == "" {
+		return nil, fmt.Errorf("CustomResourceDefinition %s has no accepted names yet", crd.Name)
+	}
+
+	structurals := map[string]*structuralschema.Structural{}
+	for _, v := range crd.Spec.Versions {
+		internal, err := internalValidation(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		if internal == nil {
+			continue
+		}
+		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
+		if !crd.Spec.PreserveUnknownFields && err != nil {
+			return nil, fmt.Errorf("schema of version %s is not structural: %w", v.Name, err)
+		}
+		if !crd.Spec.PreserveUnknownFields {
+			s = s.DeepCopy()
+			if err := structuraldefaulting.PruneDefaults(s); err != nil {
+				return nil, fmt.Errorf("prune defaults of version %s: %w", v.Name, err)
+			}
+		}
+		structurals[v.Name] = s
+	}
+	kindSchemas := schemas{
+		byVersion:             structurals,
+		groupKind:             schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
+		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
+	}
+
+	var typeConverter managedfields.TypeConverter = managedfields.NewDeducedTypeConverter()
+	if models, err := b.openAPIModels(crd); err == nil && len(models) > 0 {
+		if typeConverter, err = managedfields.NewTypeConverter(models, crd.Spec.PreserveUnknownFields); err != nil {
+			return nil, err
+		}
+	}
+
+	safeConverter, unsafeConverter, err := b.converterFactory.NewConverter(crd)
+	if err != nil {
+		return nil, err
+	}
+
+	replicasPaths := managedfields.ResourcePathMappings{}
+	equivalents := runtime.NewEquivalentResourceRegistry()
+	for _, v := range crd.Spec.Versions {
+		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
+		sub, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		resource := gv.WithResource(names.Plural)
+		kind := gv.WithKind(names.Kind)
+		equivalents.RegisterKindFor(resource, "", kind)
+		if sub == nil || sub.Scale == nil {
+			replicasPaths[gv.String()] = nil
+		} else {
+			replicasPaths[gv.String()] = fieldPathOf(sub.Scale.SpecReplicasPath)
+			equivalents.RegisterKindFor(resource, "scale", autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+		}
+		if sub != nil && sub.Status != nil {
+			equivalents.RegisterKindFor(resource, "status", kind)
+		}
+	}
+
+	info := &servingInfo{
+		cluster:        cluster,
+		uid:            crd.UID,
+		spec:           &crd.Spec,
+		acceptedNames:  &crd.Status.AcceptedNames,
+		storages:       map[string]customresource.CustomResourceStorage{},
+		requestScopes:  map[string]*handlers.RequestScope{},
+		statusScopes:   map[string]*handlers.RequestScope{},
+		scaleScopes:    map[string]*handlers.RequestScope{},
+		deprecated:     map[string]bool{},
+		warnings:       map[string][]string{},
+		storageVersion: storageVersion,
+		waitGroup:      &utilwaitgroup.SafeWaitGroup{},
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			info.destroy()
+		}
+	}()
+
+	clusterScoped := crd.Spec.Scope == apiextensionsv1.ClusterScoped
+	for _, v := range crd.Spec.Versions {
+		if !v.Storage && !v.Served {
+			continue
+		}
+		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
+		kind := gv.WithKind(names.Kind)
+		resource := gv.WithResource(names.Plural)
+
+		// Options objects are typed; everything else is unstructured.
+		parameterScheme := runtime.NewScheme()
+		parameterScheme.AddUnversionedTypes(gv, &metav1.ListOptions{}, &metav1.GetOptions{}, &metav1.DeleteOptions{})
+		parameterCodec := runtime.NewParameterCodec(parameterScheme)
+		typer := newTyper(parameterScheme)
+
+		internal, err := internalValidation(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		var props *apiextensionsinternal.JSONSchemaProps
+		if internal != nil {
+			props = internal.OpenAPIV3Schema
+		}
+		validator, _, err := apiservervalidation.NewSchemaValidator(props)
+		if err != nil {
+			return nil, err
+		}
+
+		sub, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		var statusSpec *apiextensionsinternal.CustomResourceSubresourceStatus
+		var statusValidator apiservervalidation.SchemaValidator
+		if sub != nil && sub.Status != nil {
+			statusSpec = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+			if props != nil {
+				if statusProps, found := props.Properties["status"]; found {
+					if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&statusProps); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+		var scaleSpec *apiextensionsinternal.CustomResourceSubresourceScale
+		if sub != nil && sub.Scale != nil {
+			scaleSpec = &apiextensionsinternal.CustomResourceSubresourceScale{}
+			if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(sub.Scale, scaleSpec, nil); err != nil {
+				return nil, err
+			}
+		}
+
+		table, err := tableconvertor.New(columnsFor(v.AdditionalPrinterColumns))
+		if err != nil {
+			// Invalid printer columns fall back to the default table.
+			table, _ = tableconvertor.New(columnsFor(nil))
+		}
+
+		strategy := customresource.NewStrategy(typer, !clusterScoped, kind, validator, statusValidator,
+			structurals[v.Name], statusSpec, scaleSpec, v.SelectableFields)
+		optsGetter := storageCodecGetter{
+			RESTOptionsGetter: b.restOptions(cluster),
+			converter:         safeConverter,
+			decodeVersion:     gv,
+			encodeVersion:     schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
+			schemas:           kindSchemas,
+		}
+		storage, err := customresource.NewStorage(resource.GroupResource(), gv.WithResource(names.Singular).GroupResource(),
+			kind, gv.WithKind(names.ListKind), strategy, optsGetter, names.Categories, table, replicasPaths)
+		if err != nil {
+			return nil, err
+		}
+		info.storages[v.Name] = storage
+		if err := waitForStorage(storage); err != nil {
+			return nil, err
+		}
+
+		ns := newNegotiatedSerializer(typer, safeConverter, kindSchemas)
+		var standard []runtime.SerializerInfo
+		for _, s := range ns.SupportedMediaTypes() {
+			if s.MediaType != runtime.ContentTypeProtobuf {
+				standard = append(standard, s)
+			}
+		}
+		scope := handlers.RequestScope{
+			Namer:                    handlers.ContextBasedNaming{Namer: meta.NewAccessor(), ClusterScoped: clusterScoped},
+			Serializer:               ns,
+			ParameterCodec:           parameterCodec,
+			StandardSerializers:      standard,
+			Creater:                  unstructuredCreator{},
+			Convertor:                safeConverter,
+			Defaulter:                schemaDefaulter{delegate: parameterScheme, schemas: kindSchemas},
+			Typer:                    typer,
+			UnsafeConvertor:          unsafeConverter,
+			EquivalentResourceMapper: equivalents,
+			Resource:                 resource,
+			Kind:                     kind,
+			HubGroupVersion:          gv,
+			MetaGroupVersion:         metav1.SchemeGroupVersion,
+			TableConvertor:           storage.CustomResource,
+			Authorizer:               b.authorizer,
+			MaxRequestBodyBytes:      b.maxRequestBodyBytes,
+		}
+		if scope, err = withFieldManager(typeConverter, scope, storage.CustomResource.GetResetFields(), ""); err != nil {
+			return nil, err
+		}
+		info.requestScopes[v.Name] = &scope
+
+		scaleScope := scope
+		scaleScope.Subresource = "scale"
+		scaleScope.Serializer = serializer.NewCodecFactory(scale.NewScaleConverter().Scheme(),
+			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf())
+		scaleScope.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
+		scaleScope.TableConvertor, _ = tableconvertor.New(scaleColumns(sub))
+		if sub != nil && sub.Scale != nil {
+			if scaleScope, err = withFieldManager(typeConverter, scaleScope, nil, "scale"); err != nil {
+				return nil, err
+			}
+		}
+		info.scaleScopes[v.Name] = &scaleScope
+
+		if v.Deprecated {
+			info.deprecated[v.Name] = true
+			if v.DeprecationWarning != nil {
+				info.warnings[v.Name] = append(info.warnings[v.Name], *v.DeprecationWarning)
+			} else {
+				info.warnings[v.Name] = append(info.warnings[v.Name], deprecationWarning(v.Name, crd.Spec))
+			}
+		}
+	}
+
+	// The status field manager resets everything but status, in every version.
+	statusResetFields := map[fieldpath.APIVersion]*fieldpath.Set{}
+	for _, s := range info.storages {
+		if s.Status != nil {
+			for k, set := range s.Status.GetResetFields() {
+				statusResetFields[k] = set
+			}
+		}
+	}
+	for name, scope := range info.requestScopes {
+		statusScope := *scope
+		statusScope.Subresource = "status"
+		sub, _ := apiextensionshelpers.GetSubresourcesForVersion(crd, name)
+		if sub != nil && sub.Status != nil {
+			if statusScope, err = withFieldManager(typeConverter, statusScope, statusResetFields, "status"); err != nil {
+				return nil, err
+			}
+		}
+		info.statusScopes[name] = &statusScope
+	}
+	ok = true
+	return info, nil
+}
+
+// waitForStorage waits until a new storage's watch cache has its initial
+// list, so that the request that built it is served instead of being told
+// to retry.
+func waitForStorage(s customresource.CustomResourceStorage) error {
+	ready := func() bool { return s.CustomResource.Storage.Storage.ReadinessCheck() == nil }
+	for deadline := time.Now().Add(10 * time.Second); !ready(); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("storage of %s is not ready", s.CustomResource.DefaultQualifiedResource)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}
+
+// openAPIModels merges the static models with the CRD's schemas, for the
+// server-side apply type converter.
+func (b *servingInfoBuilder) openAPIModels(crd *apiextensionsv1.CustomResourceDefinition) (map[string]*spec.Schema, error) {
+	static := b.staticOpenAPISpec()
+	if static == nil {
+		return nil, nil
+	}
+	specs := []*spec3.OpenAPI{{
+		Version:    "3.0.0",
+		Info:       &spec.Info{InfoProps: spec.InfoProps{Title: "Kubernetes CRD Swagger", Version: "v0.1.0"}},
+		Components: &spec3.Components{Schemas: static},
+	}}
+	for _, v := range crd.Spec.Versions {
+		s, err := builder.BuildOpenAPIV3(crd, v.Name, builder.Options{})
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s)
+	}
+	merged, err := builder.MergeSpecsV3(specs...)
+	if err != nil {
+		return nil, err
+	}
+	return merged.Components.Schemas, nil
+}
+
+func withFieldManager(tc managedfields.TypeConverter, scope handlers.RequestScope, resetFields map[fieldpath.APIVersion]*fieldpath.Set, subresource string) (handlers.RequestScope, error) {
+	fm, err := managedfields.NewDefaultCRDFieldManager(tc, scope.Convertor, scope.Defaulter, scope.Creater, scope.Kind,
+		scope.HubGroupVersion, subresource, fieldpath.NewExcludeFilterSetMap(resetFields))
+	if err != nil {
+		return handlers.RequestScope{}, err
+	}
+	scope.FieldManager = fm
+	return scope, nil
+}
+
+// internalValidation returns the internal form of a version's schema, or nil.
+func internalValidation(crd *apiextensionsv1.CustomResourceDefinition, version string) (*apiextensionsinternal.CustomResourceValidation, error) {
+	v, err := apiextensionshelpers.GetSchemaForVersion(crd, version)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	internal := &apiextensionsinternal.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(v, internal, nil); err != nil {
+		return nil, fmt.Errorf("convert schema of version %s: %w", version, err)
+	}
+	return internal, nil
+}
+
+func fieldPathOf(jsonPath string) fieldpath.Path {
+	var p fieldpath.Path
+	for _, element := range strings.Split(strings.TrimPrefix(jsonPath, "."), ".") {
+		s := element
+		p = append(p, fieldpath.PathElement{FieldName: &s})
+	}
+	return p
+}
+
+var creationTimestampDescription = metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]
+
+// columnsFor defaults empty printer columns to AGE, as kube-apiserver does.
+func columnsFor(columns []apiextensionsv1.CustomResourceColumnDefinition) []apiextensionsv1.CustomResourceColumnDefinition {
+	if len(columns) > 0 {
+		return columns
+	}
+	return []apiextensionsv1.CustomResourceColumnDefinition{
+		{Name: "Age", Type: "date", Description: creationTimestampDescription, JSONPath: ".metadata.creationTimestamp"},
+	}
+}
+
+// scaleColumns are the table columns of the scale subresource.
+func scaleColumns(sub *apiextensionsv1.CustomResourceSubresources) []apiextensionsv1.CustomResourceColumnDefinition {
+	var cols []apiextensionsv1.CustomResourceColumnDefinition
+	if sub != nil && sub.Scale != nil {
+		if sub.Scale.SpecReplicasPath != "" {
+			cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Desired", Type: "integer", Description: "Number of desired replicas", JSONPath: ".spec.replicas"})
+		}
+		if sub.Scale.StatusReplicasPath != "" {
+			cols = append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Available", Type: "integer", Description: "Number of actual replicas", JSONPath: ".status.replicas"})
+		}
+	}
+	return append(cols, apiextensionsv1.CustomResourceColumnDefinition{Name: "Age", Type: "date", Description: creationTimestampDescription, JSONPath: ".metadata.creationTimestamp"})
+}
+
+func deprecationWarning(deprecated string, crd apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", crd.Group, deprecated, crd.Names.Kind)
+	var newer []string
+	for _, v := range crd.Versions {
+		if v.Served && !v.Deprecated && version.CompareKubeAwareVersionStrings(deprecated, v.Name) < 0 {
+			newer = append(newer, v.Name)
+		}
+	}
+	if len(newer) == 0 {
+		return msg
+	}
+	sort.Slice(newer, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(newer[i], newer[j]) > 0 })
+	return msg + fmt.Sprintf("; use %s/%s %s", crd.Group, newer[0], crd.Names.Kind)
+}

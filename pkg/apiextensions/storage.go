@@ -1,0 +1,77 @@
+package apiextensions
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+)
+
+// customResourcesSegment separates custom resources from bound resources
+// (which put an identity hash there) in etcd keys.
+const customResourcesSegment = "customresources"
+
+// customResourcePrefix returns the key prefix of the custom resources of a
+// CRD below the etcd prefix: "<group>/<resource>/customresources".
+func customResourcePrefix(gr schema.GroupResource) string {
+	return gr.Group + "/" + gr.Resource + "/" + customResourcesSegment
+}
+
+// crRESTOptionsGetter gives the storage of one CRD in one logical cluster
+// (or, for the wildcard, of a resource in all clusters) keys of the form
+// /<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>.
+type crRESTOptionsGetter struct {
+	// delegate encodes custom resources as unstructured JSON.
+	delegate   generic.RESTOptionsGetter
+	cluster    logicalcluster.Name
+	watchCache bool
+}
+
+func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
+	opts, err := g.delegate.GetRESTOptions(gr, example)
+	if err != nil {
+		return opts, err
+	}
+	opts.ResourcePrefix = customResourcePrefix(gr)
+	opts.Decorator = clusterDecorator(g.cluster, g.watchCache)
+	return opts, nil
+}
+
+// clusterDecorator builds the storage below the cluster-aware key wrapper.
+// For one logical cluster the storage (and its watch cache) covers only
+// that cluster's key range, so that a cluster's serving state holds none of
+// the objects of other clusters, which may even follow another schema.
+func clusterDecorator(cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
+	inner := generic.UndecoratedStorage
+	if watchCache {
+		inner = genericregistry.StorageWithCacher()
+	}
+	return func(
+		config *storagebackend.ConfigForResource,
+		resourcePrefix string,
+		_ func(obj runtime.Object) (string, error),
+		newFunc func() runtime.Object,
+		newListFunc func() runtime.Object,
+		getAttrsFunc storage.AttrFunc,
+		trigger storage.IndexerFuncs,
+		indexers *cache.Indexers,
+	) (storage.Interface, factory.DestroyFunc, error) {
+		keyFunc := func(obj runtime.Object) (string, error) { return kstorage.ObjectKey(resourcePrefix, obj) }
+		prefix := resourcePrefix
+		if !cluster.IsWildcard() {
+			prefix = resourcePrefix + "/" + string(cluster)
+		}
+		s, destroy, err := inner(config, prefix, keyFunc, newFunc, newListFunc, getAttrsFunc, trigger, indexers)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kstorage.NewClusterStorage(s, resourcePrefix), destroy, nil
+	}
+}
