@@ -2,15 +2,12 @@ package shard
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,8 +54,6 @@ type Config struct {
 
 	// Informers span all logical clusters of the shard.
 	Informers wildcardInformers
-	// defaultNamespaces creates "default" in each logical cluster on first use.
-	defaultNamespaces *defaultNamespaceEnsurer
 	// apiExtensions serves CustomResourceDefinitions per logical cluster.
 	apiExtensions *apiExtensions
 }
@@ -142,10 +137,10 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
-	ensurer := &defaultNamespaceEnsurer{namespaces: informers.namespaces, client: loopback.CoreV1().RESTClient()}
+	namespaces := namespaceGetter{informer: informers.namespaces, client: loopback.CoreV1().RESTClient()}
 	types := workspacetypes.Resolver{ResolvePath: informers.kcp.resolvePath, Get: informers.kcp.workspaceType}
 	plugins := admission.NewChainHandler(
-		namespacelifecycle.New(ensurer.getNamespace, ensurer.ensure, informers.kcp.deleting),
+		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
 		lcadmission.New(),
 		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
 	)
@@ -154,12 +149,12 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	}
 	genericConfig.AdmissionControl = plugins
 
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, defaultNamespaces: ensurer}
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		inner := withUnresolvedPaths(withWildcardVerbs(withDefaultNamespace(apiHandler, ensurer), c.Serializer), c.Serializer)
+		inner := withUnresolvedPaths(withWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		chain := genericapiserver.DefaultBuildHandlerChain(inner, c)
 		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
 	}
@@ -217,54 +212,19 @@ func (v projectVersion) Info() *apimachineryversion.Info {
 	return info
 }
 
-// defaultNamespaceEnsurer creates the "default" namespace of a logical
-// cluster the first time the cluster is used.
-type defaultNamespaceEnsurer struct {
-	namespaces *wildcardinformer.Informer
-	client     rest.Interface
-	// ensured holds the clusters whose default namespace exists or is being
-	// created by this process.
-	ensured sync.Map
+// namespaceGetter finds a namespace of a logical cluster: in the wildcard
+// informer first, live through the loopback client when the informer has
+// not seen it yet (it was created a moment ago).
+type namespaceGetter struct {
+	informer *wildcardinformer.Informer
+	client   rest.Interface
 }
 
-func (e *defaultNamespaceEnsurer) getNamespace(ctx context.Context, cluster logicalcluster.Name, name string) (*corev1.Namespace, error) {
-	if obj, exists, err := e.namespaces.Get(cluster, "", name); err == nil && exists {
+func (g namespaceGetter) get(ctx context.Context, cluster logicalcluster.Name, name string) (*corev1.Namespace, error) {
+	if obj, exists, err := g.informer.Get(cluster, "", name); err == nil && exists {
 		return obj.(*corev1.Namespace), nil
 	}
 	ns := &corev1.Namespace{}
-	err := e.client.Get().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces", name).Do(ctx).Into(ns)
+	err := g.client.Get().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces", name).Do(ctx).Into(ns)
 	return ns, err
-}
-
-func (e *defaultNamespaceEnsurer) ensure(ctx context.Context, cluster logicalcluster.Name) error {
-	if cluster.IsWildcard() || cluster.IsSystem() {
-		return nil
-	}
-	if _, loaded := e.ensured.LoadOrStore(cluster, struct{}{}); loaded {
-		return nil
-	}
-	if _, exists, err := e.namespaces.Get(cluster, "", metav1.NamespaceDefault); err == nil && exists {
-		return nil
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}}
-	err := e.client.Post().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces").Body(ns).Do(ctx).Error()
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		e.ensured.Delete(cluster)
-		return fmt.Errorf("create namespace default in logical cluster %s: %w", cluster, err)
-	}
-	return nil
-}
-
-// withDefaultNamespace makes sure the logical cluster of an authorized
-// request has its default namespace.
-func withDefaultNamespace(handler http.Handler, e *defaultNamespaceEnsurer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if cluster, ok := logicalcluster.ClusterFromContext(req.Context()); ok {
-			if err := e.ensure(req.Context(), cluster); err != nil {
-				// The request itself may still succeed; the next one retries.
-				_ = err
-			}
-		}
-		handler.ServeHTTP(w, req)
-	})
 }

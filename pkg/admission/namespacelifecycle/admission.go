@@ -31,8 +31,6 @@ type NamespaceGetter func(ctx context.Context, cluster logicalcluster.Name, name
 type Plugin struct {
 	*admission.Handler
 	getNamespace NamespaceGetter
-	// ensureDefault creates the "default" namespace of a cluster on first use.
-	ensureDefault func(ctx context.Context, cluster logicalcluster.Name) error
 	// clusterDeleting tells whether a logical cluster is being deleted, when
 	// even its immortal namespaces go.
 	clusterDeleting func(cluster logicalcluster.Name) bool
@@ -41,11 +39,10 @@ type Plugin struct {
 var _ admission.ValidationInterface = &Plugin{}
 
 // New returns the plugin.
-func New(getNamespace NamespaceGetter, ensureDefault func(context.Context, logicalcluster.Name) error, clusterDeleting func(logicalcluster.Name) bool) *Plugin {
+func New(getNamespace NamespaceGetter, clusterDeleting func(logicalcluster.Name) bool) *Plugin {
 	return &Plugin{
 		Handler:         admission.NewHandler(admission.Create, admission.Update, admission.Delete),
 		getNamespace:    getNamespace,
-		ensureDefault:   ensureDefault,
 		clusterDeleting: clusterDeleting,
 	}
 }
@@ -82,12 +79,6 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	// Subresources of existing objects (e.g. serviceaccounts/token) are
 	// checked like their parent only on create.
 	ns, err := p.getNamespace(ctx, cluster, a.GetNamespace())
-	if apierrors.IsNotFound(err) && a.GetNamespace() == metav1.NamespaceDefault && p.ensureDefault != nil {
-		if err := p.ensureDefault(ctx, cluster); err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("create namespace default: %w", err))
-		}
-		ns, err = p.getNamespace(ctx, cluster, a.GetNamespace())
-	}
 	if apierrors.IsNotFound(err) {
 		return apierrors.NewNotFound(namespaces, a.GetNamespace())
 	}
