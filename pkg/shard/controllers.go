@@ -65,6 +65,9 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go namespaces.Run(ctx, 2)
 			go logicalClusters.Run(ctx, 2)
 			go workspaces.Run(ctx, 4)
+			if err := c.startKubeControllers(ctx); err != nil {
+				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")
+			}
 			if c.Options.ShardName != corev1alpha1.RootShard {
 				return
 			}
