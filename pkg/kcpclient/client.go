@@ -8,10 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	_ "github.com/kplane-dev/kplane/pkg/apis/install" // decode kcp's types
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -66,6 +68,17 @@ func (c *Client) Create(ctx context.Context, cluster logicalcluster.Name, gvr sc
 // Update replaces obj (or its status, with subresource "status").
 func (c *Client) Update(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, obj, out runtime.Object, subresource ...string) error {
 	return c.rest.Put().AbsPath(path(cluster, gvr, name, subresource...)...).Body(obj).Do(ctx).Into(out)
+}
+
+// List lists the objects of a resource in a cluster (or "*") into out.
+func (c *Client) List(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, out runtime.Object) error {
+	return c.rest.Get().AbsPath(path(cluster, gvr, "")...).Do(ctx).Into(out)
+}
+
+// Watch watches a resource in a cluster (or "*") from resourceVersion.
+func (c *Client) Watch(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, resourceVersion string) (watch.Interface, error) {
+	return c.rest.Get().AbsPath(path(cluster, gvr, "")...).Param("watch", "true").Param("resourceVersion", resourceVersion).
+		Param("allowWatchBookmarks", "true").Watch(ctx)
 }
 
 // Delete deletes one object.

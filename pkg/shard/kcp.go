@@ -7,23 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	_ "github.com/kplane-dev/kplane/pkg/apis/install" // kcp's groups in legacyscheme
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
-
-// kcp's own API groups are served natively from the same scheme as the
-// Kubernetes built-ins.
-func init() {
-	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
-	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
-}
 
 // byPath indexes LogicalClusters by their kcp.io/path annotation.
 const byPath = "path"

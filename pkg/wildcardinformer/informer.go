@@ -125,7 +125,9 @@ func (i *Informer) AddHandler(h Handler) {
 func (i *Informer) AddIndexers(indexers cache.Indexers) error { return i.indexer.AddIndexers(indexers) }
 
 // ByIndex returns the objects whose index value is v.
-func (i *Informer) ByIndex(index, v string) ([]interface{}, error) { return i.indexer.ByIndex(index, v) }
+func (i *Informer) ByIndex(index, v string) ([]interface{}, error) {
+	return i.indexer.ByIndex(index, v)
+}
 
 // Run lists and watches until ctx is done.
 func (i *Informer) Run(ctx context.Context) { i.reflector.RunWithContext(ctx) }

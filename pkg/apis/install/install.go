@@ -1,0 +1,17 @@
+// Package install registers kcp's API groups in the scheme the shard serves
+// and its clients decode with (legacyscheme, shared with the Kubernetes
+// built-ins).
+package install
+
+import (
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+)
+
+func init() {
+	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
+	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
+}

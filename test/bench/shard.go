@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// target is the shard under test.
+type target struct {
+	masters *rest.Config // system:masters, shard base URL
+	admin   *rest.Config // kcp-admin, shard base URL
+	pid     int          // 0 when the shard is not ours
+	stop    func()
+	http    *http.Client
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startShard starts the shard binary on free loopback ports in a temporary
+// root directory and returns once /readyz answers.
+func startShard(ctx context.Context, binary string) (*target, time.Duration, error) {
+	dir, err := os.MkdirTemp("", "kplane-bench-")
+	if err != nil {
+		return nil, 0, err
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return nil, 0, err
+		}
+	}
+	log, err := os.Create(filepath.Join(dir, "shard.log"))
+	if err != nil {
+		return nil, 0, err
+	}
+	cmd := exec.Command(binary, "--root-directory="+filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[0]), "--embedded-etcd-client-port="+strconv.Itoa(ports[1]),
+		"--embedded-etcd-peer-port="+strconv.Itoa(ports[2]))
+	cmd.Stdout, cmd.Stderr = log, log
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("start %s: %w", binary, err)
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		_ = os.RemoveAll(dir)
+	}
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
+	for {
+		if resp, err := insecure.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Since(start) > 3*time.Minute || ctx.Err() != nil {
+			stop()
+			return nil, 0, fmt.Errorf("shard not ready after %s, log in %s", time.Since(start), log.Name())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	t, err := loadTarget(filepath.Join(dir, "root", "admin.kubeconfig"))
+	if err != nil {
+		stop()
+		return nil, 0, err
+	}
+	t.pid, t.stop = cmd.Process.Pid, stop
+	return t, elapsed, nil
+}
+
+// loadTarget reads the shard-base (system:masters) and base (kcp-admin)
+// contexts of an admin.kubeconfig.
+func loadTarget(kubeconfig string) (*target, error) {
+	load := func(context string) (*rest.Config, error) {
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig},
+			&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("context %s of %s: %w", context, kubeconfig, err)
+		}
+		cfg.QPS, cfg.Burst = -1, 0
+		return cfg, nil
+	}
+	masters, err := load("shard-base")
+	if err != nil {
+		return nil, err
+	}
+	admin, err := load("base")
+	if err != nil {
+		return nil, err
+	}
+	hc, err := rest.HTTPClientFor(masters)
+	if err != nil {
+		return nil, err
+	}
+	return &target{masters: masters, admin: admin, stop: func() {}, http: hc}, nil
+}
+
+// rss returns the resident set size of the shard process, or -1.
+func (t *target) rss() int64 {
+	if t.pid == 0 {
+		return -1
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", t.pid))
+	if err != nil {
+		return -1
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmRSS:") {
+			fields := strings.Fields(s.Text())
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return -1
+}
+
+func (t *target) get(path string) (string, error) {
+	resp, err := t.http.Get(strings.TrimSuffix(t.masters.Host, "/") + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return string(b), err
+}
+
+// memory runs a GC in the shard (the heap profile endpoint does) and returns
+// RSS and the Go heap in use.
+func (t *target) memory() (rss, heap int64) {
+	_, _ = t.get("/debug/pprof/heap?gc=1")
+	time.Sleep(200 * time.Millisecond)
+	heap = -1
+	if m, err := t.get("/metrics"); err == nil {
+		for _, line := range strings.Split(m, "\n") {
+			if strings.HasPrefix(line, "go_memstats_heap_inuse_bytes ") {
+				f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+				heap = int64(f)
+			}
+		}
+	}
+	return t.rss(), heap
+}
+
+// metricSeries counts the samples on /metrics.
+func (t *target) metricSeries() int {
+	m, err := t.get("/metrics")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, line := range strings.Split(m, "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			n++
+		}
+	}
+	return n
+}
