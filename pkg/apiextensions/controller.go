@@ -9,8 +9,8 @@ import (
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -53,8 +53,8 @@ func newCRDController(crds *crdIndex) *crdController {
 	}
 }
 
-func (c *crdController) OnAdd(obj interface{})         { c.enqueue(obj) }
-func (c *crdController) OnUpdate(_, obj interface{})   { c.enqueue(obj) }
+func (c *crdController) OnAdd(obj interface{})       { c.enqueue(obj) }
+func (c *crdController) OnUpdate(_, obj interface{}) { c.enqueue(obj) }
 func (c *crdController) OnDelete(obj interface{}) {
 	crd, ok := crdFromObject(obj)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	upstream "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/metrics"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
@@ -194,7 +196,9 @@ func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info
 
 // subresourceStorage is what the status and scale storages implement.
 type subresourceStorage interface {
-	handlersGetterUpdaterPatcher
+	rest.Getter
+	rest.Updater
+	rest.Patcher
 }
 
 func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, scope *handlers.RequestScope, storage subresourceStorage) http.HandlerFunc {
@@ -350,8 +354,10 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 	}
 }
 
+// sameServing tells whether si still serves crd: only the spec and the
+// accepted names shape serving state, not conditions.
 func sameServing(si *servingInfo, crd *apiextensionsv1.CustomResourceDefinition) bool {
-	return equalSpec(si.spec, &crd.Spec) && equalNames(si.acceptedNames, &crd.Status.AcceptedNames)
+	return equality.Semantic.DeepEqual(si.spec, &crd.Spec) && equality.Semantic.DeepEqual(si.acceptedNames, &crd.Status.AcceptedNames)
 }
 
 // tearDown waits for requests in flight, then stops the storage.

@@ -211,7 +211,7 @@ func (m *openAPIMerger) serveV2(inner http.Handler, w http.ResponseWriter, req *
 		inner.ServeHTTP(w, req)
 		return
 	}
-	if rec := authorizeVia(inner, req, http.StatusOK); rec != nil {
+	if rec := authorizeVia(inner, req); rec != nil {
 		rec.replay(w)
 		return
 	}
@@ -249,8 +249,7 @@ func (m *openAPIMerger) serveV3Root(inner http.Handler, w http.ResponseWriter, r
 }
 
 // serveV3GroupVersion serves /openapi/v3/apis/<group>/<version> of a CRD
-// group version once the built-in chain has authorized the request (and
-// found no built-in document there).
+// group version once the built-in chain has authorized the request.
 func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
 	path := strings.TrimPrefix(req.URL.Path, "/openapi/v3/")
 	docs := m.documents(cluster)
@@ -262,7 +261,7 @@ func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseW
 		inner.ServeHTTP(w, req)
 		return
 	}
-	if rec := authorizeVia(inner, req, http.StatusNotFound); rec != nil {
+	if rec := authorizeVia(inner, req); rec != nil {
 		rec.replay(w)
 		return
 	}

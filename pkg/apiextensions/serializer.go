@@ -134,10 +134,10 @@ func (s negotiatedSerializer) DecoderToVersion(decoder runtime.Decoder, gv runti
 // the stored and the requested version.
 type storageCodecGetter struct {
 	generic.RESTOptionsGetter
-	converter      runtime.ObjectConvertor
-	encodeVersion  schema.GroupVersion
-	decodeVersion  schema.GroupVersion
-	schemas        schemas
+	converter     runtime.ObjectConvertor
+	encodeVersion schema.GroupVersion
+	decodeVersion schema.GroupVersion
+	schemas       schemas
 }
 
 func (g storageCodecGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {

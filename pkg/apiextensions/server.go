@@ -51,6 +51,7 @@ type Server struct {
 	handler    *crHandler
 	controller *crdController
 	openAPI    *openAPIMerger
+	etcd       *sharedEtcd
 	// client talks to this server (loopback) for CRD status updates.
 	client clientrest.Interface
 	// staticModels are the OpenAPI models installed with the CRD API.
@@ -84,7 +85,8 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	s := &Server{generic: c.Generic, crds: crds, client: loopbackClient.ApiextensionsV1().RESTClient()}
+	etcd := &sharedEtcd{}
+	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
 	watchCache := c.Etcd.EnableWatchCache
 	s.handler = &crHandler{
@@ -94,7 +96,7 @@ func New(c Config) (*Server, error) {
 				// Across clusters, objects are read straight from etcd: a
 				// cache of every cluster's objects is what per-cluster
 				// storage avoids.
-				return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard()}
+				return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard(), etcd: etcd}
 			},
 			converterFactory:    converters,
 			authorizer:          c.Generic.Authorization.Authorizer,
@@ -151,7 +153,10 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	models := group.StaticOpenAPISpec
 	s.staticModels.Store(&models)
 	s.openAPI.server = gs
-	gs.RegisterDestroyFunc(s.handler.destroyAll)
+	gs.RegisterDestroyFunc(func() {
+		s.handler.destroyAll()
+		s.etcd.close()
+	})
 
 	gs.AddPostStartHookOrDie("kplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
 		go s.crds.informer.Run(hc)

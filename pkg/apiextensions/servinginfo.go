@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -182,9 +183,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 		kind := gv.WithKind(names.Kind)
 		resource := gv.WithResource(names.Plural)
 
-		// Options objects are typed; everything else is unstructured.
-		parameterScheme := runtime.NewScheme()
-		parameterScheme.AddUnversionedTypes(gv, &metav1.ListOptions{}, &metav1.GetOptions{}, &metav1.DeleteOptions{})
+		parameterScheme := parameterSchemeFor(gv)
 		parameterCodec := runtime.NewParameterCodec(parameterScheme)
 		typer := newTyper(parameterScheme)
 
@@ -340,6 +339,21 @@ func waitForStorage(s customresource.CustomResourceStorage) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
+}
+
+// parameterSchemes holds one scheme per group version for the typed options
+// objects (everything else is unstructured). They are the same for every
+// CRD of a group version in every cluster, so they are shared.
+var parameterSchemes sync.Map // schema.GroupVersion -> *runtime.Scheme
+
+func parameterSchemeFor(gv schema.GroupVersion) *runtime.Scheme {
+	if s, ok := parameterSchemes.Load(gv); ok {
+		return s.(*runtime.Scheme)
+	}
+	s := runtime.NewScheme()
+	s.AddUnversionedTypes(gv, &metav1.ListOptions{}, &metav1.GetOptions{}, &metav1.DeleteOptions{})
+	actual, _ := parameterSchemes.LoadOrStore(gv, s)
+	return actual.(*runtime.Scheme)
 }
 
 // openAPIModels merges the static models with the CRD's schemas, for the

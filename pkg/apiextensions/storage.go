@@ -4,7 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
@@ -32,6 +31,7 @@ type crRESTOptionsGetter struct {
 	delegate   generic.RESTOptionsGetter
 	cluster    logicalcluster.Name
 	watchCache bool
+	etcd       *sharedEtcd
 }
 
 func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
@@ -40,7 +40,7 @@ func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example run
 		return opts, err
 	}
 	opts.ResourcePrefix = customResourcePrefix(gr)
-	opts.Decorator = clusterDecorator(g.cluster, g.watchCache)
+	opts.Decorator = clusterDecorator(g.etcd, g.cluster, g.watchCache)
 	return opts, nil
 }
 
@@ -48,10 +48,13 @@ func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example run
 // For one logical cluster the storage (and its watch cache) covers only
 // that cluster's key range, so that a cluster's serving state holds none of
 // the objects of other clusters, which may even follow another schema.
-func clusterDecorator(cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
-	inner := generic.UndecoratedStorage
+func clusterDecorator(etcd *sharedEtcd, cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
+	inner := func(c *storagebackend.ConfigForResource, prefix string, _ func(runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+		_ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
+		return etcd.rawStorage(c, newFunc, newListFunc, prefix)
+	}
 	if watchCache {
-		inner = genericregistry.StorageWithCacher()
+		inner = etcd.cachedStorage
 	}
 	return func(
 		config *storagebackend.ConfigForResource,

@@ -225,13 +225,14 @@ func recordDiscarding(h http.Handler, req *http.Request, discard int) *recorder 
 	return rec
 }
 
-// authorizeVia runs the built-in chain for req and returns its response
-// unless it answered with the status that means "authorized, serve it
-// yourself" (200 for a document we replace, 404 for one only we have).
-func authorizeVia(h http.Handler, req *http.Request, authorizedStatus int) *recorder {
-	rec := recordDiscarding(h, req, authorizedStatus)
-	if rec.code == authorizedStatus {
-		return nil
+// authorizeVia runs the built-in chain for req to authenticate and
+// authorize it, and returns its response if it refused the request. The
+// body of a successful inner response is dropped: the caller serves its
+// own document.
+func authorizeVia(h http.Handler, req *http.Request) *recorder {
+	rec := recordDiscarding(h, req, http.StatusOK)
+	if rec.code == http.StatusUnauthorized || rec.code == http.StatusForbidden || rec.code == http.StatusTooManyRequests {
+		return rec
 	}
-	return rec
+	return nil
 }

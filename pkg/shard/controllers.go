@@ -62,9 +62,11 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			if err := c.waitForInformers(ctx); err != nil {
 				return
 			}
-			go namespaces.Run(ctx, 2)
-			go logicalClusters.Run(ctx, 2)
-			go workspaces.Run(ctx, 4)
+			// Their work waits on round trips, not CPU: many workers keep a
+			// burst of thousands of workspaces moving.
+			go namespaces.Run(ctx, 32)
+			go logicalClusters.Run(ctx, 32)
+			go workspaces.Run(ctx, 32)
 			if err := c.startKubeControllers(ctx); err != nil {
 				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")
 			}

@@ -25,15 +25,17 @@ const rbacGroup = "rbac.authorization.k8s.io"
 // reconcileDeletion deletes every namespace, then every other cluster-scoped
 // object, then RBAC, then releases the LogicalCluster.
 func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
-		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
-		if err := c.updateStatus(ctx, cluster, lc); err != nil {
-			return err
-		}
-		return nil // the update brings us back with a fresh object
-	}
 	if !hasFinalizer(lc, corev1alpha1.LogicalClusterDeletionFinalizer) {
 		return nil
+	}
+	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
+		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
+		updated := &corev1alpha1.LogicalCluster{}
+		lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+		if err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, "status"); err != nil {
+			return err
+		}
+		lc = updated
 	}
 	cfg := namespace.ClusterConfig(c.base, cluster)
 	client, err := kubernetes.NewForConfig(cfg)
@@ -127,7 +129,11 @@ func (c *Controller) deleteClusterScoped(ctx context.Context, cluster logicalclu
 				return false, err
 			}
 			for _, o := range objs.Items {
-				remaining = true
+				// Objects without finalizers are gone when DELETE returns;
+				// only finalizers make us wait.
+				if len(o.Finalizers) > 0 {
+					remaining = true
+				}
 				if o.DeletionTimestamp != nil {
 					continue
 				}

@@ -32,8 +32,11 @@ type Loop struct {
 func New(name string, reconcile func(ctx context.Context, key string) error) *Loop {
 	return &Loop{
 		name: name,
+		// Per-key backoff only: the default controller limiter also caps all
+		// retries at 10/s, which serializes a shard-wide burst of benign
+		// update conflicts (thousands of workspaces) behind one bucket.
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
 		),
 		reconcile: reconcile,

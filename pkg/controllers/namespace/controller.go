@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -84,8 +85,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	// The deleter discovers twice per call; once is enough.
+	cached := memory.NewMemCacheClient(disco)
 	deleter := deletion.NewNamespacedResourcesDeleter(ctx, client.CoreV1().Namespaces(), meta, client.CoreV1(),
-		disco.ServerPreferredNamespacedResources, corev1.FinalizerKubernetes)
+		cached.ServerPreferredNamespacedResources, corev1.FinalizerKubernetes)
 	err = deleter.Delete(ctx, name)
 	var remaining *deletion.ResourcesRemainingError
 	if errors.As(err, &remaining) {
