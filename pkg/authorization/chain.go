@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
 
+	"github.com/kplane-dev/kplane/pkg/authorization/serviceaccountcluster"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -23,7 +24,8 @@ type RBAC interface {
 }
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
-// wildcard guard, the workspace content authorizer (may the user enter the
+// wildcard guard, the guard that keeps service accounts in their own
+// logical cluster, the workspace content authorizer (may the user enter the
 // logical cluster at all), system:kcp:admin, then the per-cluster RBAC
 // authorizer.
 func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
@@ -32,6 +34,7 @@ func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, 
 	authz, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
 		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
+		union.NamedAuthorizer{AuthorizerName: "serviceaccount-cluster", Authorizer: serviceaccountcluster.Authorizer{}},
 		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
 		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},

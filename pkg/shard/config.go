@@ -108,7 +108,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authentication.Authenticator = unionauth.New(adminAuth, genericConfig.Authentication.Authenticator)
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccountAuthenticator(o), adminAuth, genericConfig.Authentication.Authenticator)
 
 	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
 	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + clustersPrefix + string(logicalcluster.Wildcard)

@@ -2,15 +2,132 @@ package shard
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/klog/v2"
+	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
+
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
+	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // startKubeControllers starts the Kubernetes controllers that every logical
 // cluster needs (garbage collection, service accounts), each one instance
-// for all clusters. Called once the wildcard informers have synced.
-func (c *Config) startKubeControllers(ctx context.Context) error { return nil }
+// for all clusters. Called once the wildcard informers have synced; the
+// controllers' own informers sync in the background.
+func (c *Config) startKubeControllers(ctx context.Context) error {
+	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
+	loopback.QPS, loopback.Burst = -1, 0
+	wildcard := nscontroller.ClusterConfig(loopback, logicalcluster.Wildcard)
 
-// serviceAccountAuthenticator authenticates service account tokens in the
-// logical cluster they were issued in; nil when not configured.
-func serviceAccountAuthenticator(*Config) authenticator.Request { return nil }
+	crdClient, err := apiextensionsclient.NewForConfig(wildcard)
+	if err != nil {
+		return err
+	}
+	coreClient, err := kubernetes.NewForConfig(wildcard)
+	if err != nil {
+		return err
+	}
+	crds := wildcardinformer.New(
+		cache.NewListWatchFromClient(crdClient.ApiextensionsV1().RESTClient(), "customresourcedefinitions", "", fields.Everything()),
+		&apiextensionsv1.CustomResourceDefinition{}, "garbagecollector-customresourcedefinitions")
+	saLW, cmLW := sacontroller.ListWatches(coreClient.CoreV1().RESTClient())
+	serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
+	configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
+
+	gc, err := garbagecollector.New(loopback, crds)
+	if err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
+	ca, err := c.servingCA()
+	if err != nil {
+		return err
+	}
+	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca)
+	if err != nil {
+		return fmt.Errorf("service account controller: %w", err)
+	}
+
+	informers := []*wildcardinformer.Informer{crds, serviceAccounts, configMaps}
+	for _, inf := range informers {
+		go inf.Run(ctx)
+	}
+	go func() {
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+			for _, inf := range informers {
+				if !inf.HasSynced() {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			return
+		}
+		go gc.Run(ctx, 2)
+		go sa.Run(ctx, 2)
+	}()
+	return nil
+}
+
+// serviceAccountAuthenticator makes the service account tokens the shard
+// issues carry their logical cluster, and returns the authenticator that
+// validates such tokens against the service account of that cluster, so a
+// token works only in its own cluster (the authorizer denies it elsewhere).
+// It goes before every other authenticator.
+func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
+	cp := o.ControlPlane
+	if cp.ServiceAccountIssuer != nil {
+		cp.ServiceAccountIssuer = serviceaccount.ClusterTokenGenerator{Delegate: cp.ServiceAccountIssuer}
+	}
+	sa := cp.Authentication.ServiceAccounts
+	keys := sa.ExternalPublicKeysGetter
+	if keys == nil {
+		var all []interface{}
+		for _, f := range sa.KeyFiles {
+			k, err := keyutil.PublicKeysFromFile(f)
+			if err != nil {
+				klog.Background().Error(err, "Service account tokens will not authenticate: reading public key failed", "file", f)
+				return none{}
+			}
+			all = append(all, k...)
+		}
+		var err error
+		if keys, err = kubeserviceaccount.StaticPublicKeysGetter(all); err != nil {
+			klog.Background().Error(err, "Service account tokens will not authenticate")
+			return none{}
+		}
+	}
+	audiences := authenticator.Audiences(cp.Authentication.APIAudiences)
+	if len(audiences) == 0 {
+		audiences = authenticator.Audiences(sa.Issuers)
+	}
+	tokens := serviceaccount.NewClusterAuthenticator(sa.Issuers, keys, audiences, o.serviceAccountTokenGetter)
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(tokens, false, 10*time.Second, 0)))
+}
+
+// none authenticates nobody.
+type none struct{}
+
+func (none) AuthenticateRequest(*http.Request) (*authenticator.Response, bool, error) {
+	return nil, false, nil
+}

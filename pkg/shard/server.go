@@ -10,6 +10,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
@@ -29,6 +30,13 @@ import (
 func Run(ctx context.Context, o *Options) error {
 	if err := validateOwn(o); err != nil {
 		return err
+	}
+	// A reflector in watch-list mode collects the initial objects in a store
+	// keyed by namespace/name before handing them on, which merges objects of
+	// different logical clusters (the watch cache and the wildcard informers
+	// would each keep one of them). Lists stay paginated lists.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"WatchListClient": false}); err != nil {
+		return fmt.Errorf("turn off WatchListClient: %w", err)
 	}
 	var etcdURL string
 	if o.EmbeddedEtcd() {

@@ -110,9 +110,15 @@ func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer 
 			ByClusterNamespace: clusterNamespaceIndex,
 		}),
 	}
-	i.reflector = cache.NewReflectorWithOptions(lw, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name})
+	i.reflector = cache.NewReflectorWithOptions(listOnly{lw}, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name})
 	return i
 }
+
+// listOnly keeps the reflector from watch-list mode, whose initial store is
+// keyed by namespace/name and would merge objects of different clusters.
+type listOnly struct{ cache.ListerWatcher }
+
+func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
 
 // AddHandler registers h for all future changes. Register before Run.
 func (i *Informer) AddHandler(h Handler) {

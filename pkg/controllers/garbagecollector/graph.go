@@ -1,0 +1,233 @@
+package garbagecollector
+
+import (
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// nodeKey identifies an object in the graph. UIDs are unique only within a
+// logical cluster here (an ownerReference never reaches another cluster), so
+// the cluster is part of every key.
+type nodeKey struct {
+	cluster logicalcluster.Name
+	uid     types.UID
+}
+
+// node is what the collector keeps of an observed object: enough to find it,
+// its owners and its deletion state. Nothing else of the object is kept.
+type node struct {
+	key       nodeKey
+	resource  schema.GroupVersionResource
+	namespace string
+	name      string
+	owners    []metav1.OwnerReference
+	// deleting: deletionTimestamp is set.
+	deleting bool
+	// foreground: deleting with the foregroundDeletion finalizer, i.e.
+	// waiting for its blocking dependents to go away.
+	foreground bool
+	// orphan: deleting with the orphan finalizer.
+	orphan bool
+}
+
+func (n *node) ownerRef(owner types.UID) (metav1.OwnerReference, bool) {
+	for _, r := range n.owners {
+		if r.UID == owner {
+			return r, true
+		}
+	}
+	return metav1.OwnerReference{}, false
+}
+
+func (n *node) blocks(owner types.UID) bool {
+	r, ok := n.ownerRef(owner)
+	return ok && r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
+}
+
+// work is what a graph change asks the workers to look at.
+type work struct {
+	attemptToDelete []nodeKey
+	attemptToOrphan []nodeKey
+}
+
+// graph holds the observed objects of all logical clusters and the reverse
+// ownerReference index, both keyed by (cluster, UID).
+type graph struct {
+	mu    sync.RWMutex
+	nodes map[nodeKey]*node
+	// dependents maps an owner, observed or not, to the objects that name
+	// it in their ownerReferences.
+	dependents map[nodeKey]map[nodeKey]struct{}
+	// clusters interns cluster names, which every object of a cluster
+	// otherwise carries as its own copy.
+	clusters map[logicalcluster.Name]logicalcluster.Name
+}
+
+func newGraph() *graph {
+	return &graph{
+		nodes:      map[nodeKey]*node{},
+		dependents: map[nodeKey]map[nodeKey]struct{}{},
+		clusters:   map[logicalcluster.Name]logicalcluster.Name{},
+	}
+}
+
+func (g *graph) get(k nodeKey) *node {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.nodes[k]
+}
+
+// dependentsOf returns the observed dependents of an owner.
+func (g *graph) dependentsOf(owner nodeKey) []*node {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []*node
+	for k := range g.dependents[owner] {
+		if n := g.nodes[k]; n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// len returns the number of observed objects.
+func (g *graph) len() int {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return len(g.nodes)
+}
+
+func (g *graph) intern(c logicalcluster.Name) logicalcluster.Name {
+	if i, ok := g.clusters[c]; ok {
+		return i
+	}
+	g.clusters[c] = c
+	return c
+}
+
+// upsert records an added or updated object and returns the keys to look at.
+// Nodes are replaced, never mutated, so readers may keep them.
+func (g *graph) upsert(n *node) work {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n.key.cluster = g.intern(n.key.cluster)
+	old := g.nodes[n.key]
+	g.nodes[n.key] = n
+
+	var w work
+	var oldOwners []metav1.OwnerReference
+	if old != nil {
+		oldOwners = old.owners
+	}
+	for _, r := range oldOwners {
+		if _, still := n.ownerRef(r.UID); !still {
+			g.unlinkLocked(nodeKey{n.key.cluster, r.UID}, n.key)
+		}
+	}
+	for _, r := range n.owners {
+		ok := nodeKey{n.key.cluster, r.UID}
+		deps := g.dependents[ok]
+		if deps == nil {
+			deps = map[nodeKey]struct{}{}
+			g.dependents[ok] = deps
+		}
+		deps[n.key] = struct{}{}
+	}
+
+	if n.orphan {
+		w.attemptToOrphan = append(w.attemptToOrphan, n.key)
+	}
+	if n.foreground && (old == nil || !old.foreground) {
+		// Every dependent goes, the blocking ones before the owner.
+		for k := range g.dependents[n.key] {
+			w.attemptToDelete = append(w.attemptToDelete, k)
+		}
+	}
+	if n.foreground {
+		w.attemptToDelete = append(w.attemptToDelete, n.key)
+	}
+	if len(n.owners) > 0 && (old == nil || !sameOwners(old.owners, n.owners)) {
+		w.attemptToDelete = append(w.attemptToDelete, n.key)
+	}
+	// A changed or deleted dependent may unblock an owner waiting for it.
+	if old == nil || !sameOwners(old.owners, n.owners) || old.deleting != n.deleting {
+		w.attemptToDelete = append(w.attemptToDelete, g.foregroundOwnersLocked(n.key.cluster, oldOwners, n.owners)...)
+	}
+	return w
+}
+
+// remove forgets a deleted object and returns the keys to look at: its
+// dependents (their owner is gone) and owners waiting for it.
+func (g *graph) remove(k nodeKey) work {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := g.nodes[k]
+	if n == nil {
+		return work{}
+	}
+	delete(g.nodes, k)
+	for _, r := range n.owners {
+		g.unlinkLocked(nodeKey{k.cluster, r.UID}, k)
+	}
+	var w work
+	for d := range g.dependents[k] {
+		w.attemptToDelete = append(w.attemptToDelete, d)
+	}
+	w.attemptToDelete = append(w.attemptToDelete, g.foregroundOwnersLocked(k.cluster, n.owners, nil)...)
+	return w
+}
+
+// keysOf returns the keys of the observed objects of one resource, for
+// finding the objects a relist no longer contains.
+func (g *graph) keysOf(gr schema.GroupResource) map[nodeKey]struct{} {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := map[nodeKey]struct{}{}
+	for k, n := range g.nodes {
+		if n.resource.GroupResource() == gr {
+			out[k] = struct{}{}
+		}
+	}
+	return out
+}
+
+func (g *graph) unlinkLocked(owner, dependent nodeKey) {
+	deps := g.dependents[owner]
+	delete(deps, dependent)
+	if len(deps) == 0 {
+		delete(g.dependents, owner)
+	}
+}
+
+func (g *graph) foregroundOwnersLocked(cluster logicalcluster.Name, lists ...[]metav1.OwnerReference) []nodeKey {
+	var out []nodeKey
+	for _, list := range lists {
+		for _, r := range list {
+			if o := g.nodes[nodeKey{cluster, r.UID}]; o != nil && o.foreground {
+				out = append(out, o.key)
+			}
+		}
+	}
+	return out
+}
+
+func sameOwners(a, b []metav1.OwnerReference) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].UID != b[i].UID || blocking(a[i]) != blocking(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func blocking(r metav1.OwnerReference) bool {
+	return r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion
+}

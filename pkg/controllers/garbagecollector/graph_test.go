@@ -1,0 +1,139 @@
+package garbagecollector
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+func cm(cluster logicalcluster.Name, uid types.UID, owners ...types.UID) *node {
+	n := &node{key: nodeKey{cluster, uid}, resource: configMaps, namespace: "default", name: string(uid)}
+	for _, o := range owners {
+		n.owners = append(n.owners, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: string(o), UID: o})
+	}
+	return n
+}
+
+func TestGraphKeepsTheSameUIDInTwoClustersApart(t *testing.T) {
+	g := newGraph()
+	g.upsert(cm("a", "owner"))
+	g.upsert(cm("b", "owner"))
+	g.upsert(cm("a", "dep-a", "owner"))
+	g.upsert(cm("b", "dep-b", "owner"))
+
+	if deps := g.dependentsOf(nodeKey{"a", "owner"}); len(deps) != 1 || deps[0].key.cluster != "a" {
+		t.Fatalf("dependents of a/owner = %v, want only a/dep-a", deps)
+	}
+	w := g.remove(nodeKey{"a", "owner"})
+	if !slices.Equal(w.attemptToDelete, []nodeKey{{"a", "dep-a"}}) {
+		t.Errorf("removing a/owner asks to look at %v, want only a/dep-a", w.attemptToDelete)
+	}
+	if g.get(nodeKey{"b", "owner"}) == nil {
+		t.Errorf("removing a/owner removed b/owner")
+	}
+}
+
+func TestGraphChanges(t *testing.T) {
+	tests := []struct {
+		name       string
+		before     []*node
+		change     *node // nil: remove key
+		remove     nodeKey
+		wantDelete []nodeKey
+		wantOrphan []nodeKey
+	}{{
+		name:       "new dependent is checked",
+		change:     cm("c", "dep", "owner"),
+		wantDelete: []nodeKey{{"c", "dep"}},
+	}, {
+		name:       "unchanged dependent is not checked again",
+		before:     []*node{cm("c", "dep", "owner")},
+		change:     cm("c", "dep", "owner"),
+		wantDelete: nil,
+	}, {
+		name:       "removed owner checks its dependents",
+		before:     []*node{cm("c", "owner"), cm("c", "dep", "owner")},
+		remove:     nodeKey{"c", "owner"},
+		wantDelete: []nodeKey{{"c", "dep"}},
+	}, {
+		name:   "foreground owner checks itself and all dependents",
+		before: []*node{cm("c", "owner"), cm("c", "dep", "owner")},
+		change: func() *node {
+			n := cm("c", "owner")
+			n.deleting, n.foreground = true, true
+			return n
+		}(),
+		wantDelete: []nodeKey{{"c", "dep"}, {"c", "owner"}},
+	}, {
+		name: "removed dependent wakes a foreground owner",
+		before: []*node{func() *node {
+			n := cm("c", "owner")
+			n.deleting, n.foreground = true, true
+			return n
+		}(), cm("c", "dep", "owner")},
+		remove:     nodeKey{"c", "dep"},
+		wantDelete: []nodeKey{{"c", "owner"}},
+	}, {
+		name:   "orphaning owner is orphaned",
+		before: []*node{cm("c", "owner")},
+		change: func() *node {
+			n := cm("c", "owner")
+			n.deleting, n.orphan = true, true
+			return n
+		}(),
+		wantOrphan: []nodeKey{{"c", "owner"}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGraph()
+			for _, n := range tt.before {
+				g.upsert(n)
+			}
+			var w work
+			if tt.change != nil {
+				w = g.upsert(tt.change)
+			} else {
+				w = g.remove(tt.remove)
+			}
+			slices.SortFunc(w.attemptToDelete, func(a, b nodeKey) int { return compare(a, b) })
+			if !slices.Equal(w.attemptToDelete, tt.wantDelete) {
+				t.Errorf("attemptToDelete = %v, want %v", w.attemptToDelete, tt.wantDelete)
+			}
+			if !slices.Equal(w.attemptToOrphan, tt.wantOrphan) {
+				t.Errorf("attemptToOrphan = %v, want %v", w.attemptToOrphan, tt.wantOrphan)
+			}
+		})
+	}
+}
+
+func compare(a, b nodeKey) int {
+	if a.cluster != b.cluster {
+		if a.cluster < b.cluster {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.uid < b.uid:
+		return -1
+	case a.uid > b.uid:
+		return 1
+	}
+	return 0
+}
+
+func TestDependentsIndexForgetsUnobservedOwnersWithoutDependents(t *testing.T) {
+	g := newGraph()
+	g.upsert(cm("c", "dep", "ghost"))
+	g.remove(nodeKey{"c", "dep"})
+	if len(g.dependents) != 0 {
+		t.Errorf("dependents index = %v, want empty", g.dependents)
+	}
+}

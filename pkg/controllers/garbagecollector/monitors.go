@@ -1,0 +1,194 @@
+package garbagecollector
+
+import (
+	"context"
+	"sync/atomic"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// monitor is one wildcard metadata list/watch of a resource, across all
+// logical clusters. There is one per group/resource, however many clusters
+// serve it.
+type monitor struct {
+	resource schema.GroupVersionResource
+	// builtin: served by every cluster, watched for the shard's lifetime.
+	builtin bool
+	cancel  context.CancelFunc
+	synced  atomic.Bool
+}
+
+// startMonitor starts watching a resource. Call with c.mu held.
+func (c *Controller) startMonitorLocked(ctx context.Context, resource schema.GroupVersionResource, builtin bool) {
+	gr := resource.GroupResource()
+	if m, ok := c.monitors[gr]; ok {
+		m.builtin = m.builtin || builtin
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	m := &monitor{resource: resource, builtin: builtin, cancel: cancel}
+	c.monitors[gr] = m
+	client := c.wildcardMetadata.Resource(resource)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return client.Watch(ctx, opts)
+		},
+	}
+	r := cache.NewReflectorWithOptions(lw, &metav1.PartialObjectMetadata{}, &monitorStore{c: c, m: m},
+		cache.ReflectorOptions{Name: "garbagecollector-" + gr.String()})
+	klog.FromContext(ctx).V(2).Info("Watching resource for garbage collection", "resource", resource)
+	go r.RunWithContext(ctx)
+}
+
+// stopMonitorLocked stops watching a resource and forgets its objects. Call
+// with c.mu held.
+func (c *Controller) stopMonitorLocked(gr schema.GroupResource) {
+	m, ok := c.monitors[gr]
+	if !ok || m.builtin {
+		return
+	}
+	m.cancel()
+	delete(c.monitors, gr)
+	for k := range c.graph.keysOf(gr) {
+		c.enqueue(c.graph.remove(k))
+	}
+}
+
+// syncCustomResource starts or stops the monitor of a CRD's resource: it is
+// watched while an established CRD of that name exists in any cluster.
+func (c *Controller) syncCustomResource(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.runCtx == nil {
+		return // Run starts the monitors of all CRDs.
+	}
+	objs, _ := c.crds.ByIndex(byCRDName, name)
+	for _, obj := range objs {
+		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok || !established(crd) {
+			continue
+		}
+		if v := servedVersion(crd, ""); v != "" {
+			c.startMonitorLocked(c.runCtx, schema.GroupVersionResource{Group: crd.Spec.Group, Version: v, Resource: crd.Spec.Names.Plural}, false)
+			return
+		}
+	}
+	if gr := schema.ParseGroupResource(name); gr.Resource != "" {
+		c.stopMonitorLocked(gr)
+	}
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// servedVersion returns want if the CRD serves it, else its storage version
+// (or first served version); "" when it serves none.
+func servedVersion(crd *apiextensionsv1.CustomResourceDefinition, want string) string {
+	first := ""
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		if v.Name == want {
+			return v.Name
+		}
+		if v.Storage {
+			first = v.Name
+		} else if first == "" {
+			first = v.Name
+		}
+	}
+	return first
+}
+
+// monitorStore is a reflector's store that feeds the graph; the collector
+// keeps no other copy of the objects.
+type monitorStore struct {
+	c *Controller
+	m *monitor
+}
+
+func (s *monitorStore) Add(obj interface{}) error {
+	if n, ok := toNode(s.m.resource, obj); ok {
+		s.c.enqueue(s.c.graph.upsert(n))
+	}
+	return nil
+}
+
+func (s *monitorStore) Update(obj interface{}) error { return s.Add(obj) }
+
+func (s *monitorStore) Delete(obj interface{}) error {
+	if n, ok := toNode(s.m.resource, obj); ok {
+		s.c.enqueue(s.c.graph.remove(n.key))
+	}
+	return nil
+}
+
+func (s *monitorStore) Replace(list []interface{}, _ string) error {
+	gone := s.c.graph.keysOf(s.m.resource.GroupResource())
+	for _, obj := range list {
+		if n, ok := toNode(s.m.resource, obj); ok {
+			delete(gone, n.key)
+			s.c.enqueue(s.c.graph.upsert(n))
+		}
+	}
+	for k := range gone {
+		s.c.enqueue(s.c.graph.remove(k))
+	}
+	s.m.synced.Store(true)
+	return nil
+}
+
+func (s *monitorStore) Resync() error { return nil }
+
+// toNode keeps what the collector needs of an object's metadata.
+func toNode(resource schema.GroupVersionResource, obj interface{}) (*node, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	cluster, ok := logicalcluster.ObjectCluster(m.GetAnnotations())
+	if !ok {
+		return nil, false
+	}
+	n := &node{
+		key:       nodeKey{cluster: cluster, uid: m.GetUID()},
+		resource:  resource,
+		namespace: m.GetNamespace(),
+		name:      m.GetName(),
+		owners:    m.GetOwnerReferences(),
+		deleting:  m.GetDeletionTimestamp() != nil,
+	}
+	if n.deleting {
+		for _, f := range m.GetFinalizers() {
+			switch f {
+			case metav1.FinalizerDeleteDependents:
+				n.foreground = true
+			case metav1.FinalizerOrphanDependents:
+				n.orphan = true
+			}
+		}
+	}
+	return n, true
+}

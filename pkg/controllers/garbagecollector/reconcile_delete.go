@@ -1,0 +1,252 @@
+package garbagecollector
+
+import (
+	"context"
+	"encoding/json"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// ownerState is what an ownerReference resolves to, in the dependent's own
+// logical cluster.
+type ownerState int
+
+const (
+	// solid: the owner exists and is not waiting for its dependents.
+	solid ownerState = iota
+	// dangling: no object of that UID exists in the cluster.
+	dangling
+	// waiting: the owner is being deleted in the foreground.
+	waiting
+)
+
+// attemptToDelete decides about one object as Kubernetes' attemptToDeleteItem
+// does: remove references to absent or foreground-deleting owners while a
+// solid owner remains, otherwise delete the object.
+func (c *Controller) attemptToDelete(ctx context.Context, key string) error {
+	k, ok := parseKey(key)
+	if !ok {
+		return nil
+	}
+	n := c.graph.get(k)
+	if n == nil {
+		return nil
+	}
+	if n.foreground {
+		return c.processDeletingDependents(ctx, n)
+	}
+	if n.deleting || c.ownersSolidInGraph(n) {
+		return nil
+	}
+	client, err := c.clusterMetadata(k.cluster)
+	if err != nil {
+		return err
+	}
+	latest, err := client.Resource(n.resource).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil || latest.UID != k.uid || latest.DeletionTimestamp != nil || len(latest.OwnerReferences) == 0 {
+		// Gone, replaced or already being deleted: the watch tells the rest.
+		return ignoreGone(err)
+	}
+
+	states := make(map[types.UID]ownerState, len(latest.OwnerReferences))
+	var nSolid, nDangling, nWaiting int
+	for _, ref := range latest.OwnerReferences {
+		s, err := c.classify(ctx, k.cluster, client, latest.Namespace, ref)
+		if err != nil {
+			return err
+		}
+		states[ref.UID] = s
+		switch s {
+		case solid:
+			nSolid++
+		case dangling:
+			nDangling++
+		case waiting:
+			nWaiting++
+		}
+	}
+	logger := klog.FromContext(ctx).WithValues("cluster", k.cluster, "resource", n.resource, "namespace", n.namespace, "name", n.name)
+
+	switch {
+	case nSolid > 0:
+		if nDangling+nWaiting == 0 {
+			return nil
+		}
+		// Keep the object for its solid owners; forget the others.
+		var keep []metav1.OwnerReference
+		for _, ref := range latest.OwnerReferences {
+			if states[ref.UID] == solid {
+				keep = append(keep, ref)
+			}
+		}
+		logger.V(2).Info("Removing references to absent or deleting owners")
+		return c.patchOwners(ctx, client, n, latest, keep)
+	case nWaiting > 0 && len(c.graph.dependentsOf(k)) > 0:
+		// An owner waits for this object, which has dependents itself: delete
+		// it in the foreground too. If one of its dependents waits for it in
+		// turn (a cycle), stop blocking the owners so the cycle can end.
+		for _, dep := range c.graph.dependentsOf(k) {
+			if dep.foreground {
+				refs := make([]metav1.OwnerReference, len(latest.OwnerReferences))
+				copy(refs, latest.OwnerReferences)
+				unblock := false
+				for i := range refs {
+					if states[refs[i].UID] == waiting {
+						refs[i].BlockOwnerDeletion = &unblock
+					}
+				}
+				if err := c.patchOwners(ctx, client, n, latest, refs); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		logger.V(2).Info("Deleting object in the foreground, its owner waits for it")
+		return c.delete(ctx, client, n, metav1.DeletePropagationForeground)
+	default:
+		policy := metav1.DeletePropagationBackground
+		for _, f := range latest.Finalizers {
+			switch f {
+			case metav1.FinalizerOrphanDependents:
+				policy = metav1.DeletePropagationOrphan
+			case metav1.FinalizerDeleteDependents:
+				policy = metav1.DeletePropagationForeground
+			}
+		}
+		logger.V(2).Info("Deleting object, its owners are gone", "propagationPolicy", policy)
+		return c.delete(ctx, client, n, policy)
+	}
+}
+
+// ownersSolidInGraph tells whether every owner of n was observed and none
+// is being deleted in the foreground: nothing to do, no need to read.
+func (c *Controller) ownersSolidInGraph(n *node) bool {
+	for _, ref := range n.owners {
+		o := c.graph.get(nodeKey{cluster: n.key.cluster, uid: ref.UID})
+		if o == nil || o.foreground {
+			return false
+		}
+	}
+	return true
+}
+
+// classify resolves one ownerReference of an object in namespace ns of a
+// cluster: from the graph when the owner was observed, else by reading it.
+func (c *Controller) classify(ctx context.Context, cluster logicalcluster.Name, client metadata.Interface, ns string, ref metav1.OwnerReference) (ownerState, error) {
+	if o := c.graph.get(nodeKey{cluster: cluster, uid: ref.UID}); o != nil {
+		if o.foreground {
+			return waiting, nil
+		}
+		return solid, nil
+	}
+	gvr, namespaced, err := c.mapping(cluster, ref.APIVersion, ref.Kind)
+	if err != nil {
+		return solid, err
+	}
+	if !namespaced {
+		ns = ""
+	} else if ns == "" {
+		// A cluster-scoped object cannot be owned by a namespaced one.
+		return dangling, nil
+	}
+	owner, err := client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return dangling, nil
+	case err != nil:
+		return solid, err
+	case owner.UID != ref.UID:
+		return dangling, nil
+	case owner.DeletionTimestamp != nil && hasFinalizer(owner.Finalizers, metav1.FinalizerDeleteDependents):
+		return waiting, nil
+	}
+	return solid, nil
+}
+
+// processDeletingDependents finishes a foreground deletion once no
+// dependent blocks it, and otherwise makes sure the blocking ones go.
+func (c *Controller) processDeletingDependents(ctx context.Context, owner *node) error {
+	var blocking []*node
+	for _, dep := range c.graph.dependentsOf(owner.key) {
+		if dep.blocks(owner.key.uid) {
+			blocking = append(blocking, dep)
+		}
+	}
+	if len(blocking) == 0 {
+		return c.removeFinalizer(ctx, owner, metav1.FinalizerDeleteDependents)
+	}
+	for _, dep := range blocking {
+		if !dep.foreground {
+			c.deletes.Enqueue(keyString(dep.key))
+		}
+	}
+	return nil
+}
+
+func (c *Controller) delete(ctx context.Context, client metadata.Interface, n *node, policy metav1.DeletionPropagation) error {
+	err := client.Resource(n.resource).Namespace(n.namespace).Delete(ctx, n.name, deleteOptions(n.key.uid, policy))
+	if apierrors.IsConflict(err) {
+		return nil // the UID precondition failed: another object took the name
+	}
+	return ignoreGone(err)
+}
+
+// patchOwners sets an object's ownerReferences, if it is still the version
+// that was read.
+func (c *Controller) patchOwners(ctx context.Context, client metadata.Interface, n *node, latest *metav1.PartialObjectMetadata, refs []metav1.OwnerReference) error {
+	if refs == nil {
+		refs = []metav1.OwnerReference{}
+	}
+	return c.patchMetadata(ctx, client, n, latest, "ownerReferences", refs)
+}
+
+// removeFinalizer removes a finalizer from an object being deleted.
+func (c *Controller) removeFinalizer(ctx context.Context, n *node, finalizer string) error {
+	client, err := c.clusterMetadata(n.key.cluster)
+	if err != nil {
+		return err
+	}
+	latest, err := client.Resource(n.resource).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil || latest.UID != n.key.uid || !hasFinalizer(latest.Finalizers, finalizer) {
+		return ignoreGone(err)
+	}
+	rest := []string{}
+	for _, f := range latest.Finalizers {
+		if f != finalizer {
+			rest = append(rest, f)
+		}
+	}
+	klog.FromContext(ctx).V(2).Info("Removing finalizer", "cluster", n.key.cluster, "resource", n.resource, "namespace", n.namespace, "name", n.name, "finalizer", finalizer)
+	return c.patchMetadata(ctx, client, n, latest, "finalizers", rest)
+}
+
+// patchMetadata sets one metadata field with a JSON merge patch that carries
+// uid and resourceVersion as preconditions; it works for custom resources,
+// which take no strategic merge patches.
+func (c *Controller) patchMetadata(ctx context.Context, client metadata.Interface, n *node, latest *metav1.PartialObjectMetadata, field string, value interface{}) error {
+	patch, err := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{
+		"uid":             latest.UID,
+		"resourceVersion": latest.ResourceVersion,
+		field:             value,
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = client.Resource(n.resource).Namespace(n.namespace).Patch(ctx, n.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return ignoreGone(err)
+}
+
+func hasFinalizer(finalizers []string, f string) bool {
+	for _, x := range finalizers {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,165 @@
+// Package serviceaccount gives every namespace of every logical cluster the
+// "default" ServiceAccount and the "kube-root-ca.crt" ConfigMap, and puts
+// them back when they are deleted, as kube-controller-manager's
+// serviceaccount and root-ca-cert-publisher controllers do for one cluster.
+//
+// Those upstream controllers take a single-cluster client and informers, so
+// they cannot serve many logical clusters from one instance; their few
+// decisions are re-done here over wildcard informers.
+package serviceaccount
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+const (
+	// DefaultServiceAccountName is the service account every namespace gets.
+	DefaultServiceAccountName = "default"
+	// RootCAConfigMapName is the config map with the shard's CA bundle.
+	RootCAConfigMapName = "kube-root-ca.crt"
+	// RootCAKey is the key of the CA bundle in RootCAConfigMapName.
+	RootCAKey = "ca.crt"
+	// descriptionAnnotation says what the config map is for, as upstream.
+	descriptionAnnotation = "kubernetes.io/description"
+	rootCADescription     = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. " +
+		"No other usage is guaranteed across distributions of Kubernetes clusters."
+)
+
+// ListWatches returns the wildcard list/watches of the objects the
+// controller keeps: only the default service accounts and the root CA
+// config maps, selected by name on the server.
+func ListWatches(wildcardCore rest.Interface) (serviceAccounts, configMaps cache.ListerWatcher) {
+	return cache.NewListWatchFromClient(wildcardCore, "serviceaccounts", "", fields.OneTermEqualSelector("metadata.name", DefaultServiceAccountName)),
+		cache.NewListWatchFromClient(wildcardCore, "configmaps", "", fields.OneTermEqualSelector("metadata.name", RootCAConfigMapName))
+}
+
+// Controller keeps the per-namespace objects in all logical clusters.
+type Controller struct {
+	loop            *loop.Loop
+	namespaces      *wildcardinformer.Informer
+	serviceAccounts *wildcardinformer.Informer
+	configMaps      *wildcardinformer.Informer
+	reconcilers     []reconciler
+}
+
+// reconciler is one step of the reconcile of a namespace.
+type reconciler interface {
+	reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error
+}
+
+// New returns the controller. base is the shard's loopback configuration
+// without a cluster; caBundle is published in every namespace. The
+// serviceAccounts and configMaps informers must be built on ListWatches.
+func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, base *rest.Config, caBundle []byte) (*Controller, error) {
+	httpClient, err := rest.HTTPClientFor(base)
+	if err != nil {
+		return nil, err
+	}
+	clientFor := func(cluster logicalcluster.Name) (corev1client.CoreV1Interface, error) {
+		return corev1client.NewForConfigAndClient(nscontroller.ClusterConfig(base, cluster), httpClient)
+	}
+	return newController(namespaces, serviceAccounts, configMaps, clientFor, caBundle), nil
+}
+
+func newController(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, clientFor func(logicalcluster.Name) (corev1client.CoreV1Interface, error), caBundle []byte) *Controller {
+	c := &Controller{namespaces: namespaces, serviceAccounts: serviceAccounts, configMaps: configMaps}
+	c.reconcilers = []reconciler{
+		&defaultServiceAccount{
+			get: func(cluster logicalcluster.Name, ns string) bool {
+				_, exists, _ := serviceAccounts.Get(cluster, ns, DefaultServiceAccountName)
+				return exists
+			},
+			create: func(ctx context.Context, cluster logicalcluster.Name, sa *corev1.ServiceAccount) error {
+				client, err := clientFor(cluster)
+				if err != nil {
+					return err
+				}
+				_, err = client.ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1CreateOptions)
+				return err
+			},
+		},
+		&rootCA{
+			caBundle: string(caBundle),
+			get: func(cluster logicalcluster.Name, ns string) *corev1.ConfigMap {
+				obj, exists, _ := configMaps.Get(cluster, ns, RootCAConfigMapName)
+				if !exists {
+					return nil
+				}
+				cm, _ := obj.(*corev1.ConfigMap)
+				return cm
+			},
+			create: func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error {
+				client, err := clientFor(cluster)
+				if err != nil {
+					return err
+				}
+				_, err = client.ConfigMaps(cm.Namespace).Create(ctx, cm, metav1CreateOptions)
+				return err
+			},
+			update: func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error {
+				client, err := clientFor(cluster)
+				if err != nil {
+					return err
+				}
+				_, err = client.ConfigMaps(cm.Namespace).Update(ctx, cm, metav1UpdateOptions)
+				return err
+			},
+		},
+	}
+	c.loop = loop.New("serviceaccount", c.reconcile)
+	namespaces.AddHandler(c.loop.Handler(nil))
+	// A deleted or changed object brings its namespace back to the queue.
+	toNamespace := func(obj interface{}) (string, bool) {
+		key, err := wildcardinformer.KeyFunc(obj)
+		if err != nil {
+			return "", false
+		}
+		cluster, ns, _, ok := wildcardinformer.SplitKey(key)
+		return wildcardinformer.Key(cluster, "", ns), ok && ns != ""
+	}
+	serviceAccounts.AddHandler(c.loop.Handler(toNamespace))
+	configMaps.AddHandler(c.loop.Handler(toNamespace))
+	return c
+}
+
+// Run runs the workers until ctx is done. The namespace informer may have
+// started before the controller's handler was added: every namespace it
+// holds is looked at once.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	for _, key := range c.namespaces.Indexer().ListKeys() {
+		c.loop.Enqueue(key)
+	}
+	c.loop.Run(ctx, workers)
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	obj, exists, err := c.namespaces.Get(cluster, "", name)
+	if err != nil || !exists {
+		return err
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok || ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
+		return nil
+	}
+	for _, r := range c.reconcilers {
+		if err := r.reconcile(ctx, cluster, ns); err != nil {
+			return err
+		}
+	}
+	return nil
+}

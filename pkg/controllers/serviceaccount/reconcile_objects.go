@@ -1,0 +1,82 @@
+package serviceaccount
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+var (
+	metav1CreateOptions = metav1.CreateOptions{}
+	metav1UpdateOptions = metav1.UpdateOptions{}
+)
+
+// defaultServiceAccount creates the "default" service account of a
+// namespace when the informer does not have it.
+type defaultServiceAccount struct {
+	get    func(cluster logicalcluster.Name, ns string) bool
+	create func(ctx context.Context, cluster logicalcluster.Name, sa *corev1.ServiceAccount) error
+}
+
+func (r *defaultServiceAccount) reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error {
+	if r.get(cluster, ns.Name) {
+		return nil
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: DefaultServiceAccountName}}
+	if err := r.create(ctx, cluster, sa); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
+		return err
+	}
+	return nil
+}
+
+// rootCA keeps the "kube-root-ca.crt" config map of a namespace with the
+// shard's CA bundle.
+type rootCA struct {
+	caBundle string
+	get      func(cluster logicalcluster.Name, ns string) *corev1.ConfigMap
+	create   func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
+	update   func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
+}
+
+func (r *rootCA) reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error {
+	data := map[string]string{RootCAKey: r.caBundle}
+	existing := r.get(cluster, ns.Name)
+	if existing == nil {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace:   ns.Name,
+				Name:        RootCAConfigMapName,
+				Annotations: map[string]string{descriptionAnnotation: rootCADescription},
+			},
+			Data: data,
+		}
+		if err := r.create(ctx, cluster, cm); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
+			return err
+		}
+		return nil
+	}
+	if len(existing.Data) == 1 && existing.Data[RootCAKey] == r.caBundle && len(existing.BinaryData) == 0 &&
+		existing.Annotations[descriptionAnnotation] == rootCADescription {
+		return nil
+	}
+	cm := existing.DeepCopy()
+	cm.Data, cm.BinaryData = data, nil
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[descriptionAnnotation] = rootCADescription
+	if err := r.update(ctx, cluster, cm); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return err
+	}
+	return nil
+}
+
+// isNamespaceGoing tells whether a create failed because the namespace is
+// being deleted; the namespace's deletion event ends the matter.
+func isNamespaceGoing(err error) bool {
+	return apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)
+}

@@ -1,0 +1,84 @@
+package serviceaccount
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+func TestDefaultServiceAccountIsCreatedWhenMissing(t *testing.T) {
+	for _, exists := range []bool{false, true} {
+		var created []string
+		r := &defaultServiceAccount{
+			get: func(logicalcluster.Name, string) bool { return exists },
+			create: func(_ context.Context, cluster logicalcluster.Name, sa *corev1.ServiceAccount) error {
+				created = append(created, string(cluster)+"|"+sa.Namespace+"/"+sa.Name)
+				return nil
+			},
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+		if err := r.reconcile(context.Background(), "c", ns); err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if exists {
+			want = 0
+		}
+		if len(created) != want || (want == 1 && created[0] != "c|team/default") {
+			t.Errorf("exists=%v: created %v", exists, created)
+		}
+	}
+}
+
+func TestRootCAConfigMapIsCreatedAndRepaired(t *testing.T) {
+	good := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: RootCAConfigMapName, Annotations: map[string]string{descriptionAnnotation: rootCADescription}},
+		Data:       map[string]string{RootCAKey: "CA"},
+	}
+	tampered := good.DeepCopy()
+	tampered.Data[RootCAKey] = "other"
+	extraKey := good.DeepCopy()
+	extraKey.Data["x"] = "y"
+	tests := []struct {
+		name               string
+		existing           *corev1.ConfigMap
+		wantCreate, wantUp bool
+	}{
+		{"missing", nil, true, false},
+		{"up to date", good, false, false},
+		{"other CA", tampered, false, true},
+		{"extra key", extraKey, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var wrote *corev1.ConfigMap
+			var created, updated bool
+			r := &rootCA{
+				caBundle: "CA",
+				get:      func(logicalcluster.Name, string) *corev1.ConfigMap { return tt.existing },
+				create: func(_ context.Context, _ logicalcluster.Name, cm *corev1.ConfigMap) error {
+					created, wrote = true, cm
+					return nil
+				},
+				update: func(_ context.Context, _ logicalcluster.Name, cm *corev1.ConfigMap) error {
+					updated, wrote = true, cm
+					return nil
+				},
+			}
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+			if err := r.reconcile(context.Background(), "c", ns); err != nil {
+				t.Fatal(err)
+			}
+			if created != tt.wantCreate || updated != tt.wantUp {
+				t.Fatalf("created=%v updated=%v, want %v %v", created, updated, tt.wantCreate, tt.wantUp)
+			}
+			if wrote != nil && (len(wrote.Data) != 1 || wrote.Data[RootCAKey] != "CA") {
+				t.Errorf("wrote data %v", wrote.Data)
+			}
+		})
+	}
+}
