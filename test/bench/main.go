@@ -72,6 +72,7 @@ type results struct {
 	WildcardListItems    int           `json:"wildcard_list_items"`
 	DeleteAllSeconds     float64       `json:"delete_all_seconds"`
 	RSSAfterDeleteBytes  int64         `json:"rss_after_delete_bytes"`
+	HeapAfterDeleteBytes int64         `json:"heap_after_delete_bytes"`
 	Memory               []memoryPoint `json:"memory"`
 	Workspaces           int           `json:"workspaces"`
 	Concurrency          int           `json:"concurrency"`
@@ -100,7 +101,7 @@ func (r results) print(w *os.File) {
 	row("configmap GET", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetP50Ms, r.GetP99Ms))
 	row("configmap CREATE", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.CreateP50Ms, r.CreateP99Ms))
 	row("wildcard LIST configmaps", fmt.Sprintf("%.0f ms (%d items)", r.WildcardListMs, r.WildcardListItems))
-	row("delete all workspaces", fmt.Sprintf("%.1f s, RSS after %s", r.DeleteAllSeconds, mib(r.RSSAfterDeleteBytes)))
+	row("delete all workspaces", fmt.Sprintf("%.1f s, after: RSS %s, heap %s", r.DeleteAllSeconds, mib(r.RSSAfterDeleteBytes), mib(r.HeapAfterDeleteBytes)))
 	tw.Flush()
 	b, _ := json.Marshal(r)
 	fmt.Fprintln(w, string(b))

@@ -63,11 +63,6 @@ func run(ctx context.Context, o options) (results, error) {
 	r.WSPerSecTree, r.TreeReadyP50Ms, r.TreeReadyP99Ms = rate, percentile(lat, 50), percentile(lat, 99)
 	r.MetricSeriesLoaded = t.metricSeries()
 
-	step("measuring configmap latency")
-	if err := b.latency(ctx, &r, flat, o.requests); err != nil {
-		return r, err
-	}
-
 	total := b.count()
 	for _, p := range parsePoints(o.memoryPoints) {
 		if total < p {
@@ -88,6 +83,12 @@ func run(ctx context.Context, o options) (results, error) {
 		r.HeapBytesPerWS = float64(last.HeapBytes-r.HeapIdleBytes) / float64(last.Workspaces)
 	}
 
+	// Configmaps last, so that the memory readings are of empty workspaces.
+	step("measuring configmap latency")
+	if err := b.latency(ctx, &r, flat, o.requests); err != nil {
+		return r, err
+	}
+
 	step(fmt.Sprintf("deleting all %d workspaces", b.count()))
 	start := time.Now()
 	if err := b.deleteAll(ctx); err != nil {
@@ -95,7 +96,7 @@ func run(ctx context.Context, o options) (results, error) {
 	}
 	r.DeleteAllSeconds = time.Since(start).Seconds()
 	time.Sleep(2 * time.Second)
-	r.RSSAfterDeleteBytes, _ = t.memory()
+	r.RSSAfterDeleteBytes, r.HeapAfterDeleteBytes = t.memory()
 	return r, nil
 }
 
