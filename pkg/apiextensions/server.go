@@ -46,6 +46,7 @@ type Config struct {
 // Server serves CustomResourceDefinitions and custom resources per logical
 // cluster.
 type Server struct {
+	group      *genericapiserver.APIGroupInfo
 	generic    *genericapiserver.Config
 	crds       *crdIndex
 	handler    *crHandler
@@ -131,6 +132,10 @@ func New(c Config) (*Server, error) {
 	return s, nil
 }
 
+// APIGroupInfo is the installed CustomResourceDefinition API group, nil
+// before Install.
+func (s *Server) APIGroupInfo() *genericapiserver.APIGroupInfo { return s.group }
+
 // Handler serves custom resources and the discovery of CRD groups; use it
 // as the delegate of the built-in API handlers.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -150,6 +155,7 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	if err := gs.InstallAPIGroup(&group); err != nil {
 		return err
 	}
+	s.group = &group
 	models := group.StaticOpenAPISpec
 	s.staticModels.Store(&models)
 	s.openAPI.server = gs

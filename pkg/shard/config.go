@@ -42,6 +42,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/registry/content"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
@@ -56,6 +57,8 @@ type Config struct {
 	Informers wildcardInformers
 	// apiExtensions serves CustomResourceDefinitions per logical cluster.
 	apiExtensions *apiExtensions
+	// content deletes the content of logical clusters in-process.
+	content *content.Deleter
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own

@@ -45,8 +45,11 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	kcp := c.Informers.kcp
-	namespaces := nscontroller.New(c.Informers.namespaces, loopback)
-	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL)
+	namespaces := nscontroller.New(c.Informers.namespaces, loopback, kcp.deleting)
+	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
+		func(ctx context.Context, cluster logicalcluster.Name) (bool, error) {
+			return c.content.Delete(ctx, cluster)
+		})
 	workspaces := wscontroller.New(wscontroller.Config{
 		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: kcp.shards,
 		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},

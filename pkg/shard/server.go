@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -23,6 +25,7 @@ import (
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
 	"github.com/kplane-dev/kplane/pkg/registry"
+	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
 
@@ -88,11 +91,15 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
 	}
-	if err := server.InstallAPIs(providers...); err != nil {
+	var groups []*genericapiserver.APIGroupInfo
+	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {
 		return nil, err
 	}
 	gs := server.GenericAPIServer
 	if err := c.apiExtensions.install(gs); err != nil {
+		return nil, err
+	}
+	if c.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
 		return nil, err
 	}
 
@@ -165,4 +172,43 @@ func (c *Config) writeAdminKubeconfig(path string) error {
 	}
 	klog.Background().Info("Wrote admin kubeconfig", "path", path)
 	return nil
+}
+
+// capturing wraps storage providers so that the API groups they build are
+// also recorded in groups (the content deleter works on their storages).
+func capturing(providers []controlplaneapiserver.RESTStorageProvider, groups *[]*genericapiserver.APIGroupInfo) []controlplaneapiserver.RESTStorageProvider {
+	out := make([]controlplaneapiserver.RESTStorageProvider, 0, len(providers))
+	for _, p := range providers {
+		c := capturingProvider{RESTStorageProvider: p, groups: groups}
+		if hook, ok := p.(genericapiserver.PostStartHookProvider); ok {
+			out = append(out, capturingHookProvider{c, hook})
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+type capturingProvider struct {
+	controlplaneapiserver.RESTStorageProvider
+	groups *[]*genericapiserver.APIGroupInfo
+}
+
+func (p capturingProvider) NewRESTStorage(rc serverstorage.APIResourceConfigSource, getter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	info, err := p.RESTStorageProvider.NewRESTStorage(rc, getter)
+	if err == nil {
+		*p.groups = append(*p.groups, &info)
+	}
+	return info, err
+}
+
+// capturingHookProvider keeps a provider's post-start hook (RBAC's
+// bootstrap policy, for one) visible to InstallAPIs.
+type capturingHookProvider struct {
+	capturingProvider
+	hook genericapiserver.PostStartHookProvider
+}
+
+func (p capturingHookProvider) PostStartHook() (string, genericapiserver.PostStartHookFunc, error) {
+	return p.hook.PostStartHook()
 }

@@ -27,14 +27,19 @@ type Controller struct {
 	base            *rest.Config
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
+	// deleteContent deletes everything in a cluster but its LogicalCluster
+	// and reports whether finalizers still hold objects.
+	deleteContent func(ctx context.Context, cluster logicalcluster.Name) (bool, error)
 }
 
 // New returns the controller.
-func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL}
+func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
+	deleteContent func(context.Context, logicalcluster.Name) (bool, error)) *Controller {
+	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))
-	// A namespace going away may unblock a cluster's deletion.
+	// A namespace going away may unblock a cluster's deletion (deletions of
+	// other objects held by finalizers are caught by the requeue).
 	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
 		key, err := wildcardinformer.KeyFunc(obj)
 		if err != nil {

@@ -29,11 +29,14 @@ type Controller struct {
 	namespaces *wildcardinformer.Informer
 	// base is the shard's loopback configuration without a cluster.
 	base *rest.Config
+	// clusterDeleting tells whether a logical cluster is being deleted as a
+	// whole; its namespaces are emptied by that deletion, not here.
+	clusterDeleting func(logicalcluster.Name) bool
 }
 
 // New returns the controller; it registers a handler on namespaces.
-func New(namespaces *wildcardinformer.Informer, base *rest.Config) *Controller {
-	c := &Controller{namespaces: namespaces, base: base}
+func New(namespaces *wildcardinformer.Informer, base *rest.Config, clusterDeleting func(logicalcluster.Name) bool) *Controller {
+	c := &Controller{namespaces: namespaces, base: base, clusterDeleting: clusterDeleting}
 	c.loop = loop.New("namespace-deletion", c.reconcile)
 	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
 		ns, ok := obj.(*corev1.Namespace)
@@ -69,7 +72,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil || !exists {
 		return err
 	}
-	if obj.(*corev1.Namespace).DeletionTimestamp == nil {
+	if obj.(*corev1.Namespace).DeletionTimestamp == nil || c.clusterDeleting(cluster) {
 		return nil
 	}
 	cfg := ClusterConfig(c.base, cluster)

@@ -1,0 +1,243 @@
+// Package content deletes everything inside a logical cluster, in-process
+// through the REST storages of the shard: no HTTP round trips, no discovery.
+// A workspace being deleted takes a handful of calls into the watch cache
+// and etcd instead of dozens of requests.
+//
+// Order: custom resource definitions first (their controller deletes their
+// instances), then the content of every namespace, then the namespaces, then
+// other cluster-scoped objects, RBAC last so that the deleting user keeps
+// their permissions until nothing else is left. Objects with finalizers are
+// marked and waited for; Delete reports whether anything remains.
+package content
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// collection is a storage whose objects can be listed and deleted.
+type collection interface {
+	rest.Lister
+	rest.CollectionDeleter
+	rest.Scoper
+}
+
+type entry struct {
+	resource schema.GroupResource
+	storage  collection
+}
+
+// Deleter deletes the content of logical clusters.
+type Deleter struct {
+	first, namespaced, clusterScoped, last []entry
+	namespaces                             rest.Lister
+	namespaceGetter                        rest.Getter
+	namespaceDeleter                       rest.GracefulDeleter
+	finalize                               rest.Updater
+}
+
+var (
+	namespacesResource = schema.GroupResource{Resource: "namespaces"}
+	// kept are resources whose objects go with the cluster itself.
+	kept = map[schema.GroupResource]bool{
+		{Group: "core.kcp.io", Resource: "logicalclusters"}: true,
+	}
+	first = map[schema.GroupResource]bool{
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
+	}
+)
+
+// New collects the storages of the installed API groups (each group's
+// preferred version of every resource).
+func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
+	d := &Deleter{}
+	seen := map[schema.GroupResource]bool{}
+	for _, g := range groups {
+		for _, gv := range g.PrioritizedVersions {
+			storages := g.VersionedResourcesStorageMap[gv.Version]
+			names := make([]string, 0, len(storages))
+			for name := range storages {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				gr := schema.GroupResource{Group: gv.Group, Resource: name}
+				if name == "namespaces/finalize" && gv.Group == "" {
+					if u, ok := storages[name].(rest.Updater); ok {
+						d.finalize = u
+					}
+					continue
+				}
+				if strings.Contains(name, "/") || seen[gr] || kept[gr] {
+					continue
+				}
+				if gr == namespacesResource {
+					// Namespaces have no delete-collection; each is
+					// deleted and finalized on its own.
+					d.namespaces, _ = storages[name].(rest.Lister)
+					d.namespaceGetter, _ = storages[name].(rest.Getter)
+					d.namespaceDeleter, _ = storages[name].(rest.GracefulDeleter)
+					seen[gr] = true
+					continue
+				}
+				c, ok := storages[name].(collection)
+				if !ok {
+					continue // create-only reviews and the like
+				}
+				seen[gr] = true
+				e := entry{resource: gr, storage: c}
+				switch {
+				case first[gr]:
+					d.first = append(d.first, e)
+				case gr.Group == "rbac.authorization.k8s.io":
+					d.last = append(d.last, e)
+				case c.NamespaceScoped():
+					d.namespaced = append(d.namespaced, e)
+				default:
+					d.clusterScoped = append(d.clusterScoped, e)
+				}
+			}
+		}
+	}
+	if d.namespaces == nil || d.namespaceGetter == nil || d.namespaceDeleter == nil || d.finalize == nil {
+		return nil, fmt.Errorf("namespaces storage with finalize subresource not found")
+	}
+	return d, nil
+}
+
+var background = metav1.DeletePropagationBackground
+
+// deleteAll deletes the collection in ctx's cluster and namespace and tells
+// whether objects remain (held by finalizers). resourceVersion "0" reads the
+// watch cache without a round trip to etcd, for namespaces that are already
+// terminating (nothing new can be created in them); "" reads consistently.
+func deleteAll(ctx context.Context, e entry, resourceVersion string) (bool, error) {
+	opts := &metainternalversion.ListOptions{ResourceVersion: resourceVersion}
+	list, err := e.storage.List(ctx, opts)
+	if err != nil {
+		return false, fmt.Errorf("list %s: %w", e.resource, err)
+	}
+	if meta.LenList(list) == 0 {
+		return false, nil
+	}
+	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, opts)
+	if err != nil {
+		return false, fmt.Errorf("delete %s: %w", e.resource, err)
+	}
+	remaining := false
+	_ = meta.EachListItem(deleted, func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil && len(m.GetFinalizers()) > 0 {
+			remaining = true
+		}
+		return nil
+	})
+	return remaining, nil
+}
+
+// Delete deletes all content of cluster except its LogicalCluster. It
+// returns true while objects remain that finalizers hold.
+func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name) (bool, error) {
+	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
+	for _, e := range d.first {
+		if remaining, err := deleteAll(ctx, e, ""); err != nil || remaining {
+			return remaining, err
+		}
+	}
+	list, err := d.namespaces.List(ctx, &metainternalversion.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	var names []string
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil {
+			names = append(names, m.GetName())
+		}
+		return nil
+	})
+	remaining := false
+	for _, ns := range names {
+		// Terminating first: nothing new can be created in it meanwhile.
+		if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
+			return false, err
+		}
+		nsCtx := genericapirequest.WithNamespace(ctx, ns)
+		nsRemaining := false
+		for _, e := range d.namespaced {
+			r, err := deleteAll(nsCtx, e, "0")
+			if err != nil {
+				return false, err
+			}
+			nsRemaining = nsRemaining || r
+		}
+		if nsRemaining {
+			remaining = true
+			continue
+		}
+		if err := d.finalizeNamespace(ctx, ns); err != nil {
+			return false, err
+		}
+	}
+	if remaining || len(names) > 0 && d.anyNamespaceLeft(ctx) {
+		return true, nil
+	}
+	for _, group := range [][]entry{d.clusterScoped, d.last} {
+		for _, e := range group {
+			r, err := deleteAll(ctx, e, "")
+			if err != nil {
+				return false, err
+			}
+			remaining = remaining || r
+		}
+		if remaining {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (d *Deleter) anyNamespaceLeft(ctx context.Context) bool {
+	list, err := d.namespaces.List(ctx, &metainternalversion.ListOptions{})
+	return err != nil || meta.LenList(list) > 0
+}
+
+// finalizeNamespace empties spec.finalizers of a terminating, empty
+// namespace, which lets it go.
+func (d *Deleter) finalizeNamespace(ctx context.Context, name string) error {
+	obj, err := d.namespaceGetter.Get(ctx, name, &metav1.GetOptions{})
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ns := obj.DeepCopyObject()
+	if err := clearFinalizers(ns); err != nil {
+		return err
+	}
+	// Update validation reads what is being updated from the request info.
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "update", APIVersion: "v1", Resource: "namespaces", Subresource: "finalize", Name: name,
+	})
+	_, _, err = d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(ns), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("finalize namespace %s: %w", name, err)
+	}
+	_, _, err = d.namespaceDeleter.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background})
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	return nil
+}
