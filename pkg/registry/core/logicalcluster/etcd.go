@@ -5,29 +5,17 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 	"github.com/kplane-dev/kplane/pkg/registry/status"
 )
 
-// REST serves logicalclusters.
+// REST serves logicalclusters, in the category "kcp".
 type REST struct {
-	*genericregistry.Store
+	*kcpstrategy.REST
 }
-
-var (
-	_ rest.CategoriesProvider   = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-	_ rest.StandardStorage      = &REST{}
-	_ rest.ResetFieldsStrategy  = &REST{}
-	_ rest.TableConvertor       = &REST{}
-	_ rest.Scoper               = &REST{}
-)
-
-// Categories puts logicalclusters into "kubectl get kcp".
-func (*REST) Categories() []string { return []string{"kcp"} }
 
 // TableColumns are the columns of "kubectl get logicalclusters" after NAME.
 var TableColumns = []apiextensionsv1.CustomResourceColumnDefinition{
@@ -44,27 +32,18 @@ func NewTableConvertor() (rest.TableConvertor, error) {
 // NewREST returns the storage of logicalclusters and of their status
 // subresource. typer must know the core.kcp.io types.
 func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, *status.REST, error) {
-	table, err := NewTableConvertor()
+	strategy := NewStrategy(typer)
+	main, statusREST, err := kcpstrategy.NewREST(kcpstrategy.Kind{
+		NewFunc:          func() runtime.Object { return &corev1alpha1.LogicalCluster{} },
+		NewListFunc:      func() runtime.Object { return &corev1alpha1.LogicalClusterList{} },
+		Resource:         corev1alpha1.Resource("logicalclusters"),
+		SingularResource: corev1alpha1.Resource("logicalcluster"),
+		Strategy:         strategy,
+		StatusStrategy:   NewStatusStrategy(strategy),
+		TableColumns:     TableColumns,
+	}, optsGetter)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy := NewStrategy(typer)
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &corev1alpha1.LogicalCluster{} },
-		NewListFunc:               func() runtime.Object { return &corev1alpha1.LogicalClusterList{} },
-		PredicateFunc:             Matcher,
-		DefaultQualifiedResource:  corev1alpha1.Resource("logicalclusters"),
-		SingularQualifiedResource: corev1alpha1.Resource("logicalcluster"),
-
-		CreateStrategy:      strategy,
-		UpdateStrategy:      strategy,
-		DeleteStrategy:      strategy,
-		ResetFieldsStrategy: strategy,
-
-		TableConvertor: table,
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
-		return nil, nil, err
-	}
-	return &REST{store}, status.NewREST(store, NewStatusStrategy(strategy)), nil
+	return &REST{main}, statusREST, nil
 }

@@ -4,43 +4,38 @@ package logicalcluster
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 )
 
-// Strategy creates, updates and deletes LogicalClusters.
+// Strategy creates, updates and deletes LogicalClusters, which are
+// cluster-scoped and created with POST.
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	kcpstrategy.ClusterScoped
 }
 
 // NewStrategy returns the strategy for LogicalClusters; typer must know the
 // core.kcp.io types.
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{typer, names.SimpleNameGenerator}
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
 }
-
-// NamespaceScoped is false: a LogicalCluster is cluster-scoped.
-func (Strategy) NamespaceScoped() bool { return false }
 
 // GetResetFields returns the fields that a write of the main resource does
 // not change: the status.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(corev1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return kcpstrategy.ResetFields(corev1alpha1.SchemeGroupVersion, "status")
 }
 
 // PrepareForCreate keeps the status, because the system creates
@@ -64,9 +59,7 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newLC, oldLC := obj.(*corev1alpha1.LogicalCluster), old.(*corev1alpha1.LogicalCluster)
 	newLC.Status = oldLC.Status
-	if !apiequality.Semantic.DeepEqual(newLC.Spec, oldLC.Spec) {
-		newLC.Generation = oldLC.Generation + 1
-	}
+	kcpstrategy.BumpGenerationOnSpecChange(&newLC.ObjectMeta, &oldLC.ObjectMeta, newLC.Spec, oldLC.Spec)
 }
 
 // Validate validates a new LogicalCluster; its name must be "cluster".
@@ -74,27 +67,9 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 	return corev1alpha1.ValidateLogicalClusterCreate(obj.(*corev1alpha1.LogicalCluster))
 }
 
-// WarningsOnCreate returns no warnings.
-func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-// Canonicalize does nothing.
-func (Strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: LogicalClusters are created with POST.
-func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is true: an update without resourceVersion is
-// accepted.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 // ValidateUpdate validates an update of a LogicalCluster.
 func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return corev1alpha1.ValidateLogicalClusterUpdate(obj.(*corev1alpha1.LogicalCluster), old.(*corev1alpha1.LogicalCluster))
-}
-
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // StatusStrategy updates the status subresource of LogicalClusters.
@@ -110,21 +85,14 @@ func NewStatusStrategy(s Strategy) StatusStrategy {
 // GetResetFields returns the fields that a status update does not change:
 // metadata and spec.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(corev1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("metadata"),
-			fieldpath.MakePathOrDie("spec"),
-		),
-	}
+	return kcpstrategy.ResetFields(corev1alpha1.SchemeGroupVersion, "metadata", "spec")
 }
 
 // PrepareForUpdate keeps everything but the status. The managed fields of
 // the new object stay, because they record the status update.
 func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newLC, oldLC := obj.(*corev1alpha1.LogicalCluster), old.(*corev1alpha1.LogicalCluster)
-	managedFields := newLC.ManagedFields
-	newLC.ObjectMeta = *oldLC.ObjectMeta.DeepCopy()
-	newLC.ManagedFields = managedFields
+	kcpstrategy.KeepOldMetadata(&newLC.ObjectMeta, &oldLC.ObjectMeta)
 	newLC.Spec = oldLC.Spec
 }
 
@@ -133,22 +101,7 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 	return corev1alpha1.ValidateLogicalClusterStatusUpdate(obj.(*corev1alpha1.LogicalCluster), old.(*corev1alpha1.LogicalCluster))
 }
 
-// WarningsOnUpdate returns no warnings.
-func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-// GetAttrs returns the labels and the selectable fields of a
-// LogicalCluster.
-func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	lc, ok := obj.(*corev1alpha1.LogicalCluster)
-	if !ok {
-		return nil, nil, fmt.Errorf("expected a LogicalCluster, got %T", obj)
-	}
-	return labels.Set(lc.Labels), generic.ObjectMetaFieldsSet(&lc.ObjectMeta, false), nil
-}
-
 // Matcher selects LogicalClusters by labels and fields (metadata.name).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+	return kcpstrategy.Matcher(label, field)
 }

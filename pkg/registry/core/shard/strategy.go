@@ -3,42 +3,37 @@ package shard
 
 import (
 	"context"
-	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 )
 
-// Strategy creates, updates and deletes Shards.
+// Strategy creates, updates and deletes Shards, which are
+// cluster-scoped and created with POST.
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	kcpstrategy.ClusterScoped
 }
 
 // NewStrategy returns the strategy for Shards; typer must know the
 // core.kcp.io types.
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{typer, names.SimpleNameGenerator}
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
 }
-
-// NamespaceScoped is false: a Shard is cluster-scoped.
-func (Strategy) NamespaceScoped() bool { return false }
 
 // GetResetFields returns the fields that a write of the main resource does
 // not change: the status.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(corev1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return kcpstrategy.ResetFields(corev1alpha1.SchemeGroupVersion, "status")
 }
 
 // PrepareForCreate clears the status, defaults the URLs to the base URL and
@@ -59,9 +54,7 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newShard.Status = oldShard.Status
 	corev1alpha1.SetDefaults_Shard(newShard)
 	setNameLabel(newShard)
-	if !apiequality.Semantic.DeepEqual(newShard.Spec, oldShard.Spec) {
-		newShard.Generation = oldShard.Generation + 1
-	}
+	kcpstrategy.BumpGenerationOnSpecChange(&newShard.ObjectMeta, &oldShard.ObjectMeta, newShard.Spec, oldShard.Spec)
 }
 
 // setNameLabel sets the label name=<shard>. A generated name is not known
@@ -82,27 +75,9 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 	return corev1alpha1.ValidateShardCreate(obj.(*corev1alpha1.Shard))
 }
 
-// WarningsOnCreate returns no warnings.
-func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-// Canonicalize does nothing.
-func (Strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: Shards are created with POST.
-func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is true: an update without resourceVersion is
-// accepted.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 // ValidateUpdate validates an update of a Shard.
 func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return corev1alpha1.ValidateShardUpdate(obj.(*corev1alpha1.Shard), old.(*corev1alpha1.Shard))
-}
-
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // StatusStrategy updates the status subresource of Shards.
@@ -118,21 +93,14 @@ func NewStatusStrategy(s Strategy) StatusStrategy {
 // GetResetFields returns the fields that a status update does not change:
 // metadata and spec.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(corev1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("metadata"),
-			fieldpath.MakePathOrDie("spec"),
-		),
-	}
+	return kcpstrategy.ResetFields(corev1alpha1.SchemeGroupVersion, "metadata", "spec")
 }
 
 // PrepareForUpdate keeps everything but the status. The managed fields of
 // the new object stay, because they record the status update.
 func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newShard, oldShard := obj.(*corev1alpha1.Shard), old.(*corev1alpha1.Shard)
-	managedFields := newShard.ManagedFields
-	newShard.ObjectMeta = *oldShard.ObjectMeta.DeepCopy()
-	newShard.ManagedFields = managedFields
+	kcpstrategy.KeepOldMetadata(&newShard.ObjectMeta, &oldShard.ObjectMeta)
 	newShard.Spec = oldShard.Spec
 }
 
@@ -141,21 +109,7 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 	return corev1alpha1.ValidateShardStatusUpdate(obj.(*corev1alpha1.Shard), old.(*corev1alpha1.Shard))
 }
 
-// WarningsOnUpdate returns no warnings.
-func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-// GetAttrs returns the labels and the selectable fields of a Shard.
-func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	shard, ok := obj.(*corev1alpha1.Shard)
-	if !ok {
-		return nil, nil, fmt.Errorf("expected a Shard, got %T", obj)
-	}
-	return labels.Set(shard.Labels), generic.ObjectMetaFieldsSet(&shard.ObjectMeta, false), nil
-}
-
 // Matcher selects Shards by labels and fields (metadata.name).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+	return kcpstrategy.Matcher(label, field)
 }

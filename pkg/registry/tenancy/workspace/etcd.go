@@ -5,30 +5,17 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 	"github.com/kplane-dev/kplane/pkg/registry/status"
 )
 
-// REST serves workspaces.
+// REST serves workspaces, in the category "kcp".
 type REST struct {
-	*genericregistry.Store
+	*kcpstrategy.REST
 }
-
-var (
-	_ rest.CategoriesProvider   = &REST{}
-	_ rest.ShortNamesProvider   = &REST{}
-	_ rest.SingularNameProvider = &REST{}
-	_ rest.StandardStorage      = &REST{}
-	_ rest.ResetFieldsStrategy  = &REST{}
-	_ rest.TableConvertor       = &REST{}
-	_ rest.Scoper               = &REST{}
-)
-
-// Categories puts workspaces into "kubectl get kcp".
-func (*REST) Categories() []string { return []string{"kcp"} }
 
 // ShortNames lets users type "kubectl get ws".
 func (*REST) ShortNames() []string { return []string{"ws"} }
@@ -50,27 +37,18 @@ func NewTableConvertor() (rest.TableConvertor, error) {
 // NewREST returns the storage of workspaces and of their status
 // subresource. typer must know the tenancy.kcp.io types.
 func NewREST(typer runtime.ObjectTyper, optsGetter generic.RESTOptionsGetter) (*REST, *status.REST, error) {
-	table, err := NewTableConvertor()
+	strategy := NewStrategy(typer)
+	main, statusREST, err := kcpstrategy.NewREST(kcpstrategy.Kind{
+		NewFunc:          func() runtime.Object { return &tenancyv1alpha1.Workspace{} },
+		NewListFunc:      func() runtime.Object { return &tenancyv1alpha1.WorkspaceList{} },
+		Resource:         tenancyv1alpha1.Resource("workspaces"),
+		SingularResource: tenancyv1alpha1.Resource("workspace"),
+		Strategy:         strategy,
+		StatusStrategy:   NewStatusStrategy(strategy),
+		TableColumns:     TableColumns,
+	}, optsGetter)
 	if err != nil {
 		return nil, nil, err
 	}
-	strategy := NewStrategy(typer)
-	store := &genericregistry.Store{
-		NewFunc:                   func() runtime.Object { return &tenancyv1alpha1.Workspace{} },
-		NewListFunc:               func() runtime.Object { return &tenancyv1alpha1.WorkspaceList{} },
-		PredicateFunc:             Matcher,
-		DefaultQualifiedResource:  tenancyv1alpha1.Resource("workspaces"),
-		SingularQualifiedResource: tenancyv1alpha1.Resource("workspace"),
-
-		CreateStrategy:      strategy,
-		UpdateStrategy:      strategy,
-		DeleteStrategy:      strategy,
-		ResetFieldsStrategy: strategy,
-
-		TableConvertor: table,
-	}
-	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: GetAttrs}); err != nil {
-		return nil, nil, err
-	}
-	return &REST{store}, status.NewREST(store, NewStatusStrategy(strategy)), nil
+	return &REST{main}, statusREST, nil
 }

@@ -4,43 +4,38 @@ package workspace
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 )
 
-// Strategy creates, updates and deletes Workspaces.
+// Strategy creates, updates and deletes Workspaces, which are
+// cluster-scoped and created with POST.
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	kcpstrategy.ClusterScoped
 }
 
 // NewStrategy returns the strategy for Workspaces; typer must know the
 // tenancy.kcp.io types.
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{typer, names.SimpleNameGenerator}
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
 }
-
-// NamespaceScoped is false: a Workspace is cluster-scoped.
-func (Strategy) NamespaceScoped() bool { return false }
 
 // GetResetFields returns the fields that a write of the main resource does
 // not change: the status.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(tenancyv1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return kcpstrategy.ResetFields(tenancyv1alpha1.SchemeGroupVersion, "status")
 }
 
 // PrepareForCreate starts a Workspace in the Scheduling phase with a fresh
@@ -64,9 +59,7 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newWS, oldWS := obj.(*tenancyv1alpha1.Workspace), old.(*tenancyv1alpha1.Workspace)
 	newWS.Status = oldWS.Status
 	setPhaseLabel(newWS)
-	if !apiequality.Semantic.DeepEqual(newWS.Spec, oldWS.Spec) {
-		newWS.Generation = oldWS.Generation + 1
-	}
+	kcpstrategy.BumpGenerationOnSpecChange(&newWS.ObjectMeta, &oldWS.ObjectMeta, newWS.Spec, oldWS.Spec)
 }
 
 // setPhaseLabel makes the label tenancy.kcp.io/phase mirror status.phase.
@@ -86,27 +79,9 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 	return tenancyv1alpha1.ValidateWorkspaceCreate(obj.(*tenancyv1alpha1.Workspace))
 }
 
-// WarningsOnCreate returns no warnings.
-func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-// Canonicalize does nothing.
-func (Strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: Workspaces are created with POST.
-func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is true: an update without resourceVersion is
-// accepted.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 // ValidateUpdate validates an update of a Workspace.
 func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return tenancyv1alpha1.ValidateWorkspaceUpdate(obj.(*tenancyv1alpha1.Workspace), old.(*tenancyv1alpha1.Workspace))
-}
-
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // StatusStrategy updates the status subresource of Workspaces.
@@ -122,12 +97,7 @@ func NewStatusStrategy(s Strategy) StatusStrategy {
 // GetResetFields returns the fields that a status update does not change:
 // metadata and spec.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(tenancyv1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("metadata"),
-			fieldpath.MakePathOrDie("spec"),
-		),
-	}
+	return kcpstrategy.ResetFields(tenancyv1alpha1.SchemeGroupVersion, "metadata", "spec")
 }
 
 // PrepareForUpdate keeps everything but the status, except that the phase
@@ -135,9 +105,7 @@ func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // because they record the status update.
 func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newWS, oldWS := obj.(*tenancyv1alpha1.Workspace), old.(*tenancyv1alpha1.Workspace)
-	managedFields := newWS.ManagedFields
-	newWS.ObjectMeta = *oldWS.ObjectMeta.DeepCopy()
-	newWS.ManagedFields = managedFields
+	kcpstrategy.KeepOldMetadata(&newWS.ObjectMeta, &oldWS.ObjectMeta)
 	newWS.Spec = oldWS.Spec
 	setPhaseLabel(newWS)
 }
@@ -147,21 +115,7 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 	return tenancyv1alpha1.ValidateWorkspaceStatusUpdate(obj.(*tenancyv1alpha1.Workspace), old.(*tenancyv1alpha1.Workspace))
 }
 
-// WarningsOnUpdate returns no warnings.
-func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-// GetAttrs returns the labels and the selectable fields of a Workspace.
-func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	ws, ok := obj.(*tenancyv1alpha1.Workspace)
-	if !ok {
-		return nil, nil, fmt.Errorf("expected a Workspace, got %T", obj)
-	}
-	return labels.Set(ws.Labels), generic.ObjectMetaFieldsSet(&ws.ObjectMeta, false), nil
-}
-
 // Matcher selects Workspaces by labels and fields (metadata.name).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+	return kcpstrategy.Matcher(label, field)
 }

@@ -4,42 +4,37 @@ package workspacetype
 
 import (
 	"context"
-	"fmt"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
 )
 
-// Strategy creates, updates and deletes WorkspaceTypes.
+// Strategy creates, updates and deletes WorkspaceTypes, which are
+// cluster-scoped and created with POST.
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+	kcpstrategy.ClusterScoped
 }
 
 // NewStrategy returns the strategy for WorkspaceTypes; typer must know the
 // tenancy.kcp.io types.
 func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{typer, names.SimpleNameGenerator}
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
 }
-
-// NamespaceScoped is false: a WorkspaceType is cluster-scoped.
-func (Strategy) NamespaceScoped() bool { return false }
 
 // GetResetFields returns the fields that a write of the main resource does
 // not change: the status.
 func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(tenancyv1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
-	}
+	return kcpstrategy.ResetFields(tenancyv1alpha1.SchemeGroupVersion, "status")
 }
 
 // PrepareForCreate clears the status.
@@ -54,9 +49,7 @@ func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newWT, oldWT := obj.(*tenancyv1alpha1.WorkspaceType), old.(*tenancyv1alpha1.WorkspaceType)
 	newWT.Status = oldWT.Status
-	if !apiequality.Semantic.DeepEqual(newWT.Spec, oldWT.Spec) {
-		newWT.Generation = oldWT.Generation + 1
-	}
+	kcpstrategy.BumpGenerationOnSpecChange(&newWT.ObjectMeta, &oldWT.ObjectMeta, newWT.Spec, oldWT.Spec)
 }
 
 // Validate validates a new WorkspaceType; the names "any" and "system" are
@@ -65,27 +58,9 @@ func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList 
 	return tenancyv1alpha1.ValidateWorkspaceTypeCreate(obj.(*tenancyv1alpha1.WorkspaceType))
 }
 
-// WarningsOnCreate returns no warnings.
-func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
-
-// Canonicalize does nothing.
-func (Strategy) Canonicalize(runtime.Object) {}
-
-// AllowCreateOnUpdate is false: WorkspaceTypes are created with POST.
-func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
-
-// AllowUnconditionalUpdate is true: an update without resourceVersion is
-// accepted.
-func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
-
 // ValidateUpdate validates an update of a WorkspaceType.
 func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return tenancyv1alpha1.ValidateWorkspaceTypeUpdate(obj.(*tenancyv1alpha1.WorkspaceType), old.(*tenancyv1alpha1.WorkspaceType))
-}
-
-// WarningsOnUpdate returns no warnings.
-func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
 }
 
 // StatusStrategy updates the status subresource of WorkspaceTypes.
@@ -101,21 +76,14 @@ func NewStatusStrategy(s Strategy) StatusStrategy {
 // GetResetFields returns the fields that a status update does not change:
 // metadata and spec.
 func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(tenancyv1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(
-			fieldpath.MakePathOrDie("metadata"),
-			fieldpath.MakePathOrDie("spec"),
-		),
-	}
+	return kcpstrategy.ResetFields(tenancyv1alpha1.SchemeGroupVersion, "metadata", "spec")
 }
 
 // PrepareForUpdate keeps everything but the status. The managed fields of
 // the new object stay, because they record the status update.
 func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newWT, oldWT := obj.(*tenancyv1alpha1.WorkspaceType), old.(*tenancyv1alpha1.WorkspaceType)
-	managedFields := newWT.ManagedFields
-	newWT.ObjectMeta = *oldWT.ObjectMeta.DeepCopy()
-	newWT.ManagedFields = managedFields
+	kcpstrategy.KeepOldMetadata(&newWT.ObjectMeta, &oldWT.ObjectMeta)
 	newWT.Spec = oldWT.Spec
 }
 
@@ -124,22 +92,7 @@ func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object)
 	return tenancyv1alpha1.ValidateWorkspaceTypeStatusUpdate(obj.(*tenancyv1alpha1.WorkspaceType), old.(*tenancyv1alpha1.WorkspaceType))
 }
 
-// WarningsOnUpdate returns no warnings.
-func (StatusStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
-	return nil
-}
-
-// GetAttrs returns the labels and the selectable fields of a
-// WorkspaceType.
-func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	wt, ok := obj.(*tenancyv1alpha1.WorkspaceType)
-	if !ok {
-		return nil, nil, fmt.Errorf("expected a WorkspaceType, got %T", obj)
-	}
-	return labels.Set(wt.Labels), generic.ObjectMetaFieldsSet(&wt.ObjectMeta, false), nil
-}
-
 // Matcher selects WorkspaceTypes by labels and fields (metadata.name).
 func Matcher(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
-	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+	return kcpstrategy.Matcher(label, field)
 }
