@@ -47,8 +47,8 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	kcp := c.Informers.kcp
 	namespaces := nscontroller.New(c.Informers.namespaces, loopback, kcp.deleting)
 	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
-		func(ctx context.Context, cluster logicalcluster.Name) (bool, error) {
-			return c.content.Delete(ctx, cluster)
+		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error) {
+			return c.content.Delete(ctx, cluster, resourceVersion)
 		})
 	workspaces := wscontroller.New(wscontroller.Config{
 		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: kcp.shards,

@@ -73,6 +73,10 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		}
 		return nil
 	}
+	if a.GetOperation() == admission.Create && p.clusterDeleting(cluster) {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(),
+			fmt.Errorf("unable to create new content in logical cluster %s because it is being deleted", cluster))
+	}
 	if a.GetNamespace() == "" || a.GetOperation() != admission.Create {
 		return nil
 	}

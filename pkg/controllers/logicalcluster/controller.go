@@ -29,12 +29,13 @@ type Controller struct {
 	externalURL string
 	// deleteContent deletes everything in a cluster but its LogicalCluster
 	// and reports whether finalizers still hold objects.
-	deleteContent func(ctx context.Context, cluster logicalcluster.Name) (bool, error)
+	// Reads must reflect at least resourceVersion.
+	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error)
 }
 
 // New returns the controller.
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
-	deleteContent func(context.Context, logicalcluster.Name) (bool, error)) *Controller {
+	deleteContent func(context.Context, logicalcluster.Name, string) (bool, error)) *Controller {
 	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))

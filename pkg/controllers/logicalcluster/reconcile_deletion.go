@@ -2,6 +2,9 @@ package logicalcluster
 
 import (
 	"context"
+	"time"
+
+	"k8s.io/klog/v2"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -25,7 +28,9 @@ func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalclust
 		}
 		lc = updated
 	}
-	remaining, err := c.deleteContent(ctx, cluster)
+	start := time.Now()
+	remaining, err := c.deleteContent(ctx, cluster, lc.ResourceVersion)
+	klog.FromContext(ctx).V(4).Info("Deleted logical cluster content", "cluster", cluster, "remaining", remaining, "duration", time.Since(start))
 	if err != nil {
 		return err
 	}

@@ -120,12 +120,21 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 
 var background = metav1.DeletePropagationBackground
 
+// listOptions read the watch cache once it has seen resourceVersion: no
+// round trip to etcd per list, yet every object written before the cluster's
+// deletion began is seen (creation in a cluster being deleted is refused by
+// admission from then on).
+func listOptions(resourceVersion string) *metainternalversion.ListOptions {
+	if resourceVersion == "" {
+		return &metainternalversion.ListOptions{}
+	}
+	return &metainternalversion.ListOptions{ResourceVersion: resourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+}
+
 // deleteAll deletes the collection in ctx's cluster and namespace and tells
-// whether objects remain (held by finalizers). resourceVersion "0" reads the
-// watch cache without a round trip to etcd, for namespaces that are already
-// terminating (nothing new can be created in them); "" reads consistently.
+// whether objects remain (held by finalizers).
 func deleteAll(ctx context.Context, e entry, resourceVersion string) (bool, error) {
-	opts := &metainternalversion.ListOptions{ResourceVersion: resourceVersion}
+	opts := listOptions(resourceVersion)
 	list, err := e.storage.List(ctx, opts)
 	if err != nil {
 		return false, fmt.Errorf("list %s: %w", e.resource, err)
@@ -147,16 +156,18 @@ func deleteAll(ctx context.Context, e entry, resourceVersion string) (bool, erro
 	return remaining, nil
 }
 
-// Delete deletes all content of cluster except its LogicalCluster. It
+// Delete deletes all content of cluster except its LogicalCluster. Reads
+// are served from the watch caches once they are at least at
+// resourceVersion (the LogicalCluster's deletion; "" reads consistently). It
 // returns true while objects remain that finalizers hold.
-func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name) (bool, error) {
+func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error) {
 	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
 	for _, e := range d.first {
-		if remaining, err := deleteAll(ctx, e, ""); err != nil || remaining {
+		if remaining, err := deleteAll(ctx, e, resourceVersion); err != nil || remaining {
 			return remaining, err
 		}
 	}
-	list, err := d.namespaces.List(ctx, &metainternalversion.ListOptions{})
+	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
 	if err != nil {
 		return false, err
 	}
@@ -176,7 +187,7 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name) (bool
 		nsCtx := genericapirequest.WithNamespace(ctx, ns)
 		nsRemaining := false
 		for _, e := range d.namespaced {
-			r, err := deleteAll(nsCtx, e, "0")
+			r, err := deleteAll(nsCtx, e, resourceVersion)
 			if err != nil {
 				return false, err
 			}
@@ -190,12 +201,12 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name) (bool
 			return false, err
 		}
 	}
-	if remaining || len(names) > 0 && d.anyNamespaceLeft(ctx) {
+	if remaining || len(names) > 0 && d.anyNamespaceLeft(ctx, resourceVersion) {
 		return true, nil
 	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
 		for _, e := range group {
-			r, err := deleteAll(ctx, e, "")
+			r, err := deleteAll(ctx, e, resourceVersion)
 			if err != nil {
 				return false, err
 			}
@@ -208,8 +219,8 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name) (bool
 	return false, nil
 }
 
-func (d *Deleter) anyNamespaceLeft(ctx context.Context) bool {
-	list, err := d.namespaces.List(ctx, &metainternalversion.ListOptions{})
+func (d *Deleter) anyNamespaceLeft(ctx context.Context, resourceVersion string) bool {
+	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
 	return err != nil || meta.LenList(list) > 0
 }
 
