@@ -88,7 +88,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		o.ControlPlane,
 		[]*runtime.Scheme{legacyscheme.Scheme},
 		resourceConfig(),
-		kcpopenapi.GetAllOpenAPIDefinitions,
+		kcpopenapi.GetServedOpenAPIDefinitions,
 		nil,
 	)
 	if err != nil {

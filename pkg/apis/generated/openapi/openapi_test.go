@@ -80,3 +80,28 @@ func checkDependenciesResolve(t *testing.T, defs, all map[string]common.OpenAPID
 		}
 	}
 }
+
+func TestServedDefinitionsAreClosedUnderDependencies(t *testing.T) {
+	ref := func(p string) spec.Ref { return spec.MustCreateRef(p) }
+	served := GetServedOpenAPIDefinitions(ref)
+	all := GetAllOpenAPIDefinitions(ref)
+	if len(served) == 0 || len(served) >= len(all) {
+		t.Fatalf("served %d of %d definitions; want a non-empty strict subset", len(served), len(all))
+	}
+	for name, def := range served {
+		for _, dep := range def.Dependencies {
+			if _, ok := served[dep]; !ok {
+				t.Errorf("%s depends on %s, which is pruned", name, dep)
+			}
+		}
+	}
+	for _, want := range []string{"io.k8s.api.core.v1.ConfigMap", "io.k8s.api.rbac.v1.Role", "io.kcp.tenancy.v1alpha1.Workspace",
+		"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", "io.k8s.api.autoscaling.v1.Scale"} {
+		if _, ok := served[want]; !ok {
+			t.Errorf("%s missing from the served definitions", want)
+		}
+	}
+	if _, ok := served["io.k8s.kubelet.config.v1beta1.KubeletConfiguration"]; ok {
+		t.Error("kubelet configuration is not served and should be pruned")
+	}
+}
