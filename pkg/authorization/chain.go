@@ -14,8 +14,13 @@ import (
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
-// KCPAdminGroup is cluster-admin in every logical cluster.
-const KCPAdminGroup = "system:kcp:admin"
+const (
+	// KCPAdminGroup is cluster-admin in every logical cluster.
+	KCPAdminGroup = "system:kcp:admin"
+	// LogicalClusterAdminGroup may create, update and delete LogicalClusters
+	// (the scheduler of a parent workspace's shard uses it).
+	LogicalClusterAdminGroup = "system:kcp:logical-cluster-admin"
+)
 
 // RBAC is what the chain needs of the per-cluster RBAC authorizer.
 type RBAC interface {

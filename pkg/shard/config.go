@@ -186,7 +186,7 @@ func adminAuthenticator(t adminTokens) (authenticator.Request, error) {
 	tokens := tokenfile.New(map[string]*user.DefaultInfo{
 		t.KCPAdmin:            {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
 		t.ShardAdmin:          {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
-		t.LogicalClusterAdmin: {Name: "system:kcp:logical-cluster-admin", Groups: []string{workspacecontent.LogicalClusterAdminGroup}},
+		t.LogicalClusterAdmin: {Name: authorization.LogicalClusterAdminGroup, Groups: []string{authorization.LogicalClusterAdminGroup}},
 	})
 	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens)), nil
 }

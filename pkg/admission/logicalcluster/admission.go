@@ -11,10 +11,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
 )
-
-// LogicalClusterAdminGroup may create, update and delete LogicalClusters.
-const LogicalClusterAdminGroup = "system:kcp:logical-cluster-admin"
 
 // Plugin refuses writes to LogicalClusters by everyone else.
 type Plugin struct{ *admission.Handler }
@@ -32,10 +30,10 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		return nil
 	}
 	for _, g := range a.GetUserInfo().GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == LogicalClusterAdminGroup {
+		if g == user.SystemPrivilegedGroup || g == authorization.LogicalClusterAdminGroup {
 			return nil
 		}
 	}
 	return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(),
-		fmt.Errorf("LogicalClusters are managed by the system; only system:masters and %s may change them", LogicalClusterAdminGroup))
+		fmt.Errorf("LogicalClusters are managed by the system; only system:masters and %s may change them", authorization.LogicalClusterAdminGroup))
 }

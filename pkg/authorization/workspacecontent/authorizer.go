@@ -16,15 +16,11 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 const (
-	// KCPAdminGroup is cluster-admin in every logical cluster.
-	KCPAdminGroup = "system:kcp:admin"
-	// LogicalClusterAdminGroup may create, update and delete LogicalClusters
-	// (the scheduler of a parent workspace's shard uses it).
-	LogicalClusterAdminGroup = "system:kcp:logical-cluster-admin"
 	// DenyReason is the message users get: it never tells whether the
 	// workspace exists.
 	DenyReason = "workspace access not permitted"
@@ -85,7 +81,7 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
 	// The scheduler creates the LogicalCluster that makes a cluster exist.
-	if hasGroup(u, LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
+	if hasGroup(u, authorization.LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
 		attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" {
 		return authorizer.DecisionAllow, "", nil
 	}
@@ -93,10 +89,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 	if lc == nil {
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
-	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
+	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, authorization.KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
-	if hasGroup(u, KCPAdminGroup) {
+	if hasGroup(u, authorization.KCPAdminGroup) {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/", ResourceRequest: false}

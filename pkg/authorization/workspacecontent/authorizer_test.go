@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -44,13 +45,13 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"missing cluster is denied", "nope", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"access granted passes on", "open", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"no access is denied", "open", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
-		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
-		{"kcp admin still needs the cluster", "nope", &user.DefaultInfo{Name: "x", Groups: []string{KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{authorization.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"kcp admin still needs the cluster", "nope", &user.DefaultInfo{Name: "x", Groups: []string{authorization.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"required groups: all of one alternative", "guarded", &user.DefaultInfo{Name: "alice", Groups: []string{"a", "b"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: other alternative", "guarded", &user.DefaultInfo{Name: "carol", Groups: []string{"c"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: partial alternative refused", "guarded", &user.DefaultInfo{Name: "bob", Groups: []string{"a"}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"system clusters are not checked", "system:admin", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
-		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{LogicalClusterAdminGroup}},
+		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{authorization.LogicalClusterAdminGroup}},
 			authorizer.AttributesRecord{ResourceRequest: true, APIGroup: corev1alpha1.GroupName, Resource: "logicalclusters", Verb: "create"}, authorizer.DecisionAllow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
