@@ -197,11 +197,13 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 			remaining = true
 			continue
 		}
-		if err := d.finalizeNamespace(ctx, ns); err != nil {
+		gone, err := d.finalizeNamespace(ctx, ns)
+		if err != nil {
 			return false, err
 		}
+		remaining = remaining || !gone
 	}
-	if remaining || len(names) > 0 && d.anyNamespaceLeft(ctx, resourceVersion) {
+	if remaining {
 		return true, nil
 	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
@@ -219,36 +221,34 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 	return false, nil
 }
 
-func (d *Deleter) anyNamespaceLeft(ctx context.Context, resourceVersion string) bool {
-	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
-	return err != nil || meta.LenList(list) > 0
-}
-
 // finalizeNamespace empties spec.finalizers of a terminating, empty
-// namespace, which lets it go.
-func (d *Deleter) finalizeNamespace(ctx context.Context, name string) error {
+// namespace and deletes it; it reports whether the namespace is gone.
+func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, error) {
 	obj, err := d.namespaceGetter.Get(ctx, name, &metav1.GetOptions{})
 	if isNotFound(err) {
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	ns := obj.DeepCopyObject()
 	if err := clearFinalizers(ns); err != nil {
-		return err
+		return false, err
 	}
 	// Update validation reads what is being updated from the request info.
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "update", APIVersion: "v1", Resource: "namespaces", Subresource: "finalize", Name: name,
 	})
 	_, _, err = d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(ns), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-	if err != nil && !isNotFound(err) {
-		return fmt.Errorf("finalize namespace %s: %w", name, err)
+	if isNotFound(err) {
+		return true, nil
 	}
-	_, _, err = d.namespaceDeleter.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background})
-	if err != nil && !isNotFound(err) {
-		return err
+	if err != nil {
+		return false, fmt.Errorf("finalize namespace %s: %w", name, err)
 	}
-	return nil
+	_, deleted, err := d.namespaceDeleter.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background})
+	if isNotFound(err) {
+		return true, nil
+	}
+	return deleted, err
 }
