@@ -28,7 +28,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
-	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
@@ -73,10 +72,23 @@ func (i wildcardInformers) all() []*wildcardinformer.Informer {
 	return append([]*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces}, i.kcp.all()...)
 }
 
-// resourceConfig enables the generic control plane's groups and kcp's own.
+// resourceConfig enables the group versions a shard serves: the stable
+// generic control plane APIs it installs and kcp's own. Nothing else is
+// linked in (the upstream default lists every kube-apiserver group).
 func resourceConfig() *serverstorage.ResourceConfig {
-	rc := controlplane.DefaultGenericAPIResourceConfigSource()
-	rc.EnableVersions(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion)
+	rc := serverstorage.NewResourceConfig()
+	rc.EnableVersions(
+		schema.GroupVersion{Version: "v1"},
+		schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "events.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"},
+		corev1alpha1.SchemeGroupVersion,
+		tenancyv1alpha1.SchemeGroupVersion,
+	)
 	return rc
 }
 
