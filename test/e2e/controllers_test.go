@@ -573,8 +573,10 @@ func TestServiceAccountTokenAuthenticatesOnlyInItsCluster(t *testing.T) {
 // TestIdleClusterCost logs goroutines and RSS of a shard with no and with
 // 1,000 idle logical clusters, each with one namespace. It asserts nothing.
 func TestIdleClusterCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("creates 1,000 logical clusters")
+	// A measurement (it only logs), not a check: kept out of the default
+	// run to keep CI lean.
+	if os.Getenv("KPLANE_E2E_IDLE_COST") == "" {
+		t.Skip("measures 1,000 idle logical clusters; set KPLANE_E2E_IDLE_COST=1 to run")
 	}
 	s := framework.StartShard(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
