@@ -7,6 +7,7 @@ package logicalcluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -31,6 +32,10 @@ type Controller struct {
 	// and reports whether finalizers still hold objects.
 	// Reads must reflect at least resourceVersion.
 	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error)
+	// released holds clusters whose LogicalCluster this controller has let
+	// go, until the informer sees it gone: events still queued for it (its
+	// own status and namespace writes) must not empty it a second time.
+	released sync.Map
 }
 
 // New returns the controller.
@@ -39,6 +44,7 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))
+	logicalClusters.AddHandler(forgetReleased{c})
 	// A namespace going away may unblock a cluster's deletion (deletions of
 	// other objects held by finalizers are caught by the requeue).
 	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
@@ -50,6 +56,19 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 		return wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName), true
 	}))
 	return c
+}
+
+// forgetReleased drops a cluster from released once its LogicalCluster is
+// gone from the informer.
+type forgetReleased struct{ c *Controller }
+
+func (forgetReleased) OnAdd(interface{})                 {}
+func (forgetReleased) OnUpdate(interface{}, interface{}) {}
+func (f forgetReleased) OnDelete(obj interface{}) {
+	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
+		cluster, _, _, _ := wildcardinformer.SplitKey(key)
+		f.c.released.Delete(cluster)
+	}
 }
 
 // Run runs the workers until ctx is done.

@@ -16,7 +16,7 @@ import (
 // reconcileDeletion deletes all content of the cluster (RBAC last), then
 // releases the LogicalCluster.
 func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	if !hasFinalizer(lc, corev1alpha1.LogicalClusterDeletionFinalizer) {
+	if _, done := c.released.Load(cluster); done || !hasFinalizer(lc, corev1alpha1.LogicalClusterDeletionFinalizer) {
 		return nil
 	}
 	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
@@ -42,7 +42,8 @@ func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalclust
 	lc.Finalizers = removeString(lc.Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer)
 	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
 	err = c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
-	if apierrors.IsNotFound(err) {
+	if err == nil || apierrors.IsNotFound(err) {
+		c.released.Store(cluster, struct{}{})
 		return nil
 	}
 	return err
