@@ -19,7 +19,6 @@ import (
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/namespace"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -192,7 +191,7 @@ func ensureClusterRoleBinding(ctx context.Context, c kubernetes.Interface, b *rb
 // systemAdminRBAC adds the kcp ClusterRoles to the bootstrap policy in
 // system:admin, so every logical cluster can bind them.
 func systemAdminRBAC(ctx context.Context, loopback *rest.Config) error {
-	c, err := kubernetes.NewForConfig(namespace.ClusterConfig(loopback, logicalcluster.SystemAdmin))
+	c, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(loopback, logicalcluster.SystemAdmin))
 	if err != nil {
 		return err
 	}
@@ -214,7 +213,7 @@ func systemAdminRBAC(ctx context.Context, loopback *rest.Config) error {
 // rootRBAC lets every authenticated user into root and use the built-in
 // types.
 func rootRBAC(ctx context.Context, loopback *rest.Config) error {
-	c, err := kubernetes.NewForConfig(namespace.ClusterConfig(loopback, logicalcluster.Root))
+	c, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(loopback, logicalcluster.Root))
 	if err != nil {
 		return err
 	}

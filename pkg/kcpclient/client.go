@@ -4,6 +4,7 @@ package kcpclient
 
 import (
 	"context"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -88,4 +89,15 @@ func (c *Client) Delete(ctx context.Context, cluster logicalcluster.Name, gvr sc
 		req = req.Body(opts)
 	}
 	return req.Do(ctx).Error()
+}
+
+// ClusterConfig returns a copy of base addressing one logical cluster. It
+// speaks JSON: objects of kcp's groups and custom resources have no protobuf
+// encoding.
+func ClusterConfig(base *rest.Config, cluster logicalcluster.Name) *rest.Config {
+	cfg := rest.CopyConfig(base)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/" + string(cluster)
+	cfg.ContentType = "application/json"
+	cfg.AcceptContentTypes = "application/json"
+	return cfg
 }

@@ -24,8 +24,8 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
-	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
 	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -37,7 +37,7 @@ import (
 func (c *Config) startKubeControllers(ctx context.Context) error {
 	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
-	wildcard := nscontroller.ClusterConfig(loopback, logicalcluster.Wildcard)
+	wildcard := kcpclient.ClusterConfig(loopback, logicalcluster.Wildcard)
 
 	crdClient, err := apiextensionsclient.NewForConfig(wildcard)
 	if err != nil {

@@ -37,7 +37,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -86,7 +86,7 @@ func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error
 	if err != nil {
 		return nil, err
 	}
-	wildcard := nscontroller.ClusterConfig(base, logicalcluster.Wildcard)
+	wildcard := kcpclient.ClusterConfig(base, logicalcluster.Wildcard)
 	wildcardMetadata, err := metadata.NewForConfigAndClient(wildcard, httpClient)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error
 		graph:            newGraph(),
 		monitors:         map[schema.GroupResource]*monitor{},
 		clusterMetadata: func(cluster logicalcluster.Name) (metadata.Interface, error) {
-			return metadata.NewForConfigAndClient(nscontroller.ClusterConfig(base, cluster), httpClient)
+			return metadata.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
 		},
 		discoverBuiltins: func() ([]schema.GroupVersionResource, meta.RESTMapper, error) {
 			return discoverBuiltins(base, httpClient)
@@ -113,7 +113,7 @@ func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error
 // be listed, watched and deleted: the built-in ones are the same in every
 // cluster. Custom resources are watched from the CRD informer instead.
 func discoverBuiltins(base *rest.Config, httpClient *http.Client) ([]schema.GroupVersionResource, meta.RESTMapper, error) {
-	d, err := discovery.NewDiscoveryClientForConfigAndClient(nscontroller.ClusterConfig(base, logicalcluster.SystemAdmin), httpClient)
+	d, err := discovery.NewDiscoveryClientForConfigAndClient(kcpclient.ClusterConfig(base, logicalcluster.SystemAdmin), httpClient)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,6 +2,7 @@ package logicalcluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -16,7 +17,7 @@ import (
 // reconcileDeletion deletes all content of the cluster (RBAC last), then
 // releases the LogicalCluster.
 func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	if _, done := c.released.Load(cluster); done || !hasFinalizer(lc, corev1alpha1.LogicalClusterDeletionFinalizer) {
+	if _, done := c.released.Load(cluster); done || !slices.Contains(lc.Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer) {
 		return nil
 	}
 	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
@@ -39,7 +40,7 @@ func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalclust
 		// fallback.
 		return requeueSoon
 	}
-	lc.Finalizers = removeString(lc.Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer)
+	lc.Finalizers = slices.DeleteFunc(lc.Finalizers, func(f string) bool { return f == corev1alpha1.LogicalClusterDeletionFinalizer })
 	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
 	err = c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
 	if err == nil || apierrors.IsNotFound(err) {
@@ -47,23 +48,4 @@ func (c *Controller) reconcileDeletion(ctx context.Context, cluster logicalclust
 		return nil
 	}
 	return err
-}
-
-func hasFinalizer(lc *corev1alpha1.LogicalCluster, f string) bool {
-	for _, x := range lc.Finalizers {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
-func removeString(list []string, s string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != s {
-			out = append(out, x)
-		}
-	}
-	return out
 }

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -58,7 +58,7 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 // namespace and, when the creator is known, a binding of the creator to
 // cluster-admin.
 func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	client, err := kubernetes.NewForConfig(namespace.ClusterConfig(c.base, cluster))
+	client, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(c.base, cluster))
 	if err != nil {
 		return err
 	}

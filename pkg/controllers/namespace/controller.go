@@ -7,7 +7,6 @@ package namespace
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller/namespace/deletion"
 
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -52,17 +52,6 @@ func New(namespaces *wildcardinformer.Informer, base *rest.Config, clusterDeleti
 // Run runs the workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
 
-// ClusterConfig returns a copy of base addressing one logical cluster. It
-// speaks JSON: objects of kcp's groups and custom resources have no protobuf
-// encoding.
-func ClusterConfig(base *rest.Config, cluster logicalcluster.Name) *rest.Config {
-	cfg := rest.CopyConfig(base)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/" + string(cluster)
-	cfg.ContentType = "application/json"
-	cfg.AcceptContentTypes = "application/json"
-	return cfg
-}
-
 func (c *Controller) reconcile(ctx context.Context, key string) error {
 	cluster, _, name, ok := wildcardinformer.SplitKey(key)
 	if !ok {
@@ -75,7 +64,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if obj.(*corev1.Namespace).DeletionTimestamp == nil || c.clusterDeleting(cluster) {
 		return nil
 	}
-	cfg := ClusterConfig(c.base, cluster)
+	cfg := kcpclient.ClusterConfig(c.base, cluster)
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

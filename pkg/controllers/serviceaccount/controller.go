@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -67,7 +67,7 @@ func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, bas
 		return nil, err
 	}
 	clientFor := func(cluster logicalcluster.Name) (corev1client.CoreV1Interface, error) {
-		return corev1client.NewForConfigAndClient(nscontroller.ClusterConfig(base, cluster), httpClient)
+		return corev1client.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
 	}
 	return newController(namespaces, serviceAccounts, configMaps, clientFor, caBundle), nil
 }

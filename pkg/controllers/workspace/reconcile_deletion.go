@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +17,7 @@ import (
 // reconcileDeletion deletes the workspace's LogicalCluster and releases the
 // workspace once it is gone.
 func (c *Controller) reconcileDeletion(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
-	if !hasFinalizer(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
+	if !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
 		return nil
 	}
 	if ws.Spec.Cluster != "" {
@@ -37,7 +38,7 @@ func (c *Controller) reconcileDeletion(ctx context.Context, parent logicalcluste
 			return loop.RequeueAfter(time.Second)
 		}
 	}
-	ws.Finalizers = removeFinalizer(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer)
+	ws.Finalizers = slices.DeleteFunc(ws.Finalizers, func(f string) bool { return f == tenancyv1alpha1.LogicalClusterFinalizer })
 	err := c.update(ctx, parent, ws)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -63,23 +64,4 @@ func (c *Controller) deleteLogicalCluster(ctx context.Context, ws *tenancyv1alph
 		return nil
 	}
 	return err
-}
-
-func hasFinalizer(list []string, f string) bool {
-	for _, x := range list {
-		if x == f {
-			return true
-		}
-	}
-	return false
-}
-
-func removeFinalizer(list []string, f string) []string {
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if x != f {
-			out = append(out, x)
-		}
-	}
-	return out
 }
