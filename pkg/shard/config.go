@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -58,6 +59,8 @@ type Config struct {
 	apiExtensions *apiExtensions
 	// content deletes the content of logical clusters in-process.
 	content *content.Deleter
+	// shardClients are the clients of shards' base URLs, by URL.
+	shardClients sync.Map
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own

@@ -21,18 +21,27 @@ import (
 )
 
 // shardClient returns a client for a shard's baseURL that acts as
-// system:kcp:logical-cluster-admin.
+// system:kcp:logical-cluster-admin. Clients are kept per base URL: the
+// scheduler asks for one on every workspace it places or deletes.
 func (c *Config) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, error) {
+	if client, ok := c.shardClients.Load(shard.Spec.BaseURL); ok {
+		return client.(*kcpclient.Client), nil
+	}
 	ca, err := c.servingCA()
 	if err != nil {
 		return nil, err
 	}
-	return kcpclient.New(&rest.Config{
+	client, err := kcpclient.New(&rest.Config{
 		Host:            shard.Spec.BaseURL,
 		BearerToken:     c.Options.tokens.LogicalClusterAdmin,
 		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
 		QPS:             -1,
 	})
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := c.shardClients.LoadOrStore(shard.Spec.BaseURL, client)
+	return actual.(*kcpclient.Client), nil
 }
 
 // addControllers registers the bootstrap and the shard's controllers as
