@@ -33,19 +33,25 @@ type Client struct {
 }
 
 // New returns a client for the server in config (a shard's base URL, no
-// /clusters/ suffix). The scheme must know kcp's types.
+// /clusters/ suffix).
 func New(config *rest.Config) (*Client, error) {
-	c := rest.CopyConfig(config)
-	c.GroupVersion = &corev1alpha1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = legacyscheme.Codecs.WithoutConversion()
-	r, err := rest.RESTClientFor(c)
+	r, err := RESTClient(config, corev1alpha1.SchemeGroupVersion)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{rest: r}, nil
+}
+
+// RESTClient returns a REST client for one of kcp's group versions at the
+// host of config. kcp's types have no protobuf encoding: it speaks JSON.
+func RESTClient(config *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(config)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	c.ContentType = runtime.ContentTypeJSON
+	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.NegotiatedSerializer = legacyscheme.Codecs.WithoutConversion()
+	return rest.RESTClientFor(c)
 }
 
 func path(cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, subresource ...string) []string {

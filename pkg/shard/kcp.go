@@ -1,19 +1,15 @@
 package shard
 
 import (
-	"fmt"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	_ "github.com/kplane-dev/kplane/pkg/apis/install" // kcp's groups in legacyscheme
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -44,23 +40,12 @@ func (i kcpInformers) all() []*wildcardinformer.Informer {
 	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards}
 }
 
-// kcpRESTClient returns a client for one of kcp's groups.
-func kcpRESTClient(base *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
-	c := rest.CopyConfig(base)
-	c.GroupVersion = &gv
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = legacyscheme.Codecs.WithoutConversion()
-	return rest.RESTClientFor(c)
-}
-
 func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
-	core, err := kcpRESTClient(wildcard, corev1alpha1.SchemeGroupVersion)
+	core, err := kcpclient.RESTClient(wildcard, corev1alpha1.SchemeGroupVersion)
 	if err != nil {
 		return kcpInformers{}, err
 	}
-	tenancy, err := kcpRESTClient(wildcard, tenancyv1alpha1.SchemeGroupVersion)
+	tenancy, err := kcpclient.RESTClient(wildcard, tenancyv1alpha1.SchemeGroupVersion)
 	if err != nil {
 		return kcpInformers{}, err
 	}
@@ -113,16 +98,4 @@ func (i kcpInformers) resolvePath(p logicalcluster.Path) (logicalcluster.Name, b
 	lc := objs[0].(*corev1alpha1.LogicalCluster)
 	cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
 	return cluster, ok
-}
-
-// clusterPathOf returns the canonical path of a hosted logical cluster.
-func (i kcpInformers) clusterPathOf(cluster logicalcluster.Name) (logicalcluster.Path, error) {
-	lc := i.logicalCluster(cluster)
-	if lc == nil {
-		return "", fmt.Errorf("logical cluster %s not found", cluster)
-	}
-	if p := lc.Annotations[logicalcluster.PathAnnotationKey]; p != "" {
-		return logicalcluster.Path(p), nil
-	}
-	return cluster.Path(), nil
 }

@@ -7,7 +7,6 @@ package namespacelifecycle
 import (
 	"context"
 	"fmt"
-	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,12 +44,6 @@ func New(getNamespace NamespaceGetter, clusterDeleting func(logicalcluster.Name)
 		getNamespace:    getNamespace,
 		clusterDeleting: clusterDeleting,
 	}
-}
-
-// Register adds the plugin to a registry of plugins. The factory needs the
-// getters, so it is given them.
-func Register(plugins *admission.Plugins, p *Plugin) {
-	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) { return p, nil })
 }
 
 // immortal namespaces cannot be deleted in any logical cluster.

@@ -23,7 +23,6 @@ import (
 type Controller struct {
 	loop            *loop.Loop
 	logicalClusters *wildcardinformer.Informer
-	namespaces      *wildcardinformer.Informer
 	kcp             *kcpclient.Client
 	base            *rest.Config
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
@@ -41,7 +40,7 @@ type Controller struct {
 // New returns the controller.
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
 	deleteContent func(context.Context, logicalcluster.Name, string) (bool, error)) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, namespaces: namespaces, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
+	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))
 	logicalClusters.AddHandler(forgetReleased{c})
