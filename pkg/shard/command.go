@@ -68,5 +68,20 @@ func NewCommand() *cobra.Command {
 	}
 	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+
+	// `shard start [flags]` is `shard [flags]`, so command lines and test
+	// harnesses written for `kcp start` run the shard unchanged.
+	start := &cobra.Command{
+		Use:          "start",
+		Short:        "Start the shard (the same as running shard without a subcommand, as `kcp start`)",
+		SilenceUsage: true,
+		RunE:         cmd.RunE,
+		Args:         cmd.Args,
+	}
+	for _, f := range fss.FlagSets {
+		start.Flags().AddFlagSet(f)
+	}
+	cliflag.SetUsageAndHelpFunc(start, fss, cols)
+	cmd.AddCommand(start)
 	return cmd
 }

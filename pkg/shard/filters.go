@@ -105,8 +105,10 @@ func splitClusterPath(path, rawPath string) (logicalcluster.Path, string, error)
 			return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q must not contain %q segments", path, seg))
 		}
 	}
+	// kcp serves nothing below a second /clusters/ segment: 404, like any
+	// other path the server does not know.
 	if rest == "/clusters" || strings.HasPrefix(rest, clustersPrefix) {
-		return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q names more than one logical cluster", path))
+		return "", "", apierrors.NewNotFound(schema.GroupResource{}, path)
 	}
 	if name == string(logicalcluster.Wildcard) {
 		return logicalcluster.Wildcard.Path(), rest, nil

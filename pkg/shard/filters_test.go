@@ -19,26 +19,28 @@ func TestSplitClusterPath(t *testing.T) {
 		wantSegment string
 		wantRest    string
 		wantErr     bool
+		wantStatus  int32
 	}{
-		{"/clusters/root/api/v1/namespaces", "root", "/api/v1/namespaces", false},
-		{"/clusters/root", "root", "/", false},
-		{"/clusters/*/api/v1/configmaps", "*", "/api/v1/configmaps", false},
-		{"/clusters/system:admin/apis", "system:admin", "/apis", false},
-		{"/clusters/root:org:team/api", "root:org:team", "/api", false},
-		{"/clusters//api", "", "", true},
-		{"/clusters/../api", "", "", true},
-		{"/clusters/./api", "", "", true},
-		{"/clusters/a/../b/api", "", "", true},
-		{"/clusters/a/./api", "", "", true},
-		{"/clusters/a%2Fb/api", "", "", true},
-		{"/clusters/a%3Ab/api", "", "", true},
-		{"/clusters/a/clusters/b/api", "", "", true},
-		{"/clusters/a/clusters", "", "", true},
-		{"/clusters/Bad_Name/api", "", "", true},
-		{"/clusters/-a/api", "", "", true},
-		{"/clusters/root::org/api", "", "", true},
-		{"/clusters/root:/api", "", "", true},
-		{"/clusters/" + strings.Repeat("a", 64) + "/api", "", "", true},
+		{"/clusters/root/api/v1/namespaces", "root", "/api/v1/namespaces", false, 0},
+		{"/clusters/root", "root", "/", false, 0},
+		{"/clusters/*/api/v1/configmaps", "*", "/api/v1/configmaps", false, 0},
+		{"/clusters/system:admin/apis", "system:admin", "/apis", false, 0},
+		{"/clusters/root:org:team/api", "root:org:team", "/api", false, 0},
+		{"/clusters//api", "", "", true, 0},
+		{"/clusters/../api", "", "", true, 0},
+		{"/clusters/./api", "", "", true, 0},
+		{"/clusters/a/../b/api", "", "", true, 0},
+		{"/clusters/a/./api", "", "", true, 0},
+		{"/clusters/a%2Fb/api", "", "", true, 0},
+		{"/clusters/a%3Ab/api", "", "", true, 0},
+		{"/clusters/a/clusters/b/api", "", "", true, http.StatusNotFound},
+		{"/clusters/a/clusters/a/api/v1/configmaps", "", "", true, http.StatusNotFound},
+		{"/clusters/a/clusters", "", "", true, http.StatusNotFound},
+		{"/clusters/Bad_Name/api", "", "", true, 0},
+		{"/clusters/-a/api", "", "", true, 0},
+		{"/clusters/root::org/api", "", "", true, 0},
+		{"/clusters/root:/api", "", "", true, 0},
+		{"/clusters/" + strings.Repeat("a", 64) + "/api", "", "", true, 0},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
 			u, err := url.Parse(tc.url)
@@ -50,8 +52,12 @@ func TestSplitClusterPath(t *testing.T) {
 				if err == nil {
 					t.Fatalf("want error, got segment %q rest %q", seg, rest)
 				}
-				if !apierrors.IsBadRequest(err) {
-					t.Fatalf("want 400 BadRequest, got %v", err)
+				want := tc.wantStatus
+				if want == 0 {
+					want = http.StatusBadRequest
+				}
+				if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != want {
+					t.Fatalf("want HTTP %d, got %v", want, err)
 				}
 				return
 			}

@@ -40,6 +40,9 @@ type Options struct {
 	BaseURL     string
 	ExternalURL string
 
+	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
+	kcpStart kcpStartOptions
+
 	// serviceAccountTokenGetter gets its loopback client once the server
 	// configuration exists.
 	serviceAccountTokenGetter *serviceaccount.TokenGetter
@@ -84,7 +87,9 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.EmbeddedEtcdPeerPort, "embedded-etcd-peer-port", o.EmbeddedEtcdPeerPort, "Peer port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
 	fs.StringVar(&o.BaseURL, "shard-base-url", o.BaseURL, "URL other components use to reach this shard (default https://<bind-address>:<secure-port>).")
 	fs.StringVar(&o.ExternalURL, "shard-external-url", o.ExternalURL, "URL written into Workspace spec.URL, usually the front-proxy's (default: --shard-base-url).")
+	o.kcpStart.addFlags(fs)
 	o.ControlPlane.AddFlags(fss)
+	o.kcpStart.wrapFeatureGatesFlag(fss)
 }
 
 // EmbeddedEtcd tells whether the shard runs its own etcd.
@@ -93,7 +98,20 @@ func (o *Options) EmbeddedEtcd() bool {
 }
 
 // EtcdDirectory is where embedded etcd keeps its data.
-func (o *Options) EtcdDirectory() string { return filepath.Join(o.RootDirectory, "etcd") }
+func (o *Options) EtcdDirectory() string {
+	if o.kcpStart.EmbeddedEtcdDirectory != "" {
+		return o.kcpStart.EmbeddedEtcdDirectory
+	}
+	return filepath.Join(o.RootDirectory, "etcd")
+}
+
+// AdminKubeconfigPath is where the admin kubeconfig is written.
+func (o *Options) AdminKubeconfigPath() string {
+	if o.kcpStart.KubeconfigPath != "" {
+		return o.kcpStart.KubeconfigPath
+	}
+	return filepath.Join(o.RootDirectory, AdminKubeconfigFile)
+}
 
 // CompletedOptions are options with every default filled in.
 type CompletedOptions struct {
@@ -169,6 +187,9 @@ func validateOwn(o *Options) error {
 	}
 	if err := logicalcluster.ValidateName(o.ShardName); err != nil {
 		return fmt.Errorf("--shard-name: %w", err)
+	}
+	if _, err := o.kcpStart.batteries(); err != nil {
+		return err
 	}
 	if o.EmbeddedEtcd() {
 		for name, p := range map[string]int{"--embedded-etcd-client-port": o.EmbeddedEtcdClientPort, "--embedded-etcd-peer-port": o.EmbeddedEtcdPeerPort} {

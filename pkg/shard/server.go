@@ -34,6 +34,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := validateOwn(o); err != nil {
 		return err
 	}
+	o.kcpStart.logWarnings(klog.Background())
 	// A reflector in watch-list mode collects the initial objects in a store
 	// keyed by namespace/name before handing them on, which merges objects of
 	// different logical clusters (the watch cache and the wildcard informers
@@ -139,10 +140,16 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil, err
 	}
 
-	kubeconfig := filepath.Join(c.Options.RootDirectory, AdminKubeconfigFile)
-	gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
-		return c.writeAdminKubeconfig(kubeconfig)
-	})
+	batteries, err := c.Options.kcpStart.batteries()
+	if err != nil {
+		return nil, err
+	}
+	if batteries.Has(BatteryAdmin) {
+		kubeconfig := c.Options.AdminKubeconfigPath()
+		gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
+			return c.writeAdminKubeconfig(kubeconfig)
+		})
+	}
 	return gs, nil
 }
 

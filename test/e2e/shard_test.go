@@ -398,7 +398,6 @@ func TestInvalidClusterNamesAreRejectedWithBadRequest(t *testing.T) {
 		"/clusters//api",
 		"/clusters/../api",
 		"/clusters/a%2Fb/api",
-		"/clusters/a/clusters/b/api",
 	} {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
@@ -416,6 +415,32 @@ func TestInvalidClusterNamesAreRejectedWithBadRequest(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("GET %s: HTTP %d (%s), want 400", path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestRepeatedClustersSegmentIsNotFound: kcp serves nothing under a second
+// /clusters/ segment and answers 404, not 400.
+func TestRepeatedClustersSegmentIsNotFound(t *testing.T) {
+	s := sharedShard(t)
+	ctx := testContext(t)
+	client := s.HTTPClient(t)
+	base := s.BaseURL(t)
+	token := s.KubeconfigToken(t, "shard-admin")
+	for _, path := range []string{"/clusters/a/clusters/a/api/v1/configmaps", "/clusters/root/clusters/b/api"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatalf("request for %s: %v", path, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s: HTTP %d (%s), want 404", path, resp.StatusCode, body)
 		}
 	}
 }

@@ -49,6 +49,18 @@ func WithArgs(args ...string) Option {
 	return func(s *Shard) { s.extraArgs = append(s.extraArgs, args...) }
 }
 
+// WithSubcommand runs the binary with a subcommand before the flags, as
+// `shard start` for command lines written for `kcp start`.
+func WithSubcommand(name string) Option {
+	return func(s *Shard) { s.subcommand = name }
+}
+
+// WithKubeconfigPath tells the framework that the shard writes its admin
+// kubeconfig to path (--kubeconfig-path) instead of its root directory.
+func WithKubeconfigPath(path string) Option {
+	return func(s *Shard) { s.kubeconfigPath = path }
+}
+
 // Shard is a shard process with embedded etcd under its root directory.
 type Shard struct {
 	binary   string
@@ -58,8 +70,10 @@ type Shard struct {
 
 	securePort, etcdClientPort, etcdPeerPort int
 
-	tokenUsers []TokenUser
-	extraArgs  []string
+	tokenUsers     []TokenUser
+	extraArgs      []string
+	subcommand     string
+	kubeconfigPath string
 
 	mu     sync.Mutex
 	proc   *process // the running process, nil when stopped
@@ -170,7 +184,12 @@ func freePorts(n int) ([]int, error) {
 func (s *Shard) RootDir() string { return s.rootDir }
 
 // Kubeconfig returns the path of the admin.kubeconfig the shard writes.
-func (s *Shard) Kubeconfig() string { return filepath.Join(s.rootDir, "admin.kubeconfig") }
+func (s *Shard) Kubeconfig() string {
+	if s.kubeconfigPath != "" {
+		return s.kubeconfigPath
+	}
+	return filepath.Join(s.rootDir, "admin.kubeconfig")
+}
 
 // LogPath returns the file that receives the shard's stdout and stderr.
 func (s *Shard) LogPath() string { return filepath.Join(s.workDir, "shard.log") }
@@ -181,13 +200,17 @@ func (s *Shard) SecurePort() int { return s.securePort }
 func (s *Shard) tokenFile() string { return filepath.Join(s.workDir, "tokens.csv") }
 
 func (s *Shard) args() []string {
-	args := []string{
-		"--root-directory=" + s.rootDir,
-		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(s.securePort),
-		"--embedded-etcd-client-port=" + strconv.Itoa(s.etcdClientPort),
-		"--embedded-etcd-peer-port=" + strconv.Itoa(s.etcdPeerPort),
+	var args []string
+	if s.subcommand != "" {
+		args = append(args, s.subcommand)
 	}
+	args = append(args,
+		"--root-directory="+s.rootDir,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(s.securePort),
+		"--embedded-etcd-client-port="+strconv.Itoa(s.etcdClientPort),
+		"--embedded-etcd-peer-port="+strconv.Itoa(s.etcdPeerPort),
+	)
 	if len(s.tokenUsers) > 0 {
 		args = append(args, "--token-auth-file="+s.tokenFile())
 	}
