@@ -81,6 +81,18 @@ func (i *crdIndex) byName(name string) []*apiextensionsv1.CustomResourceDefiniti
 	return crds
 }
 
+// crdName returns the name of the CRD that defines a resource:
+// <resource>.<group>, with "core" for the core group as in kcp.
+func crdName(group, resource string) string {
+	if group == "" {
+		group = coreGroupName
+	}
+	return resource + "." + group
+}
+
+// coreGroupName stands for the core group in CRD names.
+const coreGroupName = "core"
+
 // clusterOf returns the logical cluster of a CRD from its annotation.
 func clusterOf(crd *apiextensionsv1.CustomResourceDefinition) logicalcluster.Name {
 	c, _ := logicalcluster.ObjectCluster(crd.Annotations)

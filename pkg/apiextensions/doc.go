@@ -11,4 +11,11 @@
 // are the built-in ones plus that cluster's CRDs. A single cluster-aware
 // controller sets the CRD conditions (NamesAccepted, Established,
 // Terminating) and deletes the instances of a deleted CRD.
+//
+// Across clusters (/clusters/*) a custom resource has no one schema or set
+// of versions, so wildcard lists and watches serve object metadata only,
+// as in kcp, and refuse full objects with 406. CRDs may not take the APIs
+// the shard serves itself, kcp's groups or the bound-CRD annotation; they
+// may define the Kubernetes kinds the shard does not serve (apps, batch,
+// core group resources named <plural>.core, served below /api).
 package apiextensions

@@ -90,7 +90,7 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 
-	crd := h.crds.get(cluster, info.Resource+"."+info.APIGroup)
+	crd := h.crds.get(cluster, crdName(info.APIGroup, info.Resource))
 	if crd == nil {
 		h.notFound.ServeHTTP(w, req)
 		return
@@ -144,7 +144,11 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	var handler http.HandlerFunc
 	switch {
 	case info.Subresource == "status" && sub != nil && sub.Status != nil:
-		handler = h.serveSubresource(w, req, info, si.statusScopes[info.APIVersion], si.storages[info.APIVersion].Status)
+		var status subresourceStorage = si.storages[info.APIVersion].Status
+		if core := si.coreStatus[info.APIVersion]; core != nil {
+			status = core
+		}
+		handler = h.serveSubresource(w, req, info, si.statusScopes[info.APIVersion], status)
 	case info.Subresource == "scale" && sub != nil && sub.Scale != nil:
 		handler = h.serveSubresource(w, req, info, si.scaleScopes[info.APIVersion], si.storages[info.APIVersion].Scale)
 	case info.Subresource == "":
@@ -217,14 +221,25 @@ func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, i
 }
 
 // serveWildcard serves list and watch of a resource across all logical
-// clusters. Clusters may define the resource with different schemas, so
-// objects pass through unpruned and unvalidated.
+// clusters, as object metadata only: clusters define the resource with
+// their own schemas and versions.
 func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo) {
 	if info.Verb != "list" && info.Verb != "watch" {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
-	name := info.Resource + "." + info.APIGroup
+	name := crdName(info.APIGroup, info.Resource)
+	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
+	if servesAnywhere(h.crds.byName(name), info.APIVersion) == nil {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	accept := metadataOnlyAccept(req.Header.Get("Accept"))
+	if accept == "" {
+		responsewriters.ErrorNegotiated(errFullObjectsAcrossClusters(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}),
+			upstream.Codecs, gv, w, req)
+		return
+	}
 	key := wildcardKey{crdName: name, version: info.APIVersion}
 	h.lock.RLock()
 	si := h.wildcards[key]
@@ -233,8 +248,7 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 		var err error
 		if si, err = h.buildWildcard(key); err != nil {
 			klog.FromContext(req.Context()).Error(err, "Building wildcard custom resource serving state failed", "crd", name)
-			responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")),
-				upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+			responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")), upstream.Codecs, gv, w, req)
 			return
 		}
 		if si == nil {
@@ -242,6 +256,9 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 			return
 		}
 	}
+	// Whatever else the client accepts, it gets metadata.
+	req = req.Clone(req.Context())
+	req.Header.Set("Accept", accept)
 	h.serve(w, req, info, si, false)
 }
 
@@ -254,35 +271,18 @@ func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
 	if si != nil {
 		return si, nil
 	}
-	for _, crd := range h.crds.byName(key.crdName) {
-		if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) || !apiextensionshelpers.HasServedCRDVersion(crd, key.version) {
-			continue
-		}
-		si, err := h.builder.build(logicalcluster.Wildcard, passthroughCRD(crd))
-		if err != nil {
-			return nil, err
-		}
-		h.lock.Lock()
-		h.wildcards[key] = si
-		h.lock.Unlock()
-		return si, nil
+	crd := servesAnywhere(h.crds.byName(key.crdName), key.version)
+	if crd == nil {
+		return nil, nil
 	}
-	return nil, nil
-}
-
-// passthroughCRD returns a copy of crd whose versions accept any object, for
-// serving objects of all clusters whatever their schema.
-func passthroughCRD(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
-	crd = crd.DeepCopy()
-	preserve := true
-	for i := range crd.Spec.Versions {
-		crd.Spec.Versions[i].Schema = &apiextensionsv1.CustomResourceValidation{
-			OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve},
-		}
-		crd.Spec.Versions[i].SelectableFields = nil
-		crd.Spec.Versions[i].AdditionalPrinterColumns = nil
+	si, err := h.builder.build(logicalcluster.Wildcard, metadataCRD(crd, key.version))
+	if err != nil {
+		return nil, err
 	}
-	return crd
+	h.lock.Lock()
+	h.wildcards[key] = si
+	h.lock.Unlock()
+	return si, nil
 }
 
 // servingInfoFor returns the serving state of a CRD, building it from the
@@ -343,7 +343,8 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 		gone = append(gone, si)
 	}
 	for k, si := range h.wildcards {
-		if k.crdName == crd.Name && si.uid == crd.UID && (deleted || !sameServing(si, passthroughCRD(crd))) {
+		if k.crdName == crd.Name && si.uid == crd.UID &&
+			(deleted || !servesVersion(&crd.Spec, k.version) || !sameServing(si, metadataCRD(crd, k.version))) {
 			delete(h.wildcards, k)
 			gone = append(gone, si)
 		}

@@ -93,7 +93,9 @@ func (m *openAPIMerger) established(cluster logicalcluster.Name) ([]*apiextensio
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	var fp strings.Builder
 	for _, crd := range m.crds.list(cluster) {
-		if apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
+		// Core group CRDs are not in the documents (yet): their paths are
+		// below /api, which the built-in document covers.
+		if apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) && crd.Spec.Group != "" {
 			crds = append(crds, crd)
 			fmt.Fprintf(&fp, "%s/%s;", crd.UID, crd.ResourceVersion)
 		}

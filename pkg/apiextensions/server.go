@@ -55,6 +55,8 @@ type Server struct {
 	etcd       *sharedEtcd
 	// client talks to this server (loopback) for CRD status updates.
 	client clientrest.Interface
+	// native are the APIs the shard serves itself, which no CRD may take.
+	native nativeAPIsHolder
 	// staticModels are the OpenAPI models installed with the CRD API.
 	staticModels atomic.Pointer[map[string]*spec.Schema]
 }
@@ -148,6 +150,8 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return fmt.Errorf("customresourcedefinitions storage: %w", err)
 	}
+	crdStorage.CreateStrategy = crdStrategy{RESTCreateStrategy: crdStorage.CreateStrategy, native: s.native.get}
+	crdStorage.UpdateStrategy = crdUpdateStrategy{RESTUpdateStrategy: crdStorage.UpdateStrategy, native: s.native.get}
 	group.VersionedResourcesStorageMap[apiextensionsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"customresourcedefinitions":        crdStorage,
 		"customresourcedefinitions/status": customresourcedefinition.NewStatusREST(legacyscheme.Scheme, crdStorage),
@@ -156,6 +160,8 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	s.group = &group
+	// Every built-in API is installed by now: what they serve is reserved.
+	s.native.p.Store(nativeAPIsOf(gs.Handler.GoRestfulContainer.RegisteredWebServices()))
 	models := group.StaticOpenAPISpec
 	s.staticModels.Store(&models)
 	s.openAPI.server = gs

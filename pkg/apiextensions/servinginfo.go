@@ -55,6 +55,8 @@ type servingInfo struct {
 	scaleScopes   map[string]*handlers.RequestScope
 	deprecated    map[string]bool
 	warnings      map[string][]string
+	// coreStatus replaces the status storage of core group resources.
+	coreStatus map[string]subresourceStorage
 
 	storageVersion string
 	// waitGroup tracks requests in flight, so teardown waits for them.
@@ -126,8 +128,11 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 		}
 	}
 
-	safeConverter, unsafeConverter, err := b.converterFactory.NewConverter(crd)
-	if err != nil {
+	var safeConverter, unsafeConverter runtime.ObjectConvertor
+	if cluster.IsWildcard() {
+		mc := metadataConverter{group: crd.Spec.Group, clusterScoped: crd.Spec.Scope == apiextensionsv1.ClusterScoped}
+		safeConverter, unsafeConverter = mc, mc
+	} else if safeConverter, unsafeConverter, err = b.converterFactory.NewConverter(crd); err != nil {
 		return nil, err
 	}
 
@@ -163,6 +168,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 		statusScopes:   map[string]*handlers.RequestScope{},
 		scaleScopes:    map[string]*handlers.RequestScope{},
 		deprecated:     map[string]bool{},
+		coreStatus:     map[string]subresourceStorage{},
 		warnings:       map[string][]string{},
 		storageVersion: storageVersion,
 		waitGroup:      &utilwaitgroup.SafeWaitGroup{},
@@ -230,7 +236,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 			table, _ = tableconvertor.New(columnsFor(nil))
 		}
 
-		strategy := customresource.NewStrategy(typer, !clusterScoped, kind, validator, statusValidator,
+		strategy := customresource.NewStrategy(typer, !clusterScoped, strategyKind(kind), validator, statusValidator,
 			structurals[v.Name], statusSpec, scaleSpec, v.SelectableFields)
 		optsGetter := storageCodecGetter{
 			RESTOptionsGetter: b.restOptions(cluster),
@@ -245,6 +251,9 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 			return nil, err
 		}
 		info.storages[v.Name] = storage
+		if crd.Spec.Group == "" {
+			info.coreStatus[v.Name] = forCoreGroup(storage, customresource.NewStatusStrategy(strategy))
+		}
 		if err := waitForStorage(storage); err != nil {
 			return nil, err
 		}
@@ -275,7 +284,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 			Authorizer:               b.authorizer,
 			MaxRequestBodyBytes:      b.maxRequestBodyBytes,
 		}
-		if scope, err = withFieldManager(typeConverter, scope, storage.CustomResource.GetResetFields(), ""); err != nil {
+		if scope, err = withFieldManager(typeConverter, scope, coreResetFields(storage.CustomResource.GetResetFields()), ""); err != nil {
 			return nil, err
 		}
 		info.requestScopes[v.Name] = &scope
@@ -307,7 +316,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 	statusResetFields := map[fieldpath.APIVersion]*fieldpath.Set{}
 	for _, s := range info.storages {
 		if s.Status != nil {
-			for k, set := range s.Status.GetResetFields() {
+			for k, set := range coreResetFields(s.Status.GetResetFields()) {
 				statusResetFields[k] = set
 			}
 		}

@@ -34,6 +34,10 @@ func (s *Server) WrapHandler(h http.Handler) http.Handler {
 		switch p := req.URL.Path; {
 		case p == "/apis" || p == "/apis/":
 			s.serveGroups(h, w, req, cluster)
+		case p == "/api" || p == "/api/":
+			s.serveCoreGroup(h, w, req, cluster)
+		case p == "/api/v1" || p == "/api/v1/":
+			s.serveCoreResources(h, w, req, cluster)
 		case p == "/openapi/v2":
 			s.openAPI.serveV2(h, w, req, cluster)
 		case p == "/openapi/v3" || p == "/openapi/v3/":
@@ -49,7 +53,7 @@ func (s *Server) WrapHandler(h http.Handler) http.Handler {
 // serveGroups adds the cluster's CRD groups to /apis, in the legacy
 // (APIGroupList) or the aggregated (APIGroupDiscoveryList) form.
 func (s *Server) serveGroups(h http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
-	groups := discoveryFor(s.crds.list(cluster))
+	groups := withoutCoreGroup(discoveryFor(s.crds.list(cluster)))
 	accept := req.Header.Get("Accept")
 	aggregated := acceptsAggregated(accept)
 	if len(groups) == 0 || (!aggregated && !acceptsJSON(accept)) {

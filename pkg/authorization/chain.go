@@ -10,7 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
 
-	"github.com/kplane-dev/kplane/pkg/authorization/serviceaccountcluster"
+	"github.com/kplane-dev/kplane/pkg/authorization/impersonation"
+	"github.com/kplane-dev/kplane/pkg/authorization/warrants"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -29,17 +30,20 @@ type RBAC interface {
 }
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
-// wildcard guard, the guard that keeps service accounts in their own
-// logical cluster, the workspace content authorizer (may the user enter the
-// logical cluster at all), system:kcp:admin, then the per-cluster RBAC
-// authorizer.
+// impersonation gatekeeper, the wildcard guard, the workspace content
+// authorizer (may the user enter the logical cluster at all),
+// system:kcp:admin, then the per-cluster RBAC authorizer. Scopes and
+// warrants are evaluated around all of them: an identity counts as itself
+// only where it is in scope (elsewhere, service accounts of other clusters
+// included, as a plain authenticated user), and a request is allowed when
+// the identity or one of its warrants is.
 func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
 	admins := authorizerfactory.NewPrivilegedGroups(KCPAdminGroup)
 	authz, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
+		union.NamedAuthorizer{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
 		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
-		union.NamedAuthorizer{AuthorizerName: "serviceaccount-cluster", Authorizer: serviceaccountcluster.Authorizer{}},
 		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
 		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},
@@ -47,7 +51,8 @@ func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return authz, union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, KCPAdminGroup}, rbac), nil
+	resolver := union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, KCPAdminGroup}, rbac)
+	return warrants.New(authz), warrants.NewRuleResolver(resolver), nil
 }
 
 // wildcardGuard denies cross-cluster requests to everyone who got past the

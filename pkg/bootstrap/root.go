@@ -30,6 +30,9 @@ const (
 	// WorkspaceTypesUseClusterRole lets users create workspaces of the
 	// built-in types universal, organization and team.
 	WorkspaceTypesUseClusterRole = "system:kcp:workspacetypes:use"
+	// MetricsReaderClusterRole grants get on the shard's /metrics; bound in
+	// root, it lets a scraper read every shard's metrics.
+	MetricsReaderClusterRole = "system:kcp:metrics-reader"
 )
 
 // Shard describes this shard's Shard object.
@@ -198,6 +201,12 @@ func systemAdminRBAC(ctx context.Context, loopback *rest.Config) error {
 	if err := ensureClusterRole(ctx, c, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: WorkspaceAccessClusterRole},
 		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"access"}, NonResourceURLs: []string{"/"}}},
+	}); err != nil {
+		return err
+	}
+	if err := ensureClusterRole(ctx, c, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderClusterRole},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/metrics"}}},
 	}); err != nil {
 		return err
 	}

@@ -38,7 +38,13 @@ import (
 
 	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
+	"github.com/kplane-dev/kplane/pkg/admission/percluster"
+	"github.com/kplane-dev/kplane/pkg/admission/policy"
+	rqadmission "github.com/kplane-dev/kplane/pkg/admission/resourcequota"
+	"github.com/kplane-dev/kplane/pkg/admission/systemstatus"
+	admissionwebhook "github.com/kplane-dev/kplane/pkg/admission/webhook"
 	wsadmission "github.com/kplane-dev/kplane/pkg/admission/workspace"
+	"github.com/kplane-dev/kplane/pkg/authentication/impersonation"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -61,6 +67,9 @@ type Config struct {
 	content *content.Deleter
 	// shardClients are the clients of shards' base URLs, by URL.
 	shardClients sync.Map
+	// clusterAdmission are the webhook and policy plugins, one instance per
+	// logical cluster with configuration.
+	clusterAdmission []*percluster.Plugins
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own
@@ -69,10 +78,13 @@ type wildcardInformers struct {
 	rbac       clusterrbac.Informers
 	namespaces *wildcardinformer.Informer
 	kcp        kcpInformers
+	admission  percluster.Informers
+	// resourceQuotas are read by quota admission and the quota controller.
+	resourceQuotas *wildcardinformer.Informer
 }
 
 func (i wildcardInformers) all() []*wildcardinformer.Informer {
-	return append([]*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces}, i.kcp.all()...)
+	return append([]*wildcardinformer.Informer{i.rbac.Roles, i.rbac.RoleBindings, i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, i.namespaces, i.resourceQuotas}, append(i.kcp.all(), i.admission.All()...)...)
 }
 
 // resourceConfig enables the group versions a shard serves: the stable
@@ -138,6 +150,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if informers.kcp, err = newKCPInformers(wildcardConfig); err != nil {
 		return nil, err
 	}
+	informers.admission = percluster.NewInformers(wildcardClient.AdmissionregistrationV1().RESTClient())
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
 	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
 	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, rbacAuthorizer)
@@ -157,23 +170,41 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
 	namespaces := namespaceGetter{informer: informers.namespaces, client: loopback.CoreV1().RESTClient()}
 	types := workspacetypes.Resolver{ResolvePath: informers.kcp.resolvePath, Get: informers.kcp.workspaceType}
+	// Webhooks and admission policies run per logical cluster, in
+	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
+	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission}
+	clusterAdmission := []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
 		lcadmission.New(),
+		systemstatus.New(),
 		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
+		percluster.Reinvoking(clusterAdmission[0], clusterAdmission[1]),
+		clusterAdmission[2], clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)
 	if genericConfig.AdmissionControl != nil {
 		plugins = append(plugins, genericConfig.AdmissionControl)
 	}
+	// Quota goes last, as in kube-apiserver: it charges what the others admit.
+	quotas := rqadmission.New(informers.resourceQuotas)
+	if err := quotas.SetLoopback(genericConfig.LoopbackClientConfig); err != nil {
+		return nil, err
+	}
+	plugins = append(plugins, quotas)
 	genericConfig.AdmissionControl = plugins
 
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers}
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		// Core group custom resources are served below /api too.
+		apiHandler = config.apiExtensions.server.WrapAPIHandler(apiHandler)
 		inner := withUnresolvedPaths(withWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
-		chain := genericapiserver.DefaultBuildHandlerChain(inner, c)
+		// Impersonated identities are scoped to the request's cluster
+		// after upstream impersonation and authorization.
+		inner = impersonation.WithScoping(inner)
+		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
 		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
 	}
 	return config, nil
@@ -191,7 +222,8 @@ func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
 			ClusterRoles:        wildcardinformer.New(lw(rbacClient, "clusterroles"), &rbacv1.ClusterRole{}, "wildcard-clusterroles"),
 			ClusterRoleBindings: wildcardinformer.New(lw(rbacClient, "clusterrolebindings"), &rbacv1.ClusterRoleBinding{}, "wildcard-clusterrolebindings"),
 		},
-		namespaces: wildcardinformer.New(lw(c.CoreV1().RESTClient(), "namespaces"), &corev1.Namespace{}, "wildcard-namespaces"),
+		namespaces:     wildcardinformer.New(lw(c.CoreV1().RESTClient(), "namespaces"), &corev1.Namespace{}, "wildcard-namespaces"),
+		resourceQuotas: wildcardinformer.New(lw(c.CoreV1().RESTClient(), "resourcequotas"), &corev1.ResourceQuota{}, "wildcard-resourcequotas"),
 	}
 }
 

@@ -12,11 +12,14 @@ import (
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
+	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
 	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
 	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
+	wtcontroller "github.com/kplane-dev/kplane/pkg/controllers/workspacetype"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
@@ -53,12 +56,24 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
+	// The apiserver's identity lease lives in kube-system of system:admin:
+	// create it before serving instead of racing the namespaces controller.
+	systemCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.content.CreateNamespaces(systemCtx, logicalcluster.SystemAdmin, bootstrap.SystemNamespaces...); err != nil {
+		klog.Background().Error(err, "Creating the system namespaces failed; the system namespaces controller creates them later")
+	}
 	kcp := c.Informers.kcp
 	namespaces := nscontroller.New(c.Informers.namespaces, loopback, kcp.deleting)
 	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
-		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error) {
+		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
 		})
+	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local)
+	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, loopback)
+	if err != nil {
+		return err
+	}
 	workspaces := wscontroller.New(wscontroller.Config{
 		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: kcp.shards,
 		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
@@ -79,6 +94,8 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go namespaces.Run(ctx, 32)
 			go logicalClusters.Run(ctx, 32)
 			go workspaces.Run(ctx, 32)
+			go workspaceTypes.Run(ctx, 2)
+			go policyStatus.Run(ctx, 2)
 			if err := c.startKubeControllers(ctx); err != nil {
 				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -36,12 +37,21 @@ type unresolvedPathKey struct{}
 func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve PathResolver) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !strings.HasPrefix(req.URL.Path, clustersPrefix) {
-			handler.ServeHTTP(w, req.WithContext(logicalcluster.WithCluster(req.Context(), logicalcluster.SystemAdmin)))
+			cluster := logicalcluster.SystemAdmin
+			if isMetricsPath(req.URL.Path) {
+				// Scrapers are authorized by root's RBAC (system:kcp:metrics-reader).
+				cluster = logicalcluster.Root
+			}
+			handler.ServeHTTP(w, req.WithContext(logicalcluster.WithCluster(req.Context(), cluster)))
 			return
 		}
 		segment, rest, err := splitClusterPath(req.URL.Path, req.URL.RawPath)
 		if err != nil {
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		if isShardLevelPath(rest) {
+			responsewriters.ErrorNegotiated(shardLevelPathError(rest), s, schema.GroupVersion{}, w, req)
 			return
 		}
 		ctx := req.Context()
@@ -71,6 +81,25 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve P
 		}
 		handler.ServeHTTP(w, req)
 	})
+}
+
+// isMetricsPath tells whether p is the shard's /metrics or below it.
+func isMetricsPath(p string) bool {
+	return p == "/metrics" || strings.HasPrefix(p, "/metrics/")
+}
+
+// isShardLevelPath tells whether p serves shard-wide data (metrics,
+// profiles, log verbosity) that no workspace may reach under its prefix.
+func isShardLevelPath(p string) bool {
+	return isMetricsPath(p) || p == "/debug" || strings.HasPrefix(p, "/debug/")
+}
+
+// shardLevelPathError is kcp's 501 for shard-level paths under a workspace.
+func shardLevelPathError(p string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: "NotImplemented",
+		Message: fmt.Sprintf("%s is a shard-level endpoint, not available at workspace scope: request it without /clusters/<workspace>", p),
+	}}
 }
 
 // UnresolvedPath returns the workspace path of a request that this shard

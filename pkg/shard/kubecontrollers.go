@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	uniontoken "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
+	rqcontroller "github.com/kplane-dev/kplane/pkg/controllers/resourcequota"
 	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -31,7 +33,8 @@ import (
 )
 
 // startKubeControllers starts the Kubernetes controllers that every logical
-// cluster needs (garbage collection, service accounts), each one instance
+// cluster needs (garbage collection, service accounts and their token
+// secrets, resource quotas), each one instance
 // for all clusters. Called once the wildcard informers have synced; the
 // controllers' own informers sync in the background.
 func (c *Config) startKubeControllers(ctx context.Context) error {
@@ -58,6 +61,12 @@ func (c *Config) startKubeControllers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("garbage collector: %w", err)
 	}
+	// The quota informer runs already; the controller looks at every quota
+	// once when it starts.
+	quotas, err := rqcontroller.New(c.Informers.resourceQuotas, crds, loopback)
+	if err != nil {
+		return fmt.Errorf("resource quota controller: %w", err)
+	}
 	ca, err := c.servingCA()
 	if err != nil {
 		return err
@@ -68,6 +77,13 @@ func (c *Config) startKubeControllers(ctx context.Context) error {
 	}
 
 	informers := []*wildcardinformer.Informer{crds, serviceAccounts, configMaps}
+	tokens, err := c.legacyTokensController(coreClient.CoreV1().RESTClient(), loopback, ca)
+	if err != nil {
+		return fmt.Errorf("service account tokens controller: %w", err)
+	}
+	if tokens != nil {
+		informers = append(informers, tokens.secrets)
+	}
 	for _, inf := range informers {
 		go inf.Run(ctx)
 	}
@@ -85,14 +101,49 @@ func (c *Config) startKubeControllers(ctx context.Context) error {
 		}
 		go gc.Run(ctx, 2)
 		go sa.Run(ctx, 2)
+		go quotas.Run(ctx, 2)
+		if tokens != nil {
+			go tokens.controller.Run(ctx, 2)
+		}
 	}()
 	return nil
+}
+
+// legacyTokens is the tokens controller and its secrets informer.
+type legacyTokens struct {
+	controller *sacontroller.TokensController
+	secrets    *wildcardinformer.Informer
+}
+
+// legacyTokensController returns the controller that fills secret-based
+// service account tokens, or nil when the shard has no signing key of its
+// own (an external signer) to sign them with.
+func (c *Config) legacyTokensController(wildcardCore rest.Interface, loopback *rest.Config, ca []byte) (*legacyTokens, error) {
+	keyFile := c.Options.ControlPlane.ServiceAccountSigningKeyFile
+	if keyFile == "" {
+		return nil, nil
+	}
+	key, err := keyutil.PrivateKeyFromFile(keyFile)
+	if err != nil {
+		return nil, err
+	}
+	generator, err := serviceaccount.NewLegacyTokenGenerator(key)
+	if err != nil {
+		return nil, err
+	}
+	secrets := wildcardinformer.New(sacontroller.TokenSecretsListWatch(wildcardCore), &corev1.Secret{}, "wildcard-serviceaccount-token-secrets")
+	controller, err := sacontroller.NewTokensController(secrets, loopback, ca, generator)
+	if err != nil {
+		return nil, err
+	}
+	return &legacyTokens{controller: controller, secrets: secrets}, nil
 }
 
 // serviceAccountAuthenticator makes the service account tokens the shard
 // issues carry their logical cluster, and returns the authenticator that
 // validates such tokens against the service account of that cluster, so a
 // token works only in its own cluster (the authorizer denies it elsewhere).
+// Secret-based (legacy) tokens carry and resolve their cluster the same way.
 // It goes before every other authenticator.
 func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
 	cp := o.ControlPlane
@@ -122,7 +173,13 @@ func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
 		audiences = authenticator.Audiences(sa.Issuers)
 	}
 	tokens := serviceaccount.NewClusterAuthenticator(sa.Issuers, keys, audiences, o.serviceAccountTokenGetter)
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(tokens, false, 10*time.Second, 0)))
+	legacy, err := serviceaccount.NewLegacyClusterAuthenticator(keys, audiences, o.serviceAccountTokenGetter)
+	if err != nil {
+		klog.Background().Error(err, "Secret-based service account tokens will not authenticate")
+		return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(tokens, false, 10*time.Second, 0)))
+	}
+	both := uniontoken.New(tokens, legacy)
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(both, false, 10*time.Second, 0)))
 }
 
 // none authenticates nobody.

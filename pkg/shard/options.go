@@ -12,6 +12,10 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/sets"
+	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
+	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	cliflag "k8s.io/component-base/cli/flag"
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
@@ -180,6 +184,13 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 	return CompletedOptions{Options: o, ControlPlane: completed, tokens: tokens}, nil
 }
 
+// perClusterAdmissionPlugins are the upstream plugins the shard runs once
+// per logical cluster (pkg/admission/webhook, pkg/admission/policy).
+var perClusterAdmissionPlugins = sets.New(
+	mutatingadmissionpolicy.PluginName, mutatingwebhook.PluginName,
+	validatingadmissionpolicy.PluginName, validatingwebhook.PluginName,
+)
+
 // validateOwn checks the shard's own flags.
 func validateOwn(o *Options) error {
 	if o.RootDirectory == "" {
@@ -190,6 +201,11 @@ func validateOwn(o *Options) error {
 	}
 	if _, err := o.kcpStart.batteries(); err != nil {
 		return err
+	}
+	for _, name := range o.ControlPlane.Admission.GenericAdmission.EnablePlugins {
+		if perClusterAdmissionPlugins.Has(name) {
+			return fmt.Errorf("--enable-admission-plugins: %s always runs, once per logical cluster; the upstream plugin would apply one cluster's configuration to all", name)
+		}
 	}
 	if o.EmbeddedEtcd() {
 		for name, p := range map[string]int{"--embedded-etcd-client-port": o.EmbeddedEtcdClientPort, "--embedded-etcd-peer-port": o.EmbeddedEtcdPeerPort} {

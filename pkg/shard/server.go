@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
@@ -54,6 +56,20 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		defer etcd.Close()
 		etcdURL = etcd.ClientURL
+		// etcd failing after start-up stops the shard with its error
+		// instead of leaving it up without storage.
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		go func() {
+			select {
+			case err, ok := <-etcd.Err():
+				if ok && err != nil {
+					stop(fmt.Errorf("embedded etcd stopped: %w", err))
+				}
+			case <-ctx.Done():
+			}
+		}()
 	}
 	completed, err := o.Complete(ctx, etcdURL)
 	if err != nil {
@@ -70,7 +86,13 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	return server.PrepareRun().RunWithContext(ctx)
+	if err := server.PrepareRun().RunWithContext(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
 }
 
 // New creates the API server with every built-in API installed.
@@ -81,13 +103,22 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil, err
 	}
 	generic := completed.Generic
+	// Resolves a policy's paramKind to the resource whose read permission its
+	// author needs. Resolving has no request context, so it sees the
+	// built-in resources (the same in every logical cluster); a paramKind
+	// that is a custom resource then needs read permission on all resources
+	// of its group version, never less.
+	paramKinds, err := discovery.NewDiscoveryClientForConfig(generic.LoopbackClientConfig)
+	if err != nil {
+		return nil, err
+	}
 	providers := []controlplaneapiserver.RESTStorageProvider{
 		completed.NewCoreGenericConfig(),
 		authenticationrest.RESTStorageProvider{Authenticator: generic.Authentication.Authenticator, APIAudiences: generic.Authentication.APIAudiences},
 		authorizationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, RuleResolver: generic.RuleResolver},
 		coordinationrest.RESTStorageProvider{},
 		rbacrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
-		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
+		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, DiscoveryClient: paramKinds},
 		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
@@ -108,6 +139,9 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 	gs.AddPostStartHookOrDie("kplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
 		for _, inf := range informers {
 			go inf.Run(hc)
+		}
+		for _, p := range c.clusterAdmission {
+			go p.Run(hc)
 		}
 		return nil
 	})

@@ -1,6 +1,8 @@
 // Package workspace admits Workspaces: it fills in the type (the parent
 // type's default child type), checks the WorkspaceType rules (allowed parents
-// and children, the "use" verb) and records the creator as owner.
+// and children, the "use" verb), records the creator as owner and gives the
+// workspace its parent's required groups. Only system:masters chooses
+// required groups or touches the scheduler's annotations.
 package workspace
 
 import (
@@ -94,17 +96,57 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if _, ref, err := p.types.Resolve(*ws.Spec.Type, parentPath); err == nil {
 		ws.Spec.Type = &ref
 	}
+	if ws.Annotations == nil {
+		ws.Annotations = map[string]string{}
+	}
 	if !privileged(a.GetUserInfo()) || ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] == "" {
 		owner, err := OwnerAnnotation(a.GetUserInfo())
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}
-		if ws.Annotations == nil {
-			ws.Annotations = map[string]string{}
-		}
 		ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] = owner
 	}
+	inheritRequiredGroups(ws, parent, privileged(a.GetUserInfo()))
+	if !privileged(a.GetUserInfo()) {
+		for _, k := range schedulingAnnotations {
+			delete(ws.Annotations, k)
+		}
+	}
 	return nil
+}
+
+// schedulingAnnotations are the scheduler's bookkeeping on a Workspace.
+var schedulingAnnotations = []string{
+	corev1alpha1.ShardAnnotationKey,
+	tenancyv1alpha1.WorkspaceShardHashAnnotationKey,
+	tenancyv1alpha1.WorkspaceClusterAnnotationKey,
+}
+
+// inheritRequiredGroups gives a new workspace the required groups of its
+// parent (or none), whatever its creator sent, as kcp does; only
+// system:masters may choose another value.
+func inheritRequiredGroups(ws *tenancyv1alpha1.Workspace, parent *corev1alpha1.LogicalCluster, privileged bool) {
+	if _, set := ws.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; set && privileged {
+		return
+	}
+	if groups, ok := parent.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok {
+		ws.Annotations[corev1alpha1.RequiredGroupsAnnotationKey] = groups
+		return
+	}
+	delete(ws.Annotations, corev1alpha1.RequiredGroupsAnnotationKey)
+}
+
+// systemAnnotationChange returns an annotation of the system that an update
+// of ws changes, or "".
+func systemAnnotationChange(old, ws *tenancyv1alpha1.Workspace) string {
+	for _, k := range append([]string{corev1alpha1.RequiredGroupsAnnotationKey}, schedulingAnnotations...) {
+		ov, oldOK := old.Annotations[k]
+		nv, newOK := ws.Annotations[k]
+		if oldOK != newOK || ov != nv {
+			return k
+		}
+	}
+	return ""
 }
 
 // Validate enforces the type rules and system-owned fields.
@@ -119,8 +161,14 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	gr := a.GetResource().GroupResource()
 	if a.GetOperation() == admission.Update {
 		old, ok := a.GetOldObject().(*tenancyv1alpha1.Workspace)
-		if ok && !privileged(a.GetUserInfo()) && (old.Spec.Cluster != ws.Spec.Cluster || old.Spec.URL != ws.Spec.URL) {
+		if !ok || privileged(a.GetUserInfo()) {
+			return nil
+		}
+		if old.Spec.Cluster != ws.Spec.Cluster || old.Spec.URL != ws.Spec.URL {
 			return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("spec.cluster and spec.URL are set by the system"))
+		}
+		if k := systemAnnotationChange(old, ws); k != "" {
+			return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("annotation %s is set by the system", k))
 		}
 		return nil
 	}

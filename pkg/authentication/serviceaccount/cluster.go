@@ -20,8 +20,9 @@ const (
 	// a service account token was issued in.
 	ClusterClaim = "kcp.io/cluster"
 	// ClusterExtraKey is the user extra that carries the logical cluster of
-	// an authenticated service account; authorizers deny it elsewhere.
-	ClusterExtraKey = "authentication.kcp.io/cluster-name"
+	// an authenticated service account (kcp's key); elsewhere the service
+	// account counts as a plain authenticated user.
+	ClusterExtraKey = "authentication.kubernetes.io/cluster-name"
 )
 
 // ClusterTokenGenerator issues tokens that carry the logical cluster of the

@@ -5,7 +5,8 @@
 // Entering it requires verb "access" on the non-resource path "/" inside it
 // (cluster-admin has it), and, when its LogicalCluster carries
 // authorization.kcp.io/required-groups, membership in one of the listed
-// alternatives.
+// alternatives. The logical cluster's own service accounts need neither:
+// its RBAC alone judges them.
 package workspacecontent
 
 import (
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -88,6 +90,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 	lc := a.getLogicalCluster(cluster)
 	if lc == nil {
 		return authorizer.DecisionDeny, DenyReason, nil
+	}
+	// The workspace's own service accounts are judged by its RBAC alone.
+	if home, ok := serviceaccount.ClusterOf(u); ok && home == cluster {
+		return authorizer.DecisionNoOpinion, "", nil
 	}
 	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, authorization.KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
 		return authorizer.DecisionDeny, DenyReason, nil

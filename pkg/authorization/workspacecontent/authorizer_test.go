@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -35,6 +36,7 @@ func TestAuthorizeEntry(t *testing.T) {
 	}
 	a := New(func(n logicalcluster.Name) *corev1alpha1.LogicalCluster { return clusters[n] },
 		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}})
+	ownSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"guarded"}}}
 	for _, tc := range []struct {
 		name    string
 		cluster logicalcluster.Name
@@ -50,6 +52,9 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"required groups: all of one alternative", "guarded", &user.DefaultInfo{Name: "alice", Groups: []string{"a", "b"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: other alternative", "guarded", &user.DefaultInfo{Name: "carol", Groups: []string{"c"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: partial alternative refused", "guarded", &user.DefaultInfo{Name: "bob", Groups: []string{"a"}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"own service account needs no access binding", "guarded", ownSA, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"own service account still needs the cluster", "nope", &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"nope"}}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"service account of another cluster needs access", "open", ownSA, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"system clusters are not checked", "system:admin", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{authorization.LogicalClusterAdminGroup}},
 			authorizer.AttributesRecord{ResourceRequest: true, APIGroup: corev1alpha1.GroupName, Resource: "logicalclusters", Verb: "create"}, authorizer.DecisionAllow},

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -61,6 +62,8 @@ type Controller struct {
 
 	// clusterMetadata returns a metadata client of one logical cluster.
 	clusterMetadata func(cluster logicalcluster.Name) (metadata.Interface, error)
+	// clusterEvents returns an events client of one logical cluster.
+	clusterEvents func(cluster logicalcluster.Name) (corev1client.EventsGetter, error)
 	// discoverBuiltins returns the resources every cluster serves.
 	discoverBuiltins func() ([]schema.GroupVersionResource, meta.RESTMapper, error)
 	builtinMapper    meta.RESTMapper
@@ -98,6 +101,9 @@ func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error
 		monitors:         map[schema.GroupResource]*monitor{},
 		clusterMetadata: func(cluster logicalcluster.Name) (metadata.Interface, error) {
 			return metadata.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
+		},
+		clusterEvents: func(cluster logicalcluster.Name) (corev1client.EventsGetter, error) {
+			return corev1client.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
 		},
 		discoverBuiltins: func() ([]schema.GroupVersionResource, meta.RESTMapper, error) {
 			return discoverBuiltins(base, httpClient)
@@ -196,7 +202,7 @@ func (c *Controller) monitorCount() int {
 }
 
 func (c *Controller) definedByCRD(cluster logicalcluster.Name, gr schema.GroupResource) bool {
-	obj, exists, _ := c.crds.Get(cluster, "", gr.String())
+	obj, exists, _ := c.crds.Get(cluster, "", crdName(gr))
 	return exists && obj != nil
 }
 

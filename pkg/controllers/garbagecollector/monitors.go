@@ -75,19 +75,65 @@ func (c *Controller) syncCustomResource(name string) {
 		return // Run starts the monitors of all CRDs.
 	}
 	objs, _ := c.crds.ByIndex(byCRDName, name)
+	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, obj := range objs {
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok || !established(crd) {
-			continue
-		}
-		if v := servedVersion(crd, ""); v != "" {
-			c.startMonitorLocked(c.runCtx, schema.GroupVersionResource{Group: crd.Spec.Group, Version: v, Resource: crd.Spec.Names.Plural}, false)
-			return
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
+			crds = append(crds, crd)
 		}
 	}
-	if gr := schema.ParseGroupResource(name); gr.Resource != "" {
+	var watch schema.GroupVersionResource
+	for _, crd := range crds {
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
+		if m := c.monitors[gvr.GroupResource()]; m != nil && servedVersion(crd, m.resource.Version) == m.resource.Version {
+			return // a CRD still serves the watched version
+		}
+		if gvr.Version = servedVersion(crd, ""); gvr.Version != "" && watch.Version == "" {
+			watch = gvr
+		}
+	}
+	gr := crdGroupResource(name)
+	if watch.Version == "" {
 		c.stopMonitorLocked(gr)
+		return
 	}
+	// The wildcard metadata watch returns the objects of every cluster in any
+	// version some CRD serves; the version it watches must stay served.
+	if m := c.monitors[gr]; m != nil && !m.builtin {
+		m.cancel()
+		delete(c.monitors, gr)
+	}
+	c.startMonitorLocked(c.runCtx, watch, false)
+}
+
+// crdGroupResource parses a CRD name, <resource>.<group> with "core" for the
+// core group.
+func crdGroupResource(name string) schema.GroupResource {
+	gr := schema.ParseGroupResource(name)
+	if gr.Group == "core" {
+		gr.Group = ""
+	}
+	return gr
+}
+
+// crdName returns the name of the CRD that defines a resource.
+func crdName(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource + ".core"
+	}
+	return gr.String()
+}
+
+// resourceIn returns the version of a resource to address an object with in
+// one cluster: for a custom resource, one its cluster's CRD serves, which
+// need not be the version the wildcard watch saw it in.
+func (c *Controller) resourceIn(cluster logicalcluster.Name, gvr schema.GroupVersionResource) schema.GroupVersionResource {
+	obj, exists, _ := c.crds.Get(cluster, "", crdName(gvr.GroupResource()))
+	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); exists && ok {
+		if v := servedVersion(crd, gvr.Version); v != "" {
+			gvr.Version = v
+		}
+	}
+	return gvr
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

@@ -3,14 +3,14 @@ package garbagecollector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
 	"k8s.io/klog/v2"
-
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 // ownerState is what an ownerReference resolves to, in the dependent's own
@@ -48,7 +48,7 @@ func (c *Controller) attemptToDelete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	latest, err := client.Resource(n.resource).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
+	latest, err := client.Resource(c.resourceIn(n.key.cluster, n.resource)).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
 	if err != nil || latest.UID != k.uid || latest.DeletionTimestamp != nil || len(latest.OwnerReferences) == 0 {
 		// Gone, replaced or already being deleted: the watch tells the rest.
 		return ignoreGone(err)
@@ -57,7 +57,13 @@ func (c *Controller) attemptToDelete(ctx context.Context, key string) error {
 	states := make(map[types.UID]ownerState, len(latest.OwnerReferences))
 	var nSolid, nDangling, nWaiting int
 	for _, ref := range latest.OwnerReferences {
-		s, err := c.classify(ctx, k.cluster, client, latest.Namespace, ref)
+		s, err := c.classify(ctx, n, client, ref)
+		if errors.Is(err, errNamespacedOwnerOfClusterScoped) {
+			// Retrying cannot fix the reference; as upstream, the object stays.
+			klog.FromContext(ctx).V(2).Info("Cluster-scoped object refers to a namespaced owner, leaving it alone",
+				"cluster", k.cluster, "resource", n.resource, "name", n.name, "owner", ref)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -129,21 +135,37 @@ func (c *Controller) attemptToDelete(ctx context.Context, key string) error {
 func (c *Controller) ownersSolidInGraph(n *node) bool {
 	for _, ref := range n.owners {
 		o := c.graph.get(nodeKey{cluster: n.key.cluster, uid: ref.UID})
-		if o == nil || o.foreground {
+		if o == nil || o.foreground || !matchesOwner(o, ref, n.namespace) {
 			return false
 		}
 	}
 	return true
 }
 
-// classify resolves one ownerReference of an object in namespace ns of a
-// cluster: from the graph when the owner was observed, else by reading it.
-func (c *Controller) classify(ctx context.Context, cluster logicalcluster.Name, client metadata.Interface, ns string, ref metav1.OwnerReference) (ownerState, error) {
+// classify resolves one ownerReference of dependent n: from the graph when
+// an owner of that UID was observed where the reference can point (the
+// dependent's namespace, or cluster-scoped), else by reading the owner in
+// the dependent's cluster and namespace, as upstream's isDangling does. A
+// reference from a cluster-scoped object to a namespaced owner is invalid:
+// errNamespacedOwnerOfClusterScoped.
+func (c *Controller) classify(ctx context.Context, n *node, client metadata.Interface, ref metav1.OwnerReference) (ownerState, error) {
+	cluster, ns := n.key.cluster, n.namespace
 	if o := c.graph.get(nodeKey{cluster: cluster, uid: ref.UID}); o != nil {
-		if o.foreground {
-			return waiting, nil
+		if o.namespace != "" && o.namespace != ns {
+			// The owner of that UID lives in another namespace: the
+			// reference cannot reach it.
+			c.recordInvalidNamespaceOwnerRef(ctx, n, ref)
+			if ns == "" {
+				return solid, errNamespacedOwnerOfClusterScoped
+			}
+		} else if matchesOwner(o, ref, ns) {
+			if o.foreground {
+				return waiting, nil
+			}
+			return solid, nil
 		}
-		return solid, nil
+		// Otherwise the reference's coordinates disagree with the observed
+		// owner: read what the reference names.
 	}
 	gvr, namespaced, err := c.mapping(cluster, ref.APIVersion, ref.Kind)
 	if err != nil {
@@ -152,8 +174,7 @@ func (c *Controller) classify(ctx context.Context, cluster logicalcluster.Name, 
 	if !namespaced {
 		ns = ""
 	} else if ns == "" {
-		// A cluster-scoped object cannot be owned by a namespaced one.
-		return dangling, nil
+		return solid, errNamespacedOwnerOfClusterScoped
 	}
 	owner, err := client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
@@ -190,7 +211,7 @@ func (c *Controller) processDeletingDependents(ctx context.Context, owner *node)
 }
 
 func (c *Controller) delete(ctx context.Context, client metadata.Interface, n *node, policy metav1.DeletionPropagation) error {
-	err := client.Resource(n.resource).Namespace(n.namespace).Delete(ctx, n.name, deleteOptions(n.key.uid, policy))
+	err := client.Resource(c.resourceIn(n.key.cluster, n.resource)).Namespace(n.namespace).Delete(ctx, n.name, deleteOptions(n.key.uid, policy))
 	if apierrors.IsConflict(err) {
 		return nil // the UID precondition failed: another object took the name
 	}
@@ -212,7 +233,7 @@ func (c *Controller) removeFinalizer(ctx context.Context, n *node, finalizer str
 	if err != nil {
 		return err
 	}
-	latest, err := client.Resource(n.resource).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
+	latest, err := client.Resource(c.resourceIn(n.key.cluster, n.resource)).Namespace(n.namespace).Get(ctx, n.name, metav1.GetOptions{})
 	if err != nil || latest.UID != n.key.uid || !hasFinalizer(latest.Finalizers, finalizer) {
 		return ignoreGone(err)
 	}
@@ -238,8 +259,23 @@ func (c *Controller) patchMetadata(ctx context.Context, client metadata.Interfac
 	if err != nil {
 		return err
 	}
-	_, err = client.Resource(n.resource).Namespace(n.namespace).Patch(ctx, n.name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = client.Resource(c.resourceIn(n.key.cluster, n.resource)).Namespace(n.namespace).Patch(ctx, n.name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return ignoreGone(err)
+}
+
+// errNamespacedOwnerOfClusterScoped marks a reference from a cluster-scoped
+// object to a namespaced owner, which no retry resolves.
+var errNamespacedOwnerOfClusterScoped = errors.New("cluster-scoped objects cannot refer to namespaced owners")
+
+// matchesOwner tells whether observed owner o is what ref, written in a
+// dependent of namespace ns, names: same name and group, and an owner that
+// is cluster-scoped or in ns.
+func matchesOwner(o *node, ref metav1.OwnerReference, ns string) bool {
+	if o.name != ref.Name || (o.namespace != "" && o.namespace != ns) {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == o.resource.Group
 }
 
 func hasFinalizer(finalizers []string, f string) bool {

@@ -26,7 +26,7 @@ func (c *Controller) attemptToOrphan(ctx context.Context, key string) error {
 	}
 	var errs []error
 	for _, dep := range c.graph.dependentsOf(k) {
-		latest, err := client.Resource(dep.resource).Namespace(dep.namespace).Get(ctx, dep.name, metav1.GetOptions{})
+		latest, err := client.Resource(c.resourceIn(k.cluster, dep.resource)).Namespace(dep.namespace).Get(ctx, dep.name, metav1.GetOptions{})
 		if err != nil || latest.UID != dep.key.uid {
 			if err = ignoreGone(err); err != nil {
 				errs = append(errs, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
@@ -27,10 +28,8 @@ type Controller struct {
 	base            *rest.Config
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
-	// deleteContent deletes everything in a cluster but its LogicalCluster
-	// and reports whether finalizers still hold objects.
-	// Reads must reflect at least resourceVersion.
-	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error)
+	// deletion empties clusters being deleted.
+	deletion *deletionReconciler
 	// released holds clusters whose LogicalCluster this controller has let
 	// go, until the informer sees it gone: events still queued for it (its
 	// own status and namespace writes) must not empty it a second time.
@@ -38,9 +37,26 @@ type Controller struct {
 }
 
 // New returns the controller.
+// deleteContent deletes everything in a cluster but its LogicalCluster,
+// reading at least at resourceVersion, and reports what finalizers hold.
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
-	deleteContent func(context.Context, logicalcluster.Name, string) (bool, error)) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL, deleteContent: deleteContent}
+	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)) *Controller {
+	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL}
+	c.deletion = &deletionReconciler{
+		deleteContent: deleteContent,
+		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+			updated := &corev1alpha1.LogicalCluster{}
+			lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+			err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, "status")
+			return updated, err
+		},
+		update: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+			lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+			return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
+		},
+		released: func(cluster logicalcluster.Name) bool { _, ok := c.released.Load(cluster); return ok },
+		release:  func(cluster logicalcluster.Name) { c.released.Store(cluster, struct{}{}) },
+	}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))
 	logicalClusters.AddHandler(forgetReleased{c})
@@ -84,7 +100,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	lc := obj.(*corev1alpha1.LogicalCluster).DeepCopy()
 	if lc.DeletionTimestamp != nil {
-		return c.reconcileDeletion(ctx, cluster, lc)
+		return c.deletion.reconcile(ctx, cluster, lc)
 	}
 	return c.reconcilePhase(ctx, cluster, lc)
 }

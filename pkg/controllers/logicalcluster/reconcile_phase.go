@@ -54,17 +54,22 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 	return c.updateStatus(ctx, cluster, lc)
 }
 
-// bootstrapContent creates what every new workspace has: the default
-// namespace and, when the creator is known, a binding of the creator to
-// cluster-admin.
+// Namespaces are the namespaces every new workspace has, as in kcp.
+var Namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
+
+// bootstrapContent creates what every new workspace has: the namespaces
+// default and kube-system and, when the creator is known, a binding of the
+// creator to cluster-admin.
 func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	client, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(c.base, cluster))
 	if err != nil {
 		return err
 	}
-	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceDefault}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create default namespace: %w", err)
+	for _, ns := range Namespaces {
+		_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", ns, err)
+		}
 	}
 	raw := lc.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]
 	if raw == "" {

@@ -5,7 +5,8 @@
 //
 // Those upstream controllers take a single-cluster client and informers, so
 // they cannot serve many logical clusters from one instance; their few
-// decisions are re-done here over wildcard informers.
+// decisions are re-done here over wildcard informers. TokensController does
+// the same for the tokens controller (secret-based service account tokens).
 package serviceaccount
 
 import (

@@ -19,9 +19,6 @@ import (
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
-// ShardAnnotationKey records the shard a workspace was scheduled to.
-const ShardAnnotationKey = "internal.tenancy.kcp.io/shard"
-
 // Controller reconciles Workspaces.
 type Controller struct {
 	loop            *loop.Loop
@@ -36,6 +33,8 @@ type Controller struct {
 	shardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
 	// shardName is this shard; its LogicalClusters are read from the informer.
 	shardName string
+	// deletion deletes the logical clusters of deleted workspaces.
+	deletion *deletionReconciler
 }
 
 // Config holds the controller's dependencies.
@@ -52,6 +51,19 @@ func New(cfg Config) *Controller {
 	c := &Controller{
 		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
 		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName,
+	}
+	c.deletion = &deletionReconciler{
+		getLogicalCluster:    c.getLogicalCluster,
+		deleteLogicalCluster: c.deleteLogicalCluster,
+		updateStatus: func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) (*tenancyv1alpha1.Workspace, error) {
+			updated := &tenancyv1alpha1.Workspace{}
+			ws.APIVersion, ws.Kind = tenancyv1alpha1.SchemeGroupVersion.String(), "Workspace"
+			err := c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, updated, "status")
+			return updated, err
+		},
+		update: func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
+			return c.update(ctx, parent, ws)
+		},
 	}
 	c.loop = loop.New("workspace", c.reconcile)
 	c.workspaces.AddHandler(c.loop.Handler(nil))
@@ -81,7 +93,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
 	switch {
 	case ws.DeletionTimestamp != nil:
-		return c.reconcileDeletion(ctx, parent, ws)
+		return c.deletion.reconcile(ctx, parent, ws)
 	case ws.Spec.Cluster == "":
 		return c.reconcileScheduling(ctx, parent, ws)
 	default:
@@ -98,10 +110,20 @@ func (c *Controller) shard(name string) *corev1alpha1.Shard {
 	return obj.(*corev1alpha1.Shard)
 }
 
+// shardOf returns the name of the shard a workspace was scheduled to, ""
+// when unknown. Workspaces scheduled before core.kcp.io/shard was written
+// carry the plain name in internal.tenancy.kcp.io/shard.
+func shardOf(ws *tenancyv1alpha1.Workspace) string {
+	if name := ws.Annotations[corev1alpha1.ShardAnnotationKey]; name != "" {
+		return name
+	}
+	return ws.Annotations[tenancyv1alpha1.WorkspaceShardHashAnnotationKey]
+}
+
 // getLogicalCluster reads the LogicalCluster of a scheduled workspace, from
 // the informer when it is on this shard and through its shard otherwise.
 func (c *Controller) getLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error) {
-	shardName := ws.Annotations[ShardAnnotationKey]
+	shardName := shardOf(ws)
 	cluster := logicalcluster.Name(ws.Spec.Cluster)
 	if shardName == "" || shardName == c.shardName {
 		obj, exists, err := c.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)

@@ -50,7 +50,7 @@ func (c *Controller) reconcilePhase(ctx context.Context, parent logicalcluster.N
 		}
 	}
 	if apiequality.Semantic.DeepEqual(*old, ws.Status) {
-		if ws.Annotations[ShardAnnotationKey] != "" && ws.Annotations[ShardAnnotationKey] != c.shardName && ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+		if shard := shardOf(ws); shard != "" && shard != c.shardName && ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
 			return loop.RequeueAfter(time.Second) // no events from other shards
 		}
 		return nil

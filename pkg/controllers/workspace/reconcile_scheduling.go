@@ -82,21 +82,9 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 
 	cluster := ClusterName(string(ws.UID))
 	path := parentPath.Join(ws.Name)
-	annotations := map[string]string{
-		logicalcluster.PathAnnotationKey:             string(path),
-		corev1alpha1.LogicalClusterTypeAnnotationKey: workspacetypes.TypeAnnotation(ref),
-	}
-	for _, k := range []string{corev1alpha1.RequiredGroupsAnnotationKey} {
-		if v, ok := parentLC.Annotations[k]; ok {
-			annotations[k] = v
-		}
-	}
-	if v := ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]; v != "" {
-		annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] = v
-	}
 	lc := &corev1alpha1.LogicalCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "LogicalCluster"},
-		ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: logicalClusterAnnotations(ws, parentLC, path, ref)},
 		Spec: corev1alpha1.LogicalClusterSpec{
 			Owner: &corev1alpha1.LogicalClusterOwner{
 				APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Resource: "workspaces",
@@ -114,10 +102,7 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		return fmt.Errorf("create LogicalCluster %s on shard %s: %w", cluster, shard.Name, err)
 	}
 
-	if ws.Annotations == nil {
-		ws.Annotations = map[string]string{}
-	}
-	ws.Annotations[ShardAnnotationKey] = shard.Name
+	setScheduledAnnotations(ws, shard.Name, cluster)
 	ws.Spec.Cluster = string(cluster)
 	ws.Spec.URL = strings.TrimSuffix(shard.Spec.ExternalURL, "/") + "/clusters/" + string(path)
 	ws.Spec.Type = &ref
@@ -134,6 +119,38 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		ws.Labels[corev1alpha1.RegionLabel] = region
 	}
 	return c.update(ctx, parent, ws)
+}
+
+// logicalClusterAnnotations are the annotations of the LogicalCluster of a
+// new workspace: its path and type, its creator, and the required groups the
+// workspace carries (admission gave it its parent's, or system:masters
+// chose them; a workspace admitted before that inherits its parent's here).
+func logicalClusterAnnotations(ws *tenancyv1alpha1.Workspace, parent *corev1alpha1.LogicalCluster, path logicalcluster.Path, ref tenancyv1alpha1.WorkspaceTypeReference) map[string]string {
+	annotations := map[string]string{
+		logicalcluster.PathAnnotationKey:             string(path),
+		corev1alpha1.LogicalClusterTypeAnnotationKey: workspacetypes.TypeAnnotation(ref),
+	}
+	if groups, ok := ws.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok {
+		annotations[corev1alpha1.RequiredGroupsAnnotationKey] = groups
+	} else if groups, ok := parent.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok {
+		annotations[corev1alpha1.RequiredGroupsAnnotationKey] = groups
+	}
+	if v := ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]; v != "" {
+		annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] = v
+	}
+	return annotations
+}
+
+// setScheduledAnnotations records where a workspace was placed, as kcp
+// writes it: the shard's name (read by kcp's client libraries), its hash,
+// and the logical cluster.
+func setScheduledAnnotations(ws *tenancyv1alpha1.Workspace, shardName string, cluster logicalcluster.Name) {
+	if ws.Annotations == nil {
+		ws.Annotations = map[string]string{}
+	}
+	ws.Annotations[corev1alpha1.ShardAnnotationKey] = shardName
+	ws.Annotations[tenancyv1alpha1.WorkspaceShardHashAnnotationKey] = tenancyv1alpha1.ShardHash(shardName)
+	ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey] = string(cluster)
 }
 
 // pickShard chooses among the shards matching the workspace's selector.

@@ -7,7 +7,9 @@
 // instances), then the content of every namespace, then the namespaces, then
 // other cluster-scoped objects, RBAC last so that the deleting user keeps
 // their permissions until nothing else is left. Objects with finalizers are
-// marked and waited for; Delete reports whether anything remains.
+// marked and waited for; Delete reports what remains and which finalizers
+// hold it. The same storages create the namespaces of the shard's own
+// system clusters before it serves (CreateNamespaces).
 package content
 
 import (
@@ -46,6 +48,7 @@ type Deleter struct {
 	namespaces                             rest.Lister
 	namespaceGetter                        rest.Getter
 	namespaceDeleter                       rest.GracefulDeleter
+	namespaceCreater                       rest.Creater
 	finalize                               rest.Updater
 }
 
@@ -90,6 +93,7 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 					d.namespaces, _ = storages[name].(rest.Lister)
 					d.namespaceGetter, _ = storages[name].(rest.Getter)
 					d.namespaceDeleter, _ = storages[name].(rest.GracefulDeleter)
+					d.namespaceCreater, _ = storages[name].(rest.Creater)
 					seen[gr] = true
 					continue
 				}
@@ -112,7 +116,7 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 			}
 		}
 	}
-	if d.namespaces == nil || d.namespaceGetter == nil || d.namespaceDeleter == nil || d.finalize == nil {
+	if d.namespaces == nil || d.namespaceGetter == nil || d.namespaceDeleter == nil || d.namespaceCreater == nil || d.finalize == nil {
 		return nil, fmt.Errorf("namespaces storage with finalize subresource not found")
 	}
 	return d, nil
@@ -131,45 +135,49 @@ func listOptions(resourceVersion string) *metainternalversion.ListOptions {
 	return &metainternalversion.ListOptions{ResourceVersion: resourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
 }
 
-// deleteAll deletes the collection in ctx's cluster and namespace and tells
-// whether objects remain (held by finalizers).
-func deleteAll(ctx context.Context, e entry, resourceVersion string) (bool, error) {
+// deleteAll deletes the collection in ctx's cluster and namespace and adds
+// the objects that finalizers hold to remaining.
+func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *Remaining) error {
 	opts := listOptions(resourceVersion)
 	list, err := e.storage.List(ctx, opts)
 	if err != nil {
-		return false, fmt.Errorf("list %s: %w", e.resource, err)
+		return fmt.Errorf("list %s: %w", e.resource, err)
 	}
 	if meta.LenList(list) == 0 {
-		return false, nil
+		return nil
 	}
 	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, opts)
 	if err != nil {
-		return false, fmt.Errorf("delete %s: %w", e.resource, err)
+		return fmt.Errorf("delete %s: %w", e.resource, err)
 	}
-	remaining := false
 	_ = meta.EachListItem(deleted, func(o runtime.Object) error {
 		if m, err := meta.Accessor(o); err == nil && len(m.GetFinalizers()) > 0 {
-			remaining = true
+			remaining.add(e.resource, m.GetFinalizers())
 		}
 		return nil
 	})
-	return remaining, nil
+	return nil
 }
 
 // Delete deletes all content of cluster except its LogicalCluster. Reads
 // are served from the watch caches once they are at least at
 // resourceVersion (the LogicalCluster's deletion; "" reads consistently). It
-// returns true while objects remain that finalizers hold.
-func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (bool, error) {
+// returns what remains because finalizers hold it; nothing remains once the
+// cluster is empty.
+func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (Remaining, error) {
 	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
+	var remaining Remaining
 	for _, e := range d.first {
-		if remaining, err := deleteAll(ctx, e, resourceVersion); err != nil || remaining {
-			return remaining, err
+		if err := deleteAll(ctx, e, resourceVersion, &remaining); err != nil {
+			return Remaining{}, err
 		}
+	}
+	if !remaining.Empty() {
+		return remaining, nil
 	}
 	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
 	if err != nil {
-		return false, err
+		return Remaining{}, err
 	}
 	var names []string
 	_ = meta.EachListItem(list, func(o runtime.Object) error {
@@ -178,62 +186,66 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 		}
 		return nil
 	})
-	remaining := false
 	for _, ns := range names {
 		// Terminating first: nothing new can be created in it meanwhile.
 		if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
-			return false, err
+			return Remaining{}, err
 		}
 		nsCtx := genericapirequest.WithNamespace(ctx, ns)
-		nsRemaining := false
+		var inNamespace Remaining
 		for _, e := range d.namespaced {
-			r, err := deleteAll(nsCtx, e, resourceVersion)
-			if err != nil {
-				return false, err
+			if err := deleteAll(nsCtx, e, resourceVersion, &inNamespace); err != nil {
+				return Remaining{}, err
 			}
-			nsRemaining = nsRemaining || r
 		}
-		if nsRemaining {
-			remaining = true
+		if !inNamespace.Empty() {
+			remaining.merge(inNamespace)
+			// The namespace waits for its content.
+			remaining.add(namespacesResource, nil)
 			continue
 		}
-		gone, err := d.finalizeNamespace(ctx, ns)
+		gone, finalizers, err := d.finalizeNamespace(ctx, ns)
 		if err != nil {
-			return false, err
+			return Remaining{}, err
 		}
-		remaining = remaining || !gone
+		if !gone {
+			remaining.add(namespacesResource, finalizers)
+		}
 	}
-	if remaining {
-		return true, nil
+	if !remaining.Empty() {
+		return remaining, nil
 	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
 		for _, e := range group {
-			r, err := deleteAll(ctx, e, resourceVersion)
-			if err != nil {
-				return false, err
+			if err := deleteAll(ctx, e, resourceVersion, &remaining); err != nil {
+				return Remaining{}, err
 			}
-			remaining = remaining || r
 		}
-		if remaining {
-			return true, nil
+		if !remaining.Empty() {
+			return remaining, nil
 		}
 	}
-	return false, nil
+	return remaining, nil
 }
 
 // finalizeNamespace empties spec.finalizers of a terminating, empty
-// namespace and deletes it; it reports whether the namespace is gone.
-func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, error) {
+// namespace and deletes it; it reports whether the namespace is gone and,
+// if not, the finalizers in its metadata that hold it.
+func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, []string, error) {
 	obj, err := d.namespaceGetter.Get(ctx, name, &metav1.GetOptions{})
 	if isNotFound(err) {
-		return true, nil
+		return true, nil, nil
 	}
 	if err != nil {
-		return false, err
+		return false, nil, err
+	}
+	var finalizers []string
+	if m, err := meta.Accessor(obj); err == nil {
+		finalizers = m.GetFinalizers()
 	}
 	ns := obj.DeepCopyObject()
 	if err := clearFinalizers(ns); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	// Update validation reads what is being updated from the request info.
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
@@ -241,14 +253,14 @@ func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, err
 	})
 	_, _, err = d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(ns), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if isNotFound(err) {
-		return true, nil
+		return true, nil, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("finalize namespace %s: %w", name, err)
+		return false, nil, fmt.Errorf("finalize namespace %s: %w", name, err)
 	}
 	_, deleted, err := d.namespaceDeleter.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background})
 	if isNotFound(err) {
-		return true, nil
+		return true, nil, nil
 	}
-	return deleted, err
+	return deleted, finalizers, err
 }

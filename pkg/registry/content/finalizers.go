@@ -19,3 +19,5 @@ func clearFinalizers(obj runtime.Object) error {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

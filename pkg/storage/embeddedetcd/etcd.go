@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 )
 
 // Options configure an embedded etcd.
@@ -55,7 +56,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "5m"
 	cfg.LogLevel = "warn"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(zapcore.NewNopCore()))
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(newKlogCore(klog.Background().WithName("etcd"), zapcore.WarnLevel)))
 
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -78,3 +79,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 
 // Close stops etcd.
 func (s *Server) Close() { s.etcd.Close() }
+
+// Err delivers the error that stopped etcd after it started serving.
+func (s *Server) Err() <-chan error { return s.etcd.Err() }

@@ -33,6 +33,10 @@ const (
 	// cluster may hold.
 	MaxTotalObjectsAnnotationKey = "core.kcp.io/max-total-objects"
 
+	// ShardAnnotationKey names the shard a Workspace was scheduled to; kcp's
+	// client libraries read it.
+	ShardAnnotationKey = "core.kcp.io/shard"
+
 	// ExperimentalWorkspaceOwnerAnnotationKey holds the user info of the
 	// creator of a workspace, as JSON.
 	ExperimentalWorkspaceOwnerAnnotationKey = "experimental.tenancy.kcp.io/owner"

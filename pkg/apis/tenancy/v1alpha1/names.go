@@ -1,6 +1,10 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"math/big"
+	"strings"
+
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -53,4 +57,19 @@ func lifecycleName(wt *WorkspaceType) string {
 		workspace = name.Path()
 	}
 	return workspace.Join(wt.Name).String()
+}
+
+// ShardHash is kcp's internal form of a shard name in the annotation
+// internal.tenancy.kcp.io/shard: the first 8 characters of the SHA-224 of
+// the name in lowercase base36 (big-endian, one "0" per leading zero byte).
+func ShardHash(shardName string) string {
+	sum := sha256.Sum224([]byte(shardName))
+	encoded := new(big.Int).SetBytes(sum[:]).Text(36)
+	for _, b := range sum {
+		if b != 0 {
+			break
+		}
+		encoded = "0" + encoded
+	}
+	return strings.ToLower(encoded)[:8]
 }

@@ -64,3 +64,15 @@ func TestTypeNameAndObjectNameAreInverse(t *testing.T) {
 		t.Errorf("TypeName(home) != HomeWorkspaceTypeName")
 	}
 }
+
+func TestShardHashIsKCPsInternalShardAnnotation(t *testing.T) {
+	for shard, want := range map[string]string{
+		"root":    "1pfxsevk", // what kcp writes for its root shard
+		"shard-1": "2e1tfbst",
+		"alpha":   "221wvpxe",
+	} {
+		if got := ShardHash(shard); got != want {
+			t.Errorf("ShardHash(%q) = %q, want %q", shard, got, want)
+		}
+	}
+}

@@ -15,6 +15,14 @@ const (
 	// WorkspacePhaseLabel mirrors status.phase of a Workspace, so that
 	// clients can select workspaces by phase.
 	WorkspacePhaseLabel = "tenancy.kcp.io/phase"
+
+	// WorkspaceShardHashAnnotationKey records the shard of a scheduled
+	// Workspace in kcp's internal form, ShardHash of its name.
+	WorkspaceShardHashAnnotationKey = "internal.tenancy.kcp.io/shard"
+
+	// WorkspaceClusterAnnotationKey records the logical cluster chosen for a
+	// Workspace while it is being scheduled.
+	WorkspaceClusterAnnotationKey = "internal.tenancy.kcp.io/cluster"
 )
 
 // Condition types and reasons of a Workspace.
@@ -56,6 +64,10 @@ const (
 	// WorkspaceContentDeleted says whether all content of the workspace is
 	// deleted.
 	WorkspaceContentDeleted conditionsv1alpha1.ConditionType = "WorkspaceContentDeleted"
+	// WorkspaceContentDeletedSomeResourcesRemain is the
+	// WorkspaceContentDeleted reason while finalizers hold content; the
+	// message names the resources and the finalizers.
+	WorkspaceContentDeletedSomeResourcesRemain = "SomeResourcesRemain"
 )
 
 // Workspace is a Kubernetes-cluster-like endpoint, with the standard

@@ -1,0 +1,259 @@
+// Package percluster runs upstream admission plugins that cache their
+// configuration (webhooks, admission policies) once per logical cluster.
+//
+// The upstream plugins read one configuration for the whole server. Here each
+// logical cluster that holds configuration gets its own plugin instance, fed
+// by informers of that cluster only, and a request is dispatched to the
+// instance of the cluster it addresses. A cluster without configuration gets
+// no instance, informers or goroutines; an instance is dropped when its
+// cluster's last configuration object goes away.
+package percluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Factory builds the plugin of one logical cluster. Its informers and
+// goroutines must stop when ctx is done.
+type Factory func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error)
+
+// syncTimeout bounds how long a request waits for the configuration
+// informers after start-up, like upstream's admission.Handler.WaitForReady.
+const syncTimeout = 10 * time.Second
+
+// Plugins is an admission plugin that keeps one upstream plugin per logical
+// cluster with configuration and dispatches each request to its cluster's.
+type Plugins struct {
+	name string
+	// configured tells whether a cluster has configuration for the plugin.
+	configured func(logicalcluster.Name) bool
+	informers  []*wildcardinformer.Informer
+	newPlugin  Factory
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.RWMutex
+	instances map[logicalcluster.Name]*instance
+}
+
+type instance struct {
+	plugin admission.Interface
+	cancel context.CancelFunc
+}
+
+var (
+	_ admission.MutationInterface   = &Plugins{}
+	_ admission.ValidationInterface = &Plugins{}
+)
+
+// New returns a plugin named name whose per-cluster instances come from
+// newPlugin. A cluster has configuration when configured says so; informers
+// are the wildcard informers configured reads: their deletions drop idle
+// instances.
+func New(name string, informers []*wildcardinformer.Informer, configured func(logicalcluster.Name) bool, newPlugin Factory) *Plugins {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Plugins{
+		name:       name,
+		configured: configured,
+		informers:  informers,
+		newPlugin:  newPlugin,
+		ctx:        ctx,
+		cancel:     cancel,
+		instances:  map[logicalcluster.Name]*instance{},
+	}
+	for _, inf := range informers {
+		inf.AddHandler(idleDropper{p})
+	}
+	return p
+}
+
+// Run stops every instance when ctx is done.
+func (p *Plugins) Run(ctx context.Context) {
+	<-ctx.Done()
+	p.cancel()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for cluster, inst := range p.instances {
+		inst.cancel()
+		delete(p.instances, cluster)
+	}
+}
+
+// Handles returns true: the cluster's instance decides.
+func (p *Plugins) Handles(admission.Operation) bool { return true }
+
+// Admit runs the mutating plugin of the request's cluster.
+func (p *Plugins) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	plugin, err := p.pluginFor(ctx, a)
+	if plugin == nil || err != nil {
+		return err
+	}
+	m, ok := plugin.(admission.MutationInterface)
+	if !ok || !m.Handles(a.GetOperation()) {
+		return nil
+	}
+	return m.Admit(ctx, a, o)
+}
+
+// Validate runs the validating plugin of the request's cluster.
+func (p *Plugins) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	plugin, err := p.pluginFor(ctx, a)
+	if plugin == nil || err != nil {
+		return err
+	}
+	v, ok := plugin.(admission.ValidationInterface)
+	if !ok || !v.Handles(a.GetOperation()) {
+		return nil
+	}
+	return v.Validate(ctx, a, o)
+}
+
+// Instances returns the number of clusters that have an instance.
+func (p *Plugins) Instances() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.instances)
+}
+
+// pluginFor returns the instance of the request's cluster, or nil when the
+// cluster has no configuration.
+func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admission.Interface, error) {
+	cluster, ok := logicalcluster.ClusterFromContext(ctx)
+	if !ok || cluster.IsWildcard() {
+		return nil, nil
+	}
+	if !p.waitForInformers(ctx) {
+		return nil, admission.NewForbidden(a, fmt.Errorf("%s: admission configuration not loaded yet, retry", p.name))
+	}
+	if !p.configured(cluster) {
+		// An instance built while the last configuration was being deleted.
+		if p.has(cluster) {
+			p.drop(cluster)
+		}
+		return nil, nil
+	}
+	plugin, err := p.instance(cluster)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Building admission plugin failed", "plugin", p.name, "cluster", cluster)
+		return nil, admission.NewForbidden(a, fmt.Errorf("%s: the admission configuration of this logical cluster cannot be loaded, retry", p.name))
+	}
+	return plugin, nil
+}
+
+func (p *Plugins) waitForInformers(ctx context.Context) bool {
+	synced := func(context.Context) (bool, error) {
+		for _, inf := range p.informers {
+			if !inf.HasSynced() {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	if ok, _ := synced(ctx); ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, synced) == nil
+}
+
+func (p *Plugins) has(cluster logicalcluster.Name) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	_, ok := p.instances[cluster]
+	return ok
+}
+
+func (p *Plugins) instance(cluster logicalcluster.Name) (admission.Interface, error) {
+	p.mu.RLock()
+	inst, ok := p.instances[cluster]
+	p.mu.RUnlock()
+	if ok {
+		return inst.plugin, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inst, ok := p.instances[cluster]; ok {
+		return inst.plugin, nil
+	}
+	if p.ctx.Err() != nil {
+		return nil, p.ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	plugin, err := p.newPlugin(ctx, cluster)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p.instances[cluster] = &instance{plugin: plugin, cancel: cancel}
+	klog.Background().V(2).Info("Started admission plugin for logical cluster", "plugin", p.name, "cluster", cluster)
+	return plugin, nil
+}
+
+// drop stops the instance of a cluster that has no configuration left.
+func (p *Plugins) drop(cluster logicalcluster.Name) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst, ok := p.instances[cluster]
+	if !ok || p.configured(cluster) {
+		return
+	}
+	inst.cancel()
+	delete(p.instances, cluster)
+	klog.Background().V(2).Info("Stopped admission plugin of logical cluster without configuration", "plugin", p.name, "cluster", cluster)
+}
+
+// idleDropper drops the instance of a cluster whose last configuration
+// object was deleted.
+type idleDropper struct{ p *Plugins }
+
+func (d idleDropper) OnAdd(interface{})                 {}
+func (d idleDropper) OnUpdate(interface{}, interface{}) {}
+func (d idleDropper) OnDelete(obj interface{}) {
+	key, err := wildcardinformer.KeyFunc(obj)
+	if err != nil {
+		return
+	}
+	if cluster, _, _, ok := wildcardinformer.SplitKey(key); ok {
+		d.p.drop(cluster)
+	}
+}
+
+// Reinvoking chains mutating plugins and runs the chain a second time when a
+// plugin asks for it (a webhook with reinvocationPolicy IfNeeded), as
+// kube-apiserver's admission chain does.
+func Reinvoking(plugins ...admission.Interface) admission.MutationInterface {
+	return reinvoker{admission.NewChainHandler(plugins...)}
+}
+
+type reinvoker struct{ chain chain }
+
+// chain is what admission.NewChainHandler returns.
+type chain interface {
+	admission.MutationInterface
+	admission.ValidationInterface
+}
+
+func (r reinvoker) Handles(op admission.Operation) bool { return r.chain.Handles(op) }
+
+func (r reinvoker) Admit(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	if err := r.chain.Admit(ctx, a, o); err != nil {
+		return err
+	}
+	if s := a.GetReinvocationContext(); s != nil && s.ShouldReinvoke() {
+		s.SetIsReinvoke()
+		return r.chain.Admit(ctx, a, o)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package percluster
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+func webhookConfig(cluster, name string) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	return &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+		Name: name, ResourceVersion: "1", Annotations: map[string]string{logicalcluster.AnnotationKey: cluster}}}
+}
+
+// fakeInformer returns a running wildcard informer over objs and the
+// watcher that feeds it changes.
+func fakeInformer(ctx context.Context, t *testing.T, objs ...admissionregistrationv1.ValidatingWebhookConfiguration) (*wildcardinformer.Informer, *watch.FakeWatcher) {
+	t.Helper()
+	w := watch.NewFake()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &admissionregistrationv1.ValidatingWebhookConfigurationList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: objs}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil },
+	}
+	return wildcardinformer.New(lw, &admissionregistrationv1.ValidatingWebhookConfiguration{}, "test"), w
+}
+
+// countingPlugin records the instance's requests and when its context ends.
+type countingPlugin struct {
+	*admission.Handler
+	validated atomic.Int32
+	ctx       context.Context
+}
+
+func (p *countingPlugin) Validate(context.Context, admission.Attributes, admission.ObjectInterfaces) error {
+	p.validated.Add(1)
+	return nil
+}
+
+func request() admission.Attributes {
+	return admission.NewAttributesRecord(nil, nil, schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, "default", "x",
+		schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", admission.Create, nil, false, nil)
+}
+
+func TestOnlyClustersWithConfigurationGetAnInstanceAndLoseItWithTheirLastConfiguration(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inf, w := fakeInformer(ctx, t, *webhookConfig("a", "one"))
+	built := map[logicalcluster.Name]*countingPlugin{}
+	p := New("test", []*wildcardinformer.Informer{inf},
+		func(cluster logicalcluster.Name) bool { return HasAll(cluster, inf) },
+		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
+			plugin := &countingPlugin{Handler: admission.NewHandler(admission.Create), ctx: ctx}
+			built[cluster] = plugin
+			return plugin, nil
+		})
+	go inf.Run(ctx)
+	go p.Run(ctx)
+
+	for _, cluster := range []logicalcluster.Name{"b", "a", "a", "c"} {
+		if err := p.Validate(logicalcluster.WithCluster(ctx, cluster), request(), nil); err != nil {
+			t.Fatalf("request in %s: %v", cluster, err)
+		}
+	}
+	if len(built) != 1 || built["a"] == nil {
+		t.Fatalf("instances built for %v, want only a", built)
+	}
+	if got := built["a"].validated.Load(); got != 2 {
+		t.Errorf("a's instance validated %d requests, want 2", got)
+	}
+	if err := p.Validate(ctx, request(), nil); err != nil {
+		t.Errorf("request without cluster: %v", err)
+	}
+
+	w.Delete(webhookConfig("a", "one"))
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return p.Instances() == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("a's instance was not dropped with its last configuration: %d instances", p.Instances())
+	}
+	if built["a"].ctx.Err() == nil {
+		t.Error("the dropped instance's context is still live: its informers would keep running")
+	}
+}
+
+func TestRunStopsEveryInstance(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	inf, _ := fakeInformer(ctx, t, *webhookConfig("a", "one"))
+	var instanceCtx context.Context
+	p := New("test", []*wildcardinformer.Informer{inf},
+		func(cluster logicalcluster.Name) bool { return HasAll(cluster, inf) },
+		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
+			instanceCtx = ctx
+			return &countingPlugin{Handler: admission.NewHandler(admission.Create)}, nil
+		})
+	go inf.Run(ctx)
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	if err := p.Validate(logicalcluster.WithCluster(ctx, "a"), request(), nil); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-done
+	if instanceCtx == nil || instanceCtx.Err() == nil {
+		t.Fatal("instance context not cancelled when the plugin stopped")
+	}
+}

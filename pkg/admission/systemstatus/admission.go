@@ -1,0 +1,67 @@
+// Package systemstatus keeps the status of kcp's own kinds (Workspace,
+// WorkspaceType, LogicalCluster, Shard) in the system's hands: the status
+// says what the system observed (phase, initializers, conditions), so only
+// system:masters (the shard's loopback controllers among them) and
+// system:kcp:logical-cluster-admin (the scheduler of another shard) may
+// write it. A workspace's cluster-admin, and kcp-admin, who is cluster-admin
+// everywhere but not the system (as in kcp), get 403.
+package systemstatus
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
+)
+
+// guarded are the resources whose status only the system writes.
+var guarded = map[schema.GroupResource]bool{
+	corev1alpha1.Resource("logicalclusters"):   true,
+	corev1alpha1.Resource("shards"):            true,
+	tenancyv1alpha1.Resource("workspaces"):     true,
+	tenancyv1alpha1.Resource("workspacetypes"): true,
+}
+
+// systemGroups are the groups of the identities that write status.
+var systemGroups = []string{user.SystemPrivilegedGroup, authorization.LogicalClusterAdminGroup}
+
+// Plugin refuses status writes of kcp's kinds by anyone but the system.
+type Plugin struct{ *admission.Handler }
+
+var _ admission.ValidationInterface = &Plugin{}
+
+// New returns the plugin.
+func New() *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Update)}
+}
+
+// IsSystem tells whether u is one of the identities that write the status
+// of kcp's kinds.
+func IsSystem(u user.Info) bool {
+	for _, g := range u.GetGroups() {
+		for _, s := range systemGroups {
+			if g == s {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Validate refuses updates (PUT, PATCH, apply) of the status subresource of
+// a guarded resource by users outside the system.
+func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	gr := a.GetResource().GroupResource()
+	if a.GetSubresource() != "status" || !guarded[gr] || IsSystem(a.GetUserInfo()) {
+		return nil
+	}
+	return apierrors.NewForbidden(gr, a.GetName(),
+		fmt.Errorf("the status of %s is written only by the system (system:masters, %s)", gr, authorization.LogicalClusterAdminGroup))
+}

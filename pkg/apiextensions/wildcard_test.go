@@ -1,0 +1,68 @@
+package apiextensions
+
+import (
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestMetadataOnlyAcceptKeepsPartialObjectMetadataRanges(t *testing.T) {
+	for accept, want := range map[string]string{
+		"":                 "",
+		"application/json": "",
+		"application/json;as=Table;g=meta.k8s.io;v=v1": "",
+		"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json": "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1":                                                                                                     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1",
+		"application/json;as=PartialObjectMetadataList;g=example.io;v=v1":                                                                                                       "",
+	} {
+		if got := metadataOnlyAccept(accept); got != want {
+			t.Errorf("metadataOnlyAccept(%q) = %q, want %q", accept, got, want)
+		}
+	}
+}
+
+func TestMetadataConverterReadsAnyVersionOfItsGroup(t *testing.T) {
+	c := metadataConverter{group: "force.example.io"}
+	stored := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "force.example.io/v2", "kind": "TheForce",
+		"metadata": map[string]interface{}{"name": "dark"},
+	}}
+	into := &unstructured.Unstructured{}
+	into.SetGroupVersionKind(schema.GroupVersionKind{Group: "force.example.io", Version: "v1", Kind: "TheForce"})
+	if err := c.Convert(stored, into, nil); err != nil {
+		t.Fatal(err)
+	}
+	if into.GetAPIVersion() != "force.example.io/v1" || into.GetName() != "dark" || stored.GetAPIVersion() != "force.example.io/v2" {
+		t.Errorf("converted %v from %v", into.Object, stored.Object)
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]interface{}{"apiVersion": "force.example.io/v2", "kind": "TheForceList"}}
+	list.Items = []unstructured.Unstructured{*stored}
+	out, err := c.ConvertToVersion(list, schema.GroupVersion{Group: "force.example.io", Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.(*unstructured.UnstructuredList).Items[0].GetAPIVersion(); got != "force.example.io/v1" {
+		t.Errorf("list item apiVersion %q", got)
+	}
+	other := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "other.io/v1", "kind": "TheForce"}}
+	if err := c.Convert(other, into, nil); err == nil {
+		t.Error("converted an object of another group")
+	}
+}
+
+func TestMetadataCRDServesOneSchemalessVersion(t *testing.T) {
+	crd := testCRD("force.example.io", "theforces", []string{"v2", "v3"}, apiextensionsv1.Established)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	m := metadataCRD(crd, "v1")
+	if len(m.Spec.Versions) != 1 || m.Spec.Versions[0].Name != "v1" || !m.Spec.Versions[0].Storage || !m.Spec.Versions[0].Served {
+		t.Errorf("versions %+v, want v1 only", m.Spec.Versions)
+	}
+	if m.Spec.Conversion.Strategy != apiextensionsv1.NoneConverter {
+		t.Errorf("conversion %v, want None", m.Spec.Conversion.Strategy)
+	}
+	if p := m.Spec.Versions[0].Schema.OpenAPIV3Schema.XPreserveUnknownFields; p == nil || !*p {
+		t.Error("schema does not preserve unknown fields")
+	}
+}

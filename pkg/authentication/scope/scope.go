@@ -1,0 +1,155 @@
+// Package scope knows the kcp user extras that bind an identity to logical
+// clusters: scopes (authentication.kcp.io/scopes), the logical cluster of a
+// service account (authentication.kubernetes.io/cluster-name) and warrants
+// (authorization.kcp.io/warrant, alternate identities the user may act as).
+//
+// An identity is in scope in a cluster when every one of its scope values
+// names that cluster and, for a service account, when it belongs to that
+// cluster. Out of scope it counts as a plain authenticated user (or a plain
+// unauthenticated one, if it was not authenticated).
+package scope
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+const (
+	// ScopeExtraKey restricts a user to logical clusters. Each value is a
+	// comma-separated list of "cluster:<name>" alternatives; all values
+	// must admit a cluster for the user to be in scope there.
+	ScopeExtraKey = "authentication.kcp.io/scopes"
+	// WarrantExtraKey carries JSON-encoded Warrants: identities whose
+	// permissions the user also has.
+	WarrantExtraKey = "authorization.kcp.io/warrant"
+
+	clusterScopePrefix   = "cluster:"
+	serviceAccountPrefix = "system:serviceaccount:"
+)
+
+// Warrant is an alternate identity of a user, as carried in WarrantExtraKey.
+type Warrant struct {
+	User   string              `json:"user,omitempty"`
+	Groups []string            `json:"groups,omitempty"`
+	UID    string              `json:"uid,omitempty"`
+	Extra  map[string][]string `json:"extra,omitempty"`
+}
+
+// ClusterScope is the scope value that admits exactly one cluster.
+func ClusterScope(cluster logicalcluster.Name) string {
+	return clusterScopePrefix + string(cluster)
+}
+
+// IsServiceAccount tells whether u is a service account by its name.
+func IsServiceAccount(u user.Info) bool {
+	return strings.HasPrefix(u.GetName(), serviceAccountPrefix)
+}
+
+// IsForeign tells whether service account u belongs to a cluster other than
+// cluster. A service account without a cluster (as named in a
+// SubjectAccessReview) is local.
+func IsForeign(u user.Info, cluster logicalcluster.Name) bool {
+	clusters := u.GetExtra()[serviceaccount.ClusterExtraKey]
+	switch len(clusters) {
+	case 0:
+		return false
+	case 1:
+		return clusters[0] != string(cluster)
+	default:
+		return true
+	}
+}
+
+// InScope tells whether u acts as itself in cluster.
+func InScope(u user.Info, cluster logicalcluster.Name) bool {
+	if IsServiceAccount(u) && IsForeign(u, cluster) {
+		return false
+	}
+	for _, value := range u.GetExtra()[ScopeExtraKey] {
+		if !admits(value, cluster) {
+			return false
+		}
+	}
+	return true
+}
+
+func admits(value string, cluster logicalcluster.Name) bool {
+	for _, s := range strings.Split(value, ",") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(s), clusterScopePrefix); ok && name == string(cluster) {
+			return true
+		}
+	}
+	return false
+}
+
+// OutOfScope is what an identity counts as where it is not in scope: an
+// anonymous member of system:authenticated if it was authenticated, of
+// system:unauthenticated otherwise.
+func OutOfScope(u user.Info) user.Info {
+	for _, g := range u.GetGroups() {
+		if g == user.AllAuthenticated {
+			return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllAuthenticated}}
+		}
+	}
+	return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+}
+
+// Effective returns u in cluster: u itself when in scope, OutOfScope(u)
+// otherwise.
+func Effective(u user.Info, cluster logicalcluster.Name) user.Info {
+	if InScope(u, cluster) {
+		return u
+	}
+	return OutOfScope(u)
+}
+
+// Warrants decodes the warrants of u. Warrants that are not valid JSON, and
+// warrants for service accounts that do not name their cluster (they would
+// be local everywhere), are returned as errors and otherwise ignored.
+func Warrants(u user.Info) ([]user.Info, []error) {
+	var out []user.Info
+	var errs []error
+	for _, v := range u.GetExtra()[WarrantExtraKey] {
+		var w Warrant
+		if err := json.Unmarshal([]byte(v), &w); err != nil {
+			errs = append(errs, fmt.Errorf("invalid warrant: %w", err))
+			continue
+		}
+		wu := &user.DefaultInfo{Name: w.User, UID: w.UID, Groups: w.Groups, Extra: w.Extra}
+		if IsServiceAccount(wu) && len(w.Extra[serviceaccount.ClusterExtraKey]) == 0 {
+			errs = append(errs, fmt.Errorf("warrant for service account %q names no logical cluster", w.User))
+			continue
+		}
+		out = append(out, wu)
+	}
+	return out, errs
+}
+
+// ScopeTo returns u restricted to cluster: the scope is added to u and,
+// recursively, to each of its warrants. Warrants that cannot be decoded are
+// dropped.
+func ScopeTo(u user.Info, cluster logicalcluster.Name) user.Info {
+	extra := make(map[string][]string, len(u.GetExtra())+1)
+	for k, v := range u.GetExtra() {
+		if k != WarrantExtraKey {
+			extra[k] = v
+		}
+	}
+	extra[ScopeExtraKey] = append(append([]string(nil), extra[ScopeExtraKey]...), ClusterScope(cluster))
+	warrants, _ := Warrants(u)
+	for _, w := range warrants {
+		sw := ScopeTo(w, cluster)
+		raw, err := json.Marshal(Warrant{User: sw.GetName(), Groups: sw.GetGroups(), UID: sw.GetUID(), Extra: sw.GetExtra()})
+		if err != nil {
+			continue
+		}
+		extra[WarrantExtraKey] = append(extra[WarrantExtraKey], string(raw))
+	}
+	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra}
+}

@@ -1,0 +1,76 @@
+package authorization
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/kplane-dev/kplane/pkg/authentication/scope"
+	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// decide answers one decision to everyone and has no rules.
+type decide authorizer.Decision
+
+func (d decide) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.Decision(d), "", nil
+}
+func (d decide) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(d.Authorize(ctx, a))
+}
+func (d decide) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", nil
+}
+func (d decide) RulesFor(context.Context, user.Info, string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	return nil, nil, false, nil
+}
+
+func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
+	authz, rules, err := NewChain(decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionNoOpinion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scopedTo := func(c string) map[string][]string { return map[string][]string{scope.ScopeExtraKey: {"cluster:" + c}} }
+	kcpAdmin := &user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup, user.AllAuthenticated}, Extra: scopedTo("here")}
+	masters := &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}, Extra: scopedTo("here")}
+	foreignSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{KCPAdminGroup}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"there"}}}
+	get := authorizer.AttributesRecord{Verb: "get", Resource: "configmaps", ResourceRequest: true}
+	impersonateMasters := authorizer.AttributesRecord{Verb: "impersonate", Resource: "groups", Name: user.SystemPrivilegedGroup, ResourceRequest: true}
+	for _, tc := range []struct {
+		name    string
+		user    user.Info
+		attr    authorizer.AttributesRecord
+		cluster logicalcluster.Name
+		want    authorizer.Decision
+	}{
+		{"kcp admin scoped here", kcpAdmin, get, "here", authorizer.DecisionAllow},
+		{"kcp admin scoped elsewhere", kcpAdmin, get, "there", authorizer.DecisionNoOpinion},
+		{"system:masters scoped here", masters, get, "here", authorizer.DecisionAllow},
+		{"system:masters scoped elsewhere", masters, get, "there", authorizer.DecisionNoOpinion},
+		{"foreign service account loses its groups", foreignSA, get, "here", authorizer.DecisionNoOpinion},
+		{"service account keeps its groups at home", foreignSA, get, "there", authorizer.DecisionAllow},
+		{"kcp admin may not impersonate system:masters", &user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup}}, impersonateMasters, "here", authorizer.DecisionDeny},
+		{"system:masters may", &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}}, impersonateMasters, "here", authorizer.DecisionAllow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attr := tc.attr
+			attr.User = tc.user
+			got, reason, _ := authz.Authorize(logicalcluster.WithCluster(context.Background(), tc.cluster), attr)
+			if got != tc.want {
+				t.Errorf("decision %v (%s), want %v", got, reason, tc.want)
+			}
+		})
+	}
+
+	resource, _, _, err := rules.RulesFor(logicalcluster.WithCluster(context.Background(), "there"), kcpAdmin, "")
+	if err != nil || len(resource) != 0 {
+		t.Errorf("rules of a kcp admin scoped elsewhere: %v (err %v), want none", resource, err)
+	}
+	resource, _, _, _ = rules.RulesFor(logicalcluster.WithCluster(context.Background(), "here"), kcpAdmin, "")
+	if len(resource) == 0 {
+		t.Error("kcp admin in its scope has no rules")
+	}
+}

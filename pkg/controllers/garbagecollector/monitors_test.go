@@ -1,0 +1,108 @@
+package garbagecollector
+
+import (
+	"context"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+func forceCRD(cluster logicalcluster.Name, versions ...string) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "theforces.force.example.io", Annotations: map[string]string{logicalcluster.AnnotationKey: string(cluster)}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "force.example.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "theforces", Kind: "TheForce"},
+			Scope: apiextensionsv1.NamespaceScoped,
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: []apiextensionsv1.CustomResourceDefinitionCondition{
+			{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue},
+		}},
+	}
+	for i, v := range versions {
+		crd.Spec.Versions = append(crd.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: i == 0})
+	}
+	return crd
+}
+
+func TestResourceInUsesAVersionTheObjectsClusterServes(t *testing.T) {
+	c, _ := testController(t, nil)
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{forceCRD("a", "v1"), forceCRD("b", "v2")} {
+		if err := c.crds.Indexer().Add(crd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watched := schema.GroupVersionResource{Group: "force.example.io", Version: "v1", Resource: "theforces"}
+	for cluster, want := range map[logicalcluster.Name]string{"a": "v1", "b": "v2", "c": "v1"} {
+		if got := c.resourceIn(cluster, watched).Version; got != want {
+			t.Errorf("resourceIn(%s) = %s, want %s", cluster, got, want)
+		}
+	}
+	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if got := c.resourceIn("a", cm); got != cm {
+		t.Errorf("built-in resource became %v", got)
+	}
+}
+
+func TestMonitorMovesToAVersionSomeCRDStillServes(t *testing.T) {
+	c, _ := testController(t, nil)
+	if err := c.crds.AddIndexers(cache.Indexers{byCRDName: func(obj interface{}) ([]string, error) {
+		return []string{obj.(*apiextensionsv1.CustomResourceDefinition).Name}, nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	scheme := fake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c.wildcardMetadata = fake.NewSimpleMetadataClient(scheme)
+	c.monitors = map[schema.GroupResource]*monitor{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c.runCtx = ctx
+	gr := schema.GroupResource{Group: "force.example.io", Resource: "theforces"}
+	version := func() string {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if m := c.monitors[gr]; m != nil {
+			return m.resource.Version
+		}
+		return ""
+	}
+
+	a, b := forceCRD("a", "v1"), forceCRD("b", "v2")
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{a, b} {
+		if err := c.crds.Indexer().Add(crd); err != nil {
+			t.Fatal(err)
+		}
+		c.syncCustomResource(crd.Name)
+	}
+	first := version()
+	if first != "v1" && first != "v2" {
+		t.Fatalf("watching %q, want a served version", first)
+	}
+	gone := a
+	if first == "v2" {
+		gone = b
+	}
+	if err := c.crds.Indexer().Delete(gone); err != nil {
+		t.Fatal(err)
+	}
+	c.syncCustomResource(gone.Name)
+	if got := version(); got == first || got == "" {
+		t.Errorf("watching %q after the CRD serving %s went, want the other version", got, first)
+	}
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{a, b} {
+		_ = c.crds.Indexer().Delete(crd)
+	}
+	c.syncCustomResource(a.Name)
+	if got := version(); got != "" {
+		t.Errorf("still watching %q without CRDs", got)
+	}
+}

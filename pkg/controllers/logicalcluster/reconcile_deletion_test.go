@@ -1,0 +1,113 @@
+package logicalcluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/registry/content"
+)
+
+// fakeDeletion records what the deletion step wrote.
+type fakeDeletion struct {
+	remaining     content.Remaining
+	statusWrites  []*corev1alpha1.LogicalCluster
+	updates       []*corev1alpha1.LogicalCluster
+	releasedNames []logicalcluster.Name
+}
+
+func (f *fakeDeletion) reconciler() *deletionReconciler {
+	return &deletionReconciler{
+		deleteContent: func(context.Context, logicalcluster.Name, string) (content.Remaining, error) {
+			return f.remaining, nil
+		},
+		updateStatus: func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+			f.statusWrites = append(f.statusWrites, lc.DeepCopy())
+			return lc.DeepCopy(), nil
+		},
+		update: func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+			f.updates = append(f.updates, lc.DeepCopy())
+			return nil
+		},
+		released: func(c logicalcluster.Name) bool { return slices.Contains(f.releasedNames, c) },
+		release:  func(c logicalcluster.Name) { f.releasedNames = append(f.releasedNames, c) },
+	}
+}
+
+func deletingCluster() *corev1alpha1.LogicalCluster {
+	now := metav1.Now()
+	return &corev1alpha1.LogicalCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", DeletionTimestamp: &now, Finalizers: []string{corev1alpha1.LogicalClusterDeletionFinalizer}},
+		Status:     corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseReady},
+	}
+}
+
+func heldConfigMap() content.Remaining {
+	return content.Remaining{
+		Resources:  map[schema.GroupResource]int{{Resource: "configmaps"}: 1},
+		Finalizers: map[string]int{"example.com/hold": 1},
+	}
+}
+
+func TestDeletionReportsWhatFinalizersHold(t *testing.T) {
+	f := &fakeDeletion{remaining: heldConfigMap()}
+	err := f.reconciler().reconcile(context.Background(), "abc", deletingCluster())
+	var requeue loop.RequeueAfter
+	if !errors.As(err, &requeue) {
+		t.Fatalf("reconcile: %v, want a requeue while content remains", err)
+	}
+	if len(f.updates) != 0 || len(f.releasedNames) != 0 {
+		t.Fatalf("released the LogicalCluster while content remains: updates %v", f.updates)
+	}
+	if len(f.statusWrites) != 2 {
+		t.Fatalf("%d status writes, want 2 (phase Deleting, then the condition)", len(f.statusWrites))
+	}
+	last := f.statusWrites[1]
+	if last.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
+		t.Errorf("phase %q, want Deleting", last.Status.Phase)
+	}
+	c := last.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted)
+	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != tenancyv1alpha1.WorkspaceContentDeletedSomeResourcesRemain ||
+		!strings.Contains(c.Message, "configmaps") || !strings.Contains(c.Message, "example.com/hold") {
+		t.Fatalf("condition %+v, want WorkspaceContentDeleted=False SomeResourcesRemain naming configmaps and example.com/hold", c)
+	}
+
+	// The same content still held: no further write.
+	f.statusWrites = nil
+	_ = f.reconciler().reconcile(context.Background(), "abc", last)
+	if len(f.statusWrites) != 0 {
+		t.Errorf("rewrote an unchanged status: %d writes", len(f.statusWrites))
+	}
+}
+
+func TestDeletionReleasesTheLogicalClusterOnceEmpty(t *testing.T) {
+	f := &fakeDeletion{}
+	lc := deletingCluster()
+	lc.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
+	lc.Finalizers = append(lc.Finalizers, "example.com/mine")
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.updates) != 1 || slices.Contains(f.updates[0].Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer) ||
+		!slices.Contains(f.updates[0].Finalizers, "example.com/mine") {
+		t.Fatalf("updates %+v, want one that drops only the deletion finalizer", f.updates)
+	}
+	if !slices.Equal(f.releasedNames, []logicalcluster.Name{"abc"}) {
+		t.Errorf("released %v, want [abc]", f.releasedNames)
+	}
+	// Queued events of a released cluster do nothing.
+	f.updates = nil
+	if err := f.reconciler().reconcile(context.Background(), "abc", deletingCluster()); err != nil || len(f.updates)+len(f.statusWrites) != 0 {
+		t.Errorf("released cluster reconciled again: err %v, writes %d", err, len(f.updates)+len(f.statusWrites))
+	}
+}

@@ -1,0 +1,115 @@
+package workspace
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// fakeWorkspaceDeletion serves one LogicalCluster (nil: gone) and records
+// writes.
+type fakeWorkspaceDeletion struct {
+	lc           *corev1alpha1.LogicalCluster
+	deleted      int
+	statusWrites []*tenancyv1alpha1.Workspace
+	updates      []*tenancyv1alpha1.Workspace
+}
+
+func (f *fakeWorkspaceDeletion) reconciler() *deletionReconciler {
+	return &deletionReconciler{
+		getLogicalCluster: func(context.Context, *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error) {
+			if f.lc == nil {
+				return nil, apierrors.NewNotFound(corev1alpha1.Resource("logicalclusters"), "cluster")
+			}
+			return f.lc, nil
+		},
+		deleteLogicalCluster: func(context.Context, *tenancyv1alpha1.Workspace) error { f.deleted++; return nil },
+		updateStatus: func(_ context.Context, _ logicalcluster.Name, ws *tenancyv1alpha1.Workspace) (*tenancyv1alpha1.Workspace, error) {
+			f.statusWrites = append(f.statusWrites, ws.DeepCopy())
+			return ws.DeepCopy(), nil
+		},
+		update: func(_ context.Context, _ logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
+			f.updates = append(f.updates, ws.DeepCopy())
+			return nil
+		},
+	}
+}
+
+func deletedWorkspace() *tenancyv1alpha1.Workspace {
+	now := metav1.Now()
+	return &tenancyv1alpha1.Workspace{
+		ObjectMeta: metav1.ObjectMeta{Name: "doomed", DeletionTimestamp: &now, Finalizers: []string{tenancyv1alpha1.LogicalClusterFinalizer}},
+		Spec:       tenancyv1alpha1.WorkspaceSpec{Cluster: "abc"},
+		Status:     tenancyv1alpha1.WorkspaceStatus{Phase: corev1alpha1.LogicalClusterPhaseReady},
+	}
+}
+
+func TestDeletedWorkspaceMirrorsWhatHoldsItsContent(t *testing.T) {
+	now := metav1.Now()
+	held := conditionsv1alpha1.Condition{
+		Type: tenancyv1alpha1.WorkspaceContentDeleted, Status: corev1.ConditionFalse, Severity: conditionsv1alpha1.ConditionSeverityInfo,
+		Reason:  tenancyv1alpha1.WorkspaceContentDeletedSomeResourcesRemain,
+		Message: "Some resources are remaining: configmaps has 1 resource instances; Some content in the workspace has finalizers remaining: example.com/hold in 1 resource instances",
+	}
+	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", DeletionTimestamp: &now},
+		Status:     corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseDeleting, Conditions: conditionsv1alpha1.Conditions{held}},
+	}}
+	if err := f.reconciler().reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if f.deleted != 0 {
+		t.Errorf("deleted a LogicalCluster that is being deleted already")
+	}
+	if len(f.statusWrites) != 1 || len(f.updates) != 0 {
+		t.Fatalf("%d status writes and %d updates, want one status write", len(f.statusWrites), len(f.updates))
+	}
+	ws := f.statusWrites[0]
+	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
+		t.Errorf("phase %q, want Deleting", ws.Status.Phase)
+	}
+	if c := ws.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted); c == nil || c.Status != corev1.ConditionFalse || c.Reason != held.Reason || c.Message != held.Message {
+		t.Errorf("condition %+v, want %+v", c, held)
+	}
+}
+
+func TestWorkspaceDeletionDeletesTheLogicalClusterFirst(t *testing.T) {
+	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}}
+	if err := f.reconciler().reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if f.deleted != 1 {
+		t.Errorf("LogicalCluster deleted %d times, want 1", f.deleted)
+	}
+	if len(f.updates) != 0 {
+		t.Errorf("released the workspace while its LogicalCluster exists")
+	}
+}
+
+func TestWorkspaceIsReleasedWithContentDeletedTrueOnceItsClusterIsGone(t *testing.T) {
+	f := &fakeWorkspaceDeletion{}
+	ws := deletedWorkspace()
+	ws.Finalizers = append(ws.Finalizers, "example.com/mine")
+	if err := f.reconciler().reconcile(context.Background(), "root", ws); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 1 || !f.statusWrites[0].Status.Conditions.IsTrue(tenancyv1alpha1.WorkspaceContentDeleted) {
+		t.Fatalf("status writes %+v, want one with WorkspaceContentDeleted=True", f.statusWrites)
+	}
+	if len(f.updates) != 1 || slices.Contains(f.updates[0].Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) ||
+		!slices.Contains(f.updates[0].Finalizers, "example.com/mine") {
+		t.Fatalf("updates %+v, want one that drops only %s", f.updates, tenancyv1alpha1.LogicalClusterFinalizer)
+	}
+	if !f.updates[0].Status.Conditions.IsTrue(tenancyv1alpha1.WorkspaceContentDeleted) {
+		t.Errorf("finalizer removed from a workspace read before its status write")
+	}
+}
