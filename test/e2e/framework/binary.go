@@ -7,18 +7,26 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
 
 // ShardBinaryEnv names an environment variable that points at a prebuilt
 // shard binary; when it is set the framework uses it instead of building.
+// Other binaries use KPLANE_E2E_<NAME>_BINARY (front-proxy:
+// KPLANE_E2E_FRONT_PROXY_BINARY).
 const ShardBinaryEnv = "KPLANE_E2E_SHARD_BINARY"
 
-// shardBinary is the shard binary built once per test process.
-var shardBinary struct {
+// built are the binaries built by this test process, by command name.
+var built struct {
+	mu      sync.Mutex
+	dir     string // temporary build directory, removed by RemoveBinary
+	results map[string]*buildResult
+}
+
+type buildResult struct {
 	once sync.Once
-	dir  string // temporary build directory, removed by RemoveBinary
 	path string
 	err  error
 }
@@ -27,47 +35,77 @@ var shardBinary struct {
 // use. A failed build fails the test.
 func Binary(t testing.TB) string {
 	t.Helper()
-	path, err := binary()
+	return CommandBinary(t, "shard")
+}
+
+// CommandBinary returns the path of the binary of ./cmd/<name>, building it
+// once per test process. A failed build fails the test.
+func CommandBinary(t testing.TB, name string) string {
+	t.Helper()
+	path, err := commandBinary(name)
 	if err != nil {
-		t.Fatalf("shard binary: %v", err)
+		t.Fatalf("%s binary: %v", name, err)
 	}
 	return path
 }
 
-// RemoveBinary deletes the directory the shard binary was built into. Call it
+// RemoveBinary deletes the directory the binaries were built into. Call it
 // from TestMain after m.Run.
 func RemoveBinary() {
-	if shardBinary.dir != "" {
-		_ = os.RemoveAll(shardBinary.dir)
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
 	}
 }
 
-func binary() (string, error) {
-	shardBinary.once.Do(func() {
-		if p := os.Getenv(ShardBinaryEnv); p != "" {
-			shardBinary.path, shardBinary.err = filepath.Abs(p)
-			return
-		}
-		shardBinary.path, shardBinary.err = buildShard()
-	})
-	return shardBinary.path, shardBinary.err
+func binary() (string, error) { return commandBinary("shard") }
+
+// binaryEnv is the environment variable with a prebuilt binary of name.
+func binaryEnv(name string) string {
+	return "KPLANE_E2E_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BINARY"
 }
 
-func buildShard() (string, error) {
+func commandBinary(name string) (string, error) {
+	built.mu.Lock()
+	if built.results == nil {
+		built.results = map[string]*buildResult{}
+	}
+	r, ok := built.results[name]
+	if !ok {
+		r = &buildResult{}
+		built.results[name] = r
+	}
+	built.mu.Unlock()
+	r.once.Do(func() {
+		if p := os.Getenv(binaryEnv(name)); p != "" {
+			r.path, r.err = filepath.Abs(p)
+			return
+		}
+		r.path, r.err = build(name)
+	})
+	return r.path, r.err
+}
+
+func build(name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "kplane-e2e-bin-")
-	if err != nil {
-		return "", fmt.Errorf("create build directory: %w", err)
+	built.mu.Lock()
+	if built.dir == "" {
+		if built.dir, err = os.MkdirTemp("", "kplane-e2e-bin-"); err != nil {
+			built.mu.Unlock()
+			return "", fmt.Errorf("create build directory: %w", err)
+		}
 	}
-	shardBinary.dir = dir
-	path := filepath.Join(dir, "shard")
-	cmd := exec.Command("go", "build", "-o", path, "./cmd/shard")
+	dir := built.dir
+	built.mu.Unlock()
+	path := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/"+name)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build -o %s ./cmd/shard in %s: %w\n%s", path, root, err, out)
+		return "", fmt.Errorf("go build -o %s ./cmd/%s in %s: %w\n%s", path, name, root, err, out)
 	}
 	return path, nil
 }

@@ -67,7 +67,7 @@ func TestFreePortsAreDistinct(t *testing.T) {
 }
 
 func TestLogTailSinceReturnsOnlyNewLines(t *testing.T) {
-	s := &Shard{workDir: t.TempDir()}
+	s := &Process{Name: "shard", WorkDir: t.TempDir()}
 	if err := os.WriteFile(s.LogPath(), []byte("one\ntwo\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

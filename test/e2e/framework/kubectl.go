@@ -23,10 +23,10 @@ func (s *Shard) Kubectl(ctx context.Context, stdin string, args ...string) (stdo
 	}
 	args = append([]string{
 		"--kubeconfig=" + s.Kubeconfig(),
-		"--cache-dir=" + filepath.Join(s.workDir, "kubectl-cache"),
+		"--cache-dir=" + filepath.Join(s.WorkDir, "kubectl-cache"),
 	}, args...)
 	cmd := exec.CommandContext(ctx, kubectl, args...)
-	cmd.Dir = s.workDir
+	cmd.Dir = s.WorkDir
 	cmd.Env = environWithout("KUBECONFIG")
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer

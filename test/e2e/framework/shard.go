@@ -1,28 +1,18 @@
-// Package framework starts kplane shard processes for end-to-end tests and
-// hands out clients for them. It only ever talks to loopback addresses and
-// only ends processes it started, by their PID.
+// Package framework starts kplane processes for end-to-end tests (a Shard,
+// or any binary of the project as a Process) and hands out clients for
+// them. It only ever talks to loopback addresses and only ends processes it
+// started, by their PID.
 package framework
 
 import (
-	"bytes"
-	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 const (
@@ -63,10 +53,9 @@ func WithKubeconfigPath(path string) Option {
 
 // Shard is a shard process with embedded etcd under its root directory.
 type Shard struct {
-	binary   string
+	*Process
 	rootDir  string // --root-directory; holds admin.kubeconfig and etcd data
-	workDir  string // the framework's own files: log, token file, kubectl cache
-	ownsDirs bool   // Close removes rootDir and workDir
+	ownsDirs bool   // Close removes rootDir and the work directory
 
 	securePort, etcdClientPort, etcdPeerPort int
 
@@ -74,18 +63,6 @@ type Shard struct {
 	extraArgs      []string
 	subcommand     string
 	kubeconfigPath string
-
-	mu     sync.Mutex
-	proc   *process // the running process, nil when stopped
-	starts int
-}
-
-// process is one run of the shard binary.
-type process struct {
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{} // closed when cmd has exited
-	waitErr error         // cmd.Wait's result; read only after exited is closed
 }
 
 // StartShard starts a shard for one test: its root directory is a t.TempDir,
@@ -106,7 +83,7 @@ func StartShard(t testing.TB, opts ...Option) *Shard {
 			t.Errorf("stop shard: %v", err)
 		}
 	})
-	if err := s.start(); err != nil {
+	if err := s.Start(); err != nil {
 		t.Fatalf("start shard: %v", err) // the cleanup prints the log
 	}
 	return s
@@ -136,7 +113,7 @@ func Start(opts ...Option) (*Shard, error) {
 		return nil, fmt.Errorf("prepare shard: %w", err)
 	}
 	s.ownsDirs = true
-	if err := s.start(); err != nil {
+	if err := s.Start(); err != nil {
 		tail := s.LogTail(logTailLines)
 		_ = s.Close()
 		return nil, fmt.Errorf("start shard: %w\ntail of shard log:\n%s", err, tail)
@@ -145,7 +122,8 @@ func Start(opts ...Option) (*Shard, error) {
 }
 
 func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
-	s := &Shard{binary: bin, rootDir: rootDir, workDir: workDir}
+	s := &Shard{rootDir: rootDir}
+	s.Process = &Process{Name: "shard", Binary: bin, Args: s.args, WorkDir: workDir}
 	for _, o := range opts {
 		o(s)
 	}
@@ -154,6 +132,8 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 		return nil, err
 	}
 	s.securePort, s.etcdClientPort, s.etcdPeerPort = ports[0], ports[1], ports[2]
+	s.ReadyURL = fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
+	s.ReadyFiles = func() []string { return []string{s.Kubeconfig()} }
 	if len(s.tokenUsers) > 0 {
 		if s.tokenUsers, err = completeTokenUsers(s.tokenUsers); err != nil {
 			return nil, err
@@ -191,13 +171,10 @@ func (s *Shard) Kubeconfig() string {
 	return filepath.Join(s.rootDir, "admin.kubeconfig")
 }
 
-// LogPath returns the file that receives the shard's stdout and stderr.
-func (s *Shard) LogPath() string { return filepath.Join(s.workDir, "shard.log") }
-
 // SecurePort returns the port the shard serves HTTPS on.
 func (s *Shard) SecurePort() int { return s.securePort }
 
-func (s *Shard) tokenFile() string { return filepath.Join(s.workDir, "tokens.csv") }
+func (s *Shard) tokenFile() string { return filepath.Join(s.WorkDir, "tokens.csv") }
 
 func (s *Shard) args() []string {
 	var args []string
@@ -217,131 +194,6 @@ func (s *Shard) args() []string {
 	return append(args, s.extraArgs...)
 }
 
-// start runs the binary and waits until it is ready.
-func (s *Shard) start() error {
-	p, err := s.spawn()
-	if err != nil {
-		return err
-	}
-	return s.waitReady(p)
-}
-
-func (s *Shard) spawn() (*process, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil {
-		return nil, errors.New("shard is already running")
-	}
-	logFile, err := os.OpenFile(s.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open shard log: %w", err)
-	}
-	s.starts++
-	args := s.args()
-	fmt.Fprintf(logFile, "=== e2e framework: start #%d: %s %s\n", s.starts, s.binary, strings.Join(args, " "))
-
-	cmd := exec.Command(s.binary, args...)
-	cmd.Dir = s.workDir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("run %s: %w", s.binary, err)
-	}
-	p := &process{cmd: cmd, log: logFile, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	s.proc = p
-	return p, nil
-}
-
-// waitReady polls /readyz until it answers 200 and admin.kubeconfig exists.
-// Only this probe skips TLS verification: the CA is not known before the
-// shard has written its kubeconfig.
-func (s *Shard) waitReady(p *process) error {
-	client := &http.Client{
-		Timeout: 5 * time.Second,
-		Transport: &http.Transport{
-			Proxy:           nil,
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe only
-		},
-	}
-	defer client.CloseIdleConnections()
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, fmt.Errorf("shard exited before it was ready: %v", p.waitErr)
-		default:
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Sprintf("%d: %s", resp.StatusCode, body)
-			return false, nil
-		}
-		if _, err := os.Stat(s.Kubeconfig()); err != nil {
-			last = fmt.Sprintf("ready, but no kubeconfig: %v", err)
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for %s (last answer: %s): %w", url, last, err)
-	}
-	return nil
-}
-
-// Stop sends SIGTERM to the shard and waits for it to exit, killing it after
-// 20s. It returns an error when the shard had already exited on its own, did
-// not stop in time, or exited unsuccessfully.
-func (s *Shard) Stop() error {
-	s.mu.Lock()
-	p := s.proc
-	s.proc = nil
-	s.mu.Unlock()
-	if p == nil {
-		return nil
-	}
-	defer p.log.Close()
-	pid := p.cmd.Process.Pid
-
-	select {
-	case <-p.exited:
-		return fmt.Errorf("shard (pid %d) had exited before it was stopped: %v", pid, p.waitErr)
-	default:
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("send SIGTERM to shard (pid %d): %w", pid, err)
-	}
-	select {
-	case <-p.exited:
-		if p.waitErr != nil {
-			return fmt.Errorf("shard (pid %d) exited unsuccessfully after SIGTERM: %w", pid, p.waitErr)
-		}
-		return nil
-	case <-time.After(stopTimeout):
-	}
-	killErr := p.cmd.Process.Kill()
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-	}
-	return fmt.Errorf("shard (pid %d) did not exit within %s of SIGTERM and was killed (kill: %v)", pid, stopTimeout, killErr)
-}
-
 // Restart stops the shard and starts it again on the same root directory and
 // ports. A failure to start fails the test.
 func (s *Shard) Restart(t testing.TB) {
@@ -349,7 +201,7 @@ func (s *Shard) Restart(t testing.TB) {
 	if err := s.Stop(); err != nil {
 		t.Errorf("stop shard for restart: %v", err)
 	}
-	if err := s.start(); err != nil {
+	if err := s.Start(); err != nil {
 		t.Fatalf("restart shard: %v", err) // a StartShard cleanup prints the log
 	}
 }
@@ -358,48 +210,7 @@ func (s *Shard) Restart(t testing.TB) {
 func (s *Shard) Close() error {
 	err := s.Stop()
 	if s.ownsDirs {
-		err = errors.Join(err, os.RemoveAll(s.rootDir), os.RemoveAll(s.workDir))
+		err = errors.Join(err, os.RemoveAll(s.rootDir), os.RemoveAll(s.WorkDir))
 	}
 	return err
-}
-
-// LogSize returns the current length of the shard log, to be passed to
-// LogTailSince later.
-func (s *Shard) LogSize() int64 {
-	fi, err := os.Stat(s.LogPath())
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// LogTail returns the last n lines of the shard log.
-func (s *Shard) LogTail(n int) string { return s.LogTailSince(0, n) }
-
-// LogTailSince returns the last n lines that the shard logged after the log
-// had the given size.
-func (s *Shard) LogTailSince(offset int64, n int) string {
-	const maxRead = 1 << 20
-	f, err := os.Open(s.LogPath())
-	if err != nil {
-		return fmt.Sprintf("(no shard log: %v)", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Sprintf("(shard log: %v)", err)
-	}
-	offset = max(offset, fi.Size()-maxRead)
-	if offset < 0 || offset > fi.Size() {
-		offset = 0
-	}
-	b, err := io.ReadAll(io.NewSectionReader(f, offset, fi.Size()-offset))
-	if err != nil {
-		return fmt.Sprintf("(shard log: %v)", err)
-	}
-	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }

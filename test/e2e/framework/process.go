@@ -1,0 +1,223 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Process is one server binary of the project run by a test: the shard, and
+// the other binaries as they come. It is started with its arguments, is
+// ready when its readiness URL answers 200 and its ready files exist, logs
+// to a file in its work directory, and is stopped by PID.
+type Process struct {
+	// Name names the process in messages and its log file (<name>.log).
+	Name string
+	// Binary is the executable.
+	Binary string
+	// Args returns the command line; it is called on every start.
+	Args func() []string
+	// WorkDir is the process's working directory and holds its log.
+	WorkDir string
+	// ReadyURL is polled (without TLS verification: the CA may not exist
+	// yet) until it answers 200.
+	ReadyURL string
+	// ReadyFiles must exist before the process counts as ready (an admin
+	// kubeconfig the process writes, say).
+	ReadyFiles func() []string
+
+	mu     sync.Mutex
+	proc   *runningProcess // nil when stopped
+	starts int
+}
+
+// runningProcess is one run of the binary.
+type runningProcess struct {
+	cmd     *exec.Cmd
+	log     *os.File
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error         // cmd.Wait's result; read only after exited is closed
+}
+
+// LogPath returns the file that receives the process's stdout and stderr.
+func (p *Process) LogPath() string { return filepath.Join(p.WorkDir, p.Name+".log") }
+
+// Start runs the binary and waits until it is ready.
+func (p *Process) Start() error {
+	run, err := p.spawn()
+	if err != nil {
+		return err
+	}
+	return p.waitReady(run)
+}
+
+func (p *Process) spawn() (*runningProcess, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc != nil {
+		return nil, fmt.Errorf("%s is already running", p.Name)
+	}
+	logFile, err := os.OpenFile(p.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open %s log: %w", p.Name, err)
+	}
+	p.starts++
+	args := p.Args()
+	fmt.Fprintf(logFile, "=== e2e framework: start #%d: %s %s\n", p.starts, p.Binary, strings.Join(args, " "))
+
+	cmd := exec.Command(p.Binary, args...)
+	cmd.Dir = p.WorkDir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("run %s: %w", p.Binary, err)
+	}
+	run := &runningProcess{cmd: cmd, log: logFile, exited: make(chan struct{})}
+	go func() {
+		run.waitErr = cmd.Wait()
+		close(run.exited)
+	}()
+	p.proc = run
+	return run, nil
+}
+
+// waitReady polls the readiness URL until it answers 200 and the ready
+// files exist. Only this probe skips TLS verification.
+func (p *Process) waitReady(run *runningProcess) error {
+	client := &http.Client{
+		Timeout: 5 * time.Second,
+		Transport: &http.Transport{
+			Proxy:           nil,
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // readiness probe only
+		},
+	}
+	defer client.CloseIdleConnections()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-run.exited:
+			return false, fmt.Errorf("%s exited before it was ready: %v", p.Name, run.waitErr)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.ReadyURL, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			last = fmt.Sprintf("%d: %s", resp.StatusCode, body)
+			return false, nil
+		}
+		if p.ReadyFiles != nil {
+			for _, f := range p.ReadyFiles() {
+				if _, err := os.Stat(f); err != nil {
+					last = fmt.Sprintf("ready, but %v", err)
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s (last answer: %s): %w", p.ReadyURL, last, err)
+	}
+	return nil
+}
+
+// Stop sends SIGTERM to the process and waits for it to exit, killing it
+// after stopTimeout. It returns an error when the process had already
+// exited on its own, did not stop in time, or exited unsuccessfully.
+func (p *Process) Stop() error {
+	p.mu.Lock()
+	run := p.proc
+	p.proc = nil
+	p.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	defer run.log.Close()
+	pid := run.cmd.Process.Pid
+
+	select {
+	case <-run.exited:
+		return fmt.Errorf("%s (pid %d) had exited before it was stopped: %v", p.Name, pid, run.waitErr)
+	default:
+	}
+	if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("send SIGTERM to %s (pid %d): %w", p.Name, pid, err)
+	}
+	select {
+	case <-run.exited:
+		if run.waitErr != nil {
+			return fmt.Errorf("%s (pid %d) exited unsuccessfully after SIGTERM: %w", p.Name, pid, run.waitErr)
+		}
+		return nil
+	case <-time.After(stopTimeout):
+	}
+	killErr := run.cmd.Process.Kill()
+	select {
+	case <-run.exited:
+	case <-time.After(10 * time.Second):
+	}
+	return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM and was killed (kill: %v)", p.Name, pid, stopTimeout, killErr)
+}
+
+// LogSize returns the current length of the log, to be passed to
+// LogTailSince later.
+func (p *Process) LogSize() int64 {
+	fi, err := os.Stat(p.LogPath())
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// LogTail returns the last n lines of the log.
+func (p *Process) LogTail(n int) string { return p.LogTailSince(0, n) }
+
+// LogTailSince returns the last n lines logged after the log had the given
+// size.
+func (p *Process) LogTailSince(offset int64, n int) string {
+	const maxRead = 1 << 20
+	f, err := os.Open(p.LogPath())
+	if err != nil {
+		return fmt.Sprintf("(no %s log: %v)", p.Name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Sprintf("(%s log: %v)", p.Name, err)
+	}
+	offset = max(offset, fi.Size()-maxRead)
+	if offset < 0 || offset > fi.Size() {
+		offset = 0
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, offset, fi.Size()-offset))
+	if err != nil {
+		return fmt.Sprintf("(%s log: %v)", p.Name, err)
+	}
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
