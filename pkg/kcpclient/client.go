@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -75,6 +76,16 @@ func (c *Client) Create(ctx context.Context, cluster logicalcluster.Name, gvr sc
 // Update replaces obj (or its status, with subresource "status").
 func (c *Client) Update(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, obj, out runtime.Object, subresource ...string) error {
 	return c.rest.Put().AbsPath(path(cluster, gvr, name, subresource...)...).Body(obj).Do(ctx).Into(out)
+}
+
+// Patch patches one object (or its status, with subresource "status") and
+// stores the result in out, if out is not nil.
+func (c *Client) Patch(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, pt types.PatchType, data []byte, out runtime.Object, subresource ...string) error {
+	result := c.rest.Patch(pt).AbsPath(path(cluster, gvr, name, subresource...)...).Body(data).Do(ctx)
+	if out == nil {
+		return result.Error()
+	}
+	return result.Into(out)
 }
 
 // List lists the objects of a resource in a cluster (or "*") into out.

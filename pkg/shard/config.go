@@ -49,6 +49,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
+	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
@@ -229,7 +230,7 @@ func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
 
 // adminAuthenticator authenticates the users of admin.kubeconfig and the
 // shard's own logical-cluster-admin identity.
-func adminAuthenticator(t adminTokens) (authenticator.Request, error) {
+func adminAuthenticator(t rootdir.AdminTokens) (authenticator.Request, error) {
 	tokens := tokenfile.New(map[string]*user.DefaultInfo{
 		t.KCPAdmin:            {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
 		t.ShardAdmin:          {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},

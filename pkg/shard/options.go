@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
 
 // Options are the shard's command-line options: Kubernetes' generic control
@@ -46,6 +47,8 @@ type Options struct {
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
+	// tokens are the admin users' tokens, from the root directory.
+	tokens rootdir.AdminTokens
 
 	// serviceAccountTokenGetter gets its loopback client once the server
 	// configuration exists.
@@ -57,8 +60,8 @@ func NewOptions() *Options {
 	cp := controlplaneoptions.NewOptions()
 	cp.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
 	cp.SecureServing.BindPort = 6443
-	cp.SecureServing.ServerCert.PairName = servingCertPairName
-	// Generated serving certificates go to the root directory (see Complete).
+	// The serving certificate is generated in the root directory (see
+	// PrepareRootDirectory), not by the generic server.
 	cp.SecureServing.ServerCert.CertDirectory = ""
 	// Authorization is the shard's own chain (system:masters, kcp admins,
 	// per-cluster RBAC), not configurable by flags.
@@ -114,55 +117,82 @@ func (o *Options) AdminKubeconfigPath() string {
 	if o.kcpStart.KubeconfigPath != "" {
 		return o.kcpStart.KubeconfigPath
 	}
-	return filepath.Join(o.RootDirectory, AdminKubeconfigFile)
+	return filepath.Join(o.RootDirectory, rootdir.AdminKubeconfigFile)
 }
 
 // CompletedOptions are options with every default filled in.
 type CompletedOptions struct {
 	*Options
 	ControlPlane controlplaneoptions.CompletedOptions
-	tokens       adminTokens
 }
 
-// Complete fills defaults that depend on the root directory, creating the
-// generated files on first start. embeddedEtcdURL is the client URL of the
-// embedded etcd, if one runs.
-func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (CompletedOptions, error) {
-	if err := validateOwn(o); err != nil {
-		return CompletedOptions{}, err
-	}
-	dir, err := filepath.Abs(o.RootDirectory)
+// PrepareRootDirectory creates the root directory and, on first start, the
+// files the shard generates there (serving certificate, client CA,
+// service-account key, admin tokens), and points the options at them. It is
+// the one step that writes files before the server runs.
+func (o *Options) PrepareRootDirectory() error {
+	dir, err := rootdir.Open(o.RootDirectory)
 	if err != nil {
-		return CompletedOptions{}, err
+		return err
 	}
-	o.RootDirectory = dir
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return CompletedOptions{}, fmt.Errorf("create root directory: %w", err)
-	}
+	o.RootDirectory = string(dir)
 	cp := o.ControlPlane
-	if embeddedEtcdURL != "" {
-		cp.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdURL}
-	}
-	if cp.SecureServing.ServerCert.CertDirectory == "" {
-		cp.SecureServing.ServerCert.CertDirectory = dir
+	serving := &cp.SecureServing.ServerCert
+	if serving.CertKey.CertFile == "" && serving.CertKey.KeyFile == "" && serving.CertDirectory == "" {
+		host, ips := o.servingNames()
+		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips); err != nil {
+			return err
+		}
 	}
 	if cp.Authentication.ClientCert.ClientCA == "" {
-		if err := ensureClientCA(dir); err != nil {
-			return CompletedOptions{}, err
+		if cp.Authentication.ClientCert.ClientCA, err = dir.EnsureClientCA(); err != nil {
+			return err
 		}
-		cp.Authentication.ClientCert.ClientCA = filepath.Join(dir, ClientCACertFile)
 	}
 	if cp.ServiceAccountSigningKeyFile == "" && len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
-		keyFile, err := ensureServiceAccountKey(dir)
+		keyFile, err := dir.EnsureServiceAccountKey()
 		if err != nil {
-			return CompletedOptions{}, err
+			return err
 		}
 		cp.ServiceAccountSigningKeyFile = keyFile
 		cp.Authentication.ServiceAccounts.KeyFiles = []string{keyFile}
 	}
-	tokens, err := ensureAdminTokens(dir)
-	if err != nil {
+	o.tokens, err = dir.EnsureAdminTokens()
+	return err
+}
+
+// servingNames are the host name and IPs the generated serving certificate
+// is for: the host of --shard-base-url (localhost by default) and the bind
+// and advertise addresses.
+func (o *Options) servingNames() (string, []net.IP) {
+	host := "localhost"
+	if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = append(ips, ip)
+	}
+	for _, ip := range []net.IP{o.ControlPlane.SecureServing.BindAddress, o.ControlPlane.GenericServerRunOptions.AdvertiseAddress} {
+		if ip != nil && !ip.IsUnspecified() {
+			ips = append(ips, ip)
+		}
+	}
+	return host, ips
+}
+
+// Complete fills the defaults that depend on the prepared root directory
+// and the embedded etcd (embeddedEtcdURL, if one runs). It writes no files.
+func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (CompletedOptions, error) {
+	if err := validateOwn(o); err != nil {
 		return CompletedOptions{}, err
+	}
+	if o.tokens == (rootdir.AdminTokens{}) {
+		return CompletedOptions{}, fmt.Errorf("root directory %s was not prepared: call PrepareRootDirectory first", o.RootDirectory)
+	}
+	cp := o.ControlPlane
+	if embeddedEtcdURL != "" {
+		cp.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdURL}
 	}
 	alternateIPs := []net.IP{net.ParseIP("127.0.0.1")}
 	completed, err := cp.Complete(ctx, []string{"localhost"}, alternateIPs)
@@ -181,7 +211,7 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 		o.ExternalURL = o.BaseURL
 	}
 	o.ExternalURL = strings.TrimSuffix(o.ExternalURL, "/")
-	return CompletedOptions{Options: o, ControlPlane: completed, tokens: tokens}, nil
+	return CompletedOptions{Options: o, ControlPlane: completed}, nil
 }
 
 // perClusterAdmissionPlugins are the upstream plugins the shard runs once

@@ -28,6 +28,7 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/registry"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
+	"github.com/kplane-dev/kplane/pkg/rootdir"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
 
@@ -37,6 +38,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.kcpStart.logWarnings(klog.Background())
+	if err := o.PrepareRootDirectory(); err != nil {
+		return err
+	}
 	// A reflector in watch-list mode collects the initial objects in a store
 	// keyed by namespace/name before handing them on, which merges objects of
 	// different logical clusters (the watch cache and the wildcard informers
@@ -193,7 +197,7 @@ func (c *Config) servingCA() ([]byte, error) {
 	serving := c.Options.ControlPlane.SecureServing
 	certFile := serving.ServerCert.CertKey.CertFile
 	if certFile == "" {
-		certFile = filepath.Join(serving.ServerCert.CertDirectory, servingCertPairName+".crt")
+		certFile = filepath.Join(serving.ServerCert.CertDirectory, serving.ServerCert.PairName+".crt")
 	}
 	ca, err := os.ReadFile(certFile)
 	if err != nil {
@@ -208,7 +212,7 @@ func (c *Config) writeAdminKubeconfig(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAdminKubeconfig(path, c.Options.BaseURL, ca, c.Options.tokens); err != nil {
+	if err := rootdir.WriteAdminKubeconfig(path, c.Options.BaseURL, ca, c.Options.tokens); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	klog.Background().Info("Wrote admin kubeconfig", "path", path)

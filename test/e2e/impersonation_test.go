@@ -9,7 +9,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
@@ -75,12 +74,10 @@ func TestWorkspaceAdminCannotImpersonatePrivilegedGroups(t *testing.T) {
 			cfg.Host = e.s.BaseURL(t)
 			attacker := newKCPREST(t, cfg)
 
-			lcStatus := attacker.rc.Patch(types.MergePatchType).AbsPath(kcpPath(child.cluster(), logicalClustersGVR, "cluster", "status")...).
-				Body([]byte(`{"status":{"phase":"Unavailable"}}`)).Do(ctx).Error()
+			lcStatus := attacker.patchStatus(ctx, child.cluster(), logicalClustersGVR, "cluster", `{"status":{"phase":"Unavailable"}}`)
 			requireAPIError(t, lcStatus, 403, "user-1 as "+group+": patch the status of its LogicalCluster", impersonationRefused)
 
-			wsStatus := attacker.rc.Patch(types.MergePatchType).AbsPath(kcpPath(org.path(), workspacesGVR, child.name, "status")...).
-				Body([]byte(`{"status":{"phase":"Unavailable"}}`)).Do(ctx).Error()
+			wsStatus := attacker.patchStatus(ctx, org.path(), workspacesGVR, child.name, `{"status":{"phase":"Unavailable"}}`)
 			requireAPIError(t, wsStatus, 403, "user-1 as "+group+": patch the status of its child's Workspace", impersonationRefused)
 
 			// Not even a read gets through with the group.

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,11 +28,6 @@ func sharedWorkspaceEnv(t *testing.T) *wsEnv {
 	e := &wsEnv{s: sharedShard(t)}
 	e.waitForRootBootstrap(t)
 	return e
-}
-
-// patchStatus sends a JSON merge patch to the status of a kcp object.
-func (c *kcpREST) patchStatus(ctx context.Context, cluster string, gvr schema.GroupVersionResource, name, patch string) error {
-	return c.rc.Patch(types.MergePatchType).AbsPath(kcpPath(cluster, gvr, name, "status")...).Body([]byte(patch)).Do(ctx).Error()
 }
 
 // orgWithAdmin creates an organization as kcp-admin and makes user its

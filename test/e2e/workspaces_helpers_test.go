@@ -18,8 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -29,6 +28,8 @@ import (
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
@@ -64,61 +65,45 @@ var (
 	clusterNamePattern = regexp.MustCompile(`^[a-z0-9]{16}$`)
 )
 
-// kcpCodecs decode and encode kcp's own types for kcpREST.
-var kcpCodecs = func() serializer.CodecFactory {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(corev1alpha1.AddToScheme(scheme))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(scheme))
-	return serializer.NewCodecFactory(scheme)
-}()
-
 // kcpREST reads and writes kcp's objects in any logical cluster, addressed
-// by name or by workspace path, as one user.
+// by name or by workspace path, as one user: pkg/kcpclient with the cluster
+// given as the string a test has at hand.
 type kcpREST struct {
-	rc *rest.RESTClient
+	c *kcpclient.Client
 }
 
 func newKCPREST(t *testing.T, cfg *rest.Config) *kcpREST {
 	t.Helper()
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &corev1alpha1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = kcpCodecs.WithoutConversion()
-	rc, err := rest.RESTClientFor(c)
+	c, err := kcpclient.New(cfg)
 	if err != nil {
 		t.Fatalf("kcp REST client for %s: %v", cfg.Host, err)
 	}
-	return &kcpREST{rc: rc}
-}
-
-func kcpPath(cluster string, gvr schema.GroupVersionResource, name string, subresource ...string) []string {
-	p := []string{"/clusters/" + cluster, "apis", gvr.Group, gvr.Version, gvr.Resource}
-	if name != "" {
-		p = append(p, name)
-	}
-	return append(p, subresource...)
+	return &kcpREST{c: c}
 }
 
 func (c *kcpREST) get(ctx context.Context, cluster string, gvr schema.GroupVersionResource, name string, out runtime.Object) error {
-	return c.rc.Get().AbsPath(kcpPath(cluster, gvr, name)...).Do(ctx).Into(out)
+	return c.c.Get(ctx, logicalcluster.Name(cluster), gvr, name, out)
 }
 
 func (c *kcpREST) list(ctx context.Context, cluster string, gvr schema.GroupVersionResource, out runtime.Object) error {
-	return c.rc.Get().AbsPath(kcpPath(cluster, gvr, "")...).Do(ctx).Into(out)
+	return c.c.List(ctx, logicalcluster.Name(cluster), gvr, out)
 }
 
 func (c *kcpREST) create(ctx context.Context, cluster string, gvr schema.GroupVersionResource, obj, out runtime.Object) error {
-	return c.rc.Post().AbsPath(kcpPath(cluster, gvr, "")...).Body(obj).Do(ctx).Into(out)
+	return c.c.Create(ctx, logicalcluster.Name(cluster), gvr, obj, out)
 }
 
 func (c *kcpREST) update(ctx context.Context, cluster string, gvr schema.GroupVersionResource, name string, obj, out runtime.Object, subresource ...string) error {
-	return c.rc.Put().AbsPath(kcpPath(cluster, gvr, name, subresource...)...).Body(obj).Do(ctx).Into(out)
+	return c.c.Update(ctx, logicalcluster.Name(cluster), gvr, name, obj, out, subresource...)
+}
+
+// patchStatus sends a JSON merge patch to the status of a kcp object.
+func (c *kcpREST) patchStatus(ctx context.Context, cluster string, gvr schema.GroupVersionResource, name, patch string) error {
+	return c.c.Patch(ctx, logicalcluster.Name(cluster), gvr, name, types.MergePatchType, []byte(patch), nil, "status")
 }
 
 func (c *kcpREST) delete(ctx context.Context, cluster string, gvr schema.GroupVersionResource, name string) error {
-	return c.rc.Delete().AbsPath(kcpPath(cluster, gvr, name)...).Do(ctx).Error()
+	return c.c.Delete(ctx, logicalcluster.Name(cluster), gvr, name, nil)
 }
 
 // wsEnv is a shard with token users user-1 … user-3 (groups team-1 …

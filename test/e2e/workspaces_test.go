@@ -21,6 +21,7 @@ import (
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 // TestWorkspaces runs the workspace scenarios of issue 4 against one shard
@@ -255,8 +256,10 @@ func testInitializer(t *testing.T, e *wsEnv) {
 			// Only the system may remove it: kcp-admin is refused.
 			err := updateLogicalCluster(ctx, kcp, w.cluster(), true, func(lc *corev1alpha1.LogicalCluster) { lc.Status.Initializers = nil })
 			requireAPIError(t, err, 403, "kcp-admin: remove the initializers of LogicalCluster "+w.cluster())
-			err = updateLogicalCluster(ctx, kcp, w.cluster(), false, func(lc *corev1alpha1.LogicalCluster) { lc.Annotations["e2e"] = "x" })
-			requireAPIError(t, err, 403, "kcp-admin: update LogicalCluster "+w.cluster())
+			err = updateLogicalCluster(ctx, kcp, w.cluster(), false, func(lc *corev1alpha1.LogicalCluster) {
+				lc.Annotations[logicalcluster.PathAnnotationKey] = "root:elsewhere"
+			})
+			requireAPIError(t, err, 403, "kcp-admin: move LogicalCluster "+w.cluster()+" to another path")
 
 			// Still held.
 			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
