@@ -139,7 +139,11 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccountAuthenticator(o), adminAuth, genericConfig.Authentication.Authenticator)
+	serviceAccounts, err := serviceAccountAuthenticator(o)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, adminAuth, genericConfig.Authentication.Authenticator)
 
 	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
 	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + clustersPrefix + string(logicalcluster.Wildcard)

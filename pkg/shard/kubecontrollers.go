@@ -3,7 +3,6 @@ package shard
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/keyutil"
-	"k8s.io/klog/v2"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
@@ -145,7 +143,7 @@ func (c *Config) legacyTokensController(wildcardCore rest.Interface, loopback *r
 // token works only in its own cluster (the authorizer denies it elsewhere).
 // Secret-based (legacy) tokens carry and resolve their cluster the same way.
 // It goes before every other authenticator.
-func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
+func serviceAccountAuthenticator(o CompletedOptions) (authenticator.Request, error) {
 	cp := o.ControlPlane
 	if cp.ServiceAccountIssuer != nil {
 		cp.ServiceAccountIssuer = serviceaccount.ClusterTokenGenerator{Delegate: cp.ServiceAccountIssuer}
@@ -157,15 +155,13 @@ func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
 		for _, f := range sa.KeyFiles {
 			k, err := keyutil.PublicKeysFromFile(f)
 			if err != nil {
-				klog.Background().Error(err, "Service account tokens will not authenticate: reading public key failed", "file", f)
-				return none{}
+				return nil, fmt.Errorf("service account tokens: read public keys from %s: %w", f, err)
 			}
 			all = append(all, k...)
 		}
 		var err error
 		if keys, err = kubeserviceaccount.StaticPublicKeysGetter(all); err != nil {
-			klog.Background().Error(err, "Service account tokens will not authenticate")
-			return none{}
+			return nil, fmt.Errorf("service account tokens: %w", err)
 		}
 	}
 	audiences := authenticator.Audiences(cp.Authentication.APIAudiences)
@@ -175,16 +171,9 @@ func serviceAccountAuthenticator(o CompletedOptions) authenticator.Request {
 	tokens := serviceaccount.NewClusterAuthenticator(sa.Issuers, keys, audiences, o.serviceAccountTokenGetter)
 	legacy, err := serviceaccount.NewLegacyClusterAuthenticator(keys, audiences, o.serviceAccountTokenGetter)
 	if err != nil {
-		klog.Background().Error(err, "Secret-based service account tokens will not authenticate")
-		return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(tokens, false, 10*time.Second, 0)))
+		return nil, fmt.Errorf("secret-based service account tokens: %w", err)
 	}
 	both := uniontoken.New(tokens, legacy)
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(both, false, 10*time.Second, 0)))
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(both, false, 10*time.Second, 0))), nil
 }
 
-// none authenticates nobody.
-type none struct{}
-
-func (none) AuthenticateRequest(*http.Request) (*authenticator.Response, bool, error) {
-	return nil, false, nil
-}

@@ -1,6 +1,9 @@
 package embeddedetcd
 
 import (
+	"errors"
+	"net"
+	"net/http"
 	"slices"
 	"sort"
 
@@ -36,6 +39,9 @@ func (c klogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Chec
 func (c klogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	enc := zapcore.NewMapObjectEncoder()
 	for _, f := range append(slices.Clip(c.fields), fields...) {
+		if err, ok := f.Interface.(error); ok && f.Type == zapcore.ErrorType && isShutdown(err) {
+			return nil
+		}
 		f.AddTo(enc)
 	}
 	keys := make([]string, 0, len(enc.Fields))
@@ -56,3 +62,9 @@ func (c klogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 }
 
 func (klogCore) Sync() error { return nil }
+
+// isShutdown tells whether err only says that etcd's listeners and servers
+// were closed, as they are on every shutdown: not worth an error line.
+func isShutdown(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) || err.Error() == "mux: server closed"
+}

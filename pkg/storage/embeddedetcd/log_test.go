@@ -1,6 +1,9 @@
 package embeddedetcd
 
 import (
+	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -17,6 +20,8 @@ func TestEtcdWarningsAndErrorsReachTheProcessLog(t *testing.T) {
 	z.Info("applied entries")
 	z.Warn("slow fdatasync", zap.Duration("took", 0))
 	z.Error("lost leader", zap.Int("term", 3))
+	z.Error("serving failed", zap.Error(fmt.Errorf("accept: %w", net.ErrClosed)))
+	z.Error("serving failed", zap.Error(errors.New("mux: server closed")))
 
 	if len(lines) != 2 {
 		t.Fatalf("got %d lines, want the warning and the error only: %q", len(lines), lines)

@@ -57,7 +57,7 @@ func TestCompleteTokenUsersGivesDistinctRandomTokens(t *testing.T) {
 }
 
 func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}

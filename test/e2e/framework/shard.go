@@ -127,7 +127,7 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +145,8 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 	return s, nil
 }
 
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n distinct loopback ports that were free a moment ago.
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
