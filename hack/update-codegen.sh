@@ -69,7 +69,8 @@ echo "defaulter-gen: ${DEFAULTER_PKGS[*]}"
 	--output-file zz_generated.defaults.go \
 	"${DEFAULTER_PKGS[@]}"
 
-# The apimachinery packages are inputs so that openapi-gen resolves the types
+# The apimachinery packages (and apiextensions/v1, whose CRD shapes
+# APIResourceSchema reuses) are inputs so that openapi-gen resolves the types
 # our types embed (ObjectMeta, Quantity, ...) by their model names; as
 # read-only packages they get no files of ours written into them.
 APIMACHINERY_PKGS=(
@@ -77,6 +78,7 @@ APIMACHINERY_PKGS=(
 	k8s.io/apimachinery/pkg/runtime
 	k8s.io/apimachinery/pkg/version
 	k8s.io/apimachinery/pkg/api/resource
+	k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1
 )
 READONLY_ARGS=()
 for pkg in "${APIMACHINERY_PKGS[@]}"; do

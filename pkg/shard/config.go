@@ -31,6 +31,8 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
+	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/kplane-dev/kplane/pkg/apis/generated/openapi"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
@@ -48,6 +50,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
@@ -104,6 +107,8 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"},
 		corev1alpha1.SchemeGroupVersion,
 		tenancyv1alpha1.SchemeGroupVersion,
+		apisv1alpha1.SchemeGroupVersion,
+		apisv1alpha2.SchemeGroupVersion,
 	)
 	return rc
 }
@@ -129,6 +134,14 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
+	}
+	// apis.kcp.io prefers v1alpha2, which lacks the v1alpha1-only kinds:
+	// each resource is stored in its own storage version, as JSON.
+	for gr, version := range apisregistry.StorageVersions {
+		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
+		if encoding, ok := storageFactory.ResourceEncodingConfig.(*serverstorage.DefaultResourceEncodingConfig); ok {
+			encoding.SetResourceEncoding(gr, version, apisv1alpha1.InternalGroupVersion)
+		}
 	}
 	genericConfig.RESTOptionsGetter = kstorage.RESTOptionsGetter{
 		Delegate:   genericConfig.RESTOptionsGetter,

@@ -7,12 +7,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
+	apiexportcontroller "github.com/kplane-dev/kplane/pkg/controllers/apiexport"
 	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
 	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
@@ -20,6 +23,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
+	"github.com/kplane-dev/kplane/pkg/shardlookup"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
@@ -30,21 +34,40 @@ func (c *Config) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, erro
 	if client, ok := c.shardClients.Load(shard.Spec.BaseURL); ok {
 		return client.(*kcpclient.Client), nil
 	}
-	ca, err := c.servingCA()
+	cfg, err := c.logicalClusterAdminConfig()
 	if err != nil {
 		return nil, err
 	}
-	client, err := kcpclient.New(&rest.Config{
-		Host:            shard.Spec.BaseURL,
-		BearerToken:     c.Options.tokens.LogicalClusterAdmin,
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
-		QPS:             -1,
-	})
+	cfg.Host = shard.Spec.BaseURL
+	client, err := kcpclient.New(cfg)
 	if err != nil {
 		return nil, err
 	}
 	actual, _ := c.shardClients.LoadOrStore(shard.Spec.BaseURL, client)
 	return actual.(*kcpclient.Client), nil
+}
+
+// logicalClusterAdminConfig returns the credentials for other shards:
+// --logical-cluster-admin-kubeconfig, or this shard's own token and serving
+// CA.
+func (c *Config) logicalClusterAdminConfig() (*rest.Config, error) {
+	if path := c.Options.LogicalClusterAdminKubeconfig; path != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", path)
+		if err != nil {
+			return nil, fmt.Errorf("--logical-cluster-admin-kubeconfig: %w", err)
+		}
+		cfg.QPS = -1
+		return cfg, nil
+	}
+	ca, err := c.servingCA()
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		BearerToken:     c.Options.tokens.LogicalClusterAdmin,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+		QPS:             -1,
+	}, nil
 }
 
 // addControllers registers the bootstrap and the shard's controllers as
@@ -70,12 +93,17 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			return c.content.Delete(ctx, cluster, resourceVersion)
 		})
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local)
+	loopbackClient, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return err
+	}
+	apiExports := apiexportcontroller.New(kcp.apiExports, local, loopbackClient.CoreV1().RESTClient())
 	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, loopback)
 	if err != nil {
 		return err
 	}
 	workspaces := wscontroller.New(wscontroller.Config{
-		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: kcp.shards,
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: shardlookup.Root{Informer: kcp.shards},
 		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
 		Local:       local,
 		ShardClient: c.shardClient,
@@ -95,6 +123,7 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go logicalClusters.Run(ctx, 32)
 			go workspaces.Run(ctx, 32)
 			go workspaceTypes.Run(ctx, 2)
+			go apiExports.Run(ctx, 4)
 			go policyStatus.Run(ctx, 2)
 			if err := c.startKubeControllers(ctx); err != nil {
 				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")

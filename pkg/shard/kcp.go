@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	_ "github.com/kplane-dev/kplane/pkg/apis/install" // kcp's groups in legacyscheme
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
@@ -34,10 +35,11 @@ type kcpInformers struct {
 	workspaces      *wildcardinformer.Informer
 	workspaceTypes  *wildcardinformer.Informer
 	shards          *wildcardinformer.Informer
+	apiExports      *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports}
 }
 
 func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
@@ -49,6 +51,10 @@ func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
 	if err != nil {
 		return kcpInformers{}, err
 	}
+	apis, err := kcpclient.RESTClient(wildcard, apisv1alpha2.SchemeGroupVersion)
+	if err != nil {
+		return kcpInformers{}, err
+	}
 	lw := func(c *rest.RESTClient, resource string) cache.ListerWatcher {
 		return cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, fields.Everything())
 	}
@@ -57,6 +63,7 @@ func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
 		workspaces:      wildcardinformer.New(lw(tenancy, "workspaces"), &tenancyv1alpha1.Workspace{}, "wildcard-workspaces"),
 		workspaceTypes:  wildcardinformer.New(lw(tenancy, "workspacetypes"), &tenancyv1alpha1.WorkspaceType{}, "wildcard-workspacetypes"),
 		shards:          wildcardinformer.New(lw(core, "shards"), &corev1alpha1.Shard{}, "wildcard-shards"),
+		apiExports:      wildcardinformer.New(lw(apis, "apiexports"), &apisv1alpha2.APIExport{}, "wildcard-apiexports"),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

@@ -176,4 +176,3 @@ func serviceAccountAuthenticator(o CompletedOptions) (authenticator.Request, err
 	both := uniontoken.New(tokens, legacy)
 	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(both, false, 10*time.Second, 0))), nil
 }
-

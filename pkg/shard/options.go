@@ -44,6 +44,12 @@ type Options struct {
 	// https://<bind address>:<secure port>.
 	BaseURL     string
 	ExternalURL string
+	// LogicalClusterAdminKubeconfig holds the credentials (group
+	// system:kcp:logical-cluster-admin) this shard uses to create and delete
+	// LogicalClusters on other shards; the server of each request is the
+	// Shard's baseURL. Empty: this shard's own logical-cluster-admin token,
+	// trusting its own serving certificate (a single shard).
+	LogicalClusterAdminKubeconfig string
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -94,6 +100,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&o.EmbeddedEtcdPeerPort, "embedded-etcd-peer-port", o.EmbeddedEtcdPeerPort, "Peer port of the embedded etcd (on 127.0.0.1), used when --etcd-servers is empty.")
 	fs.StringVar(&o.BaseURL, "shard-base-url", o.BaseURL, "URL other components use to reach this shard (default https://<bind-address>:<secure-port>).")
 	fs.StringVar(&o.ExternalURL, "shard-external-url", o.ExternalURL, "URL written into Workspace spec.URL, usually the front-proxy's (default: --shard-base-url).")
+	fs.StringVar(&o.LogicalClusterAdminKubeconfig, "logical-cluster-admin-kubeconfig", o.LogicalClusterAdminKubeconfig,
+		"Kubeconfig with the system:kcp:logical-cluster-admin credentials used to create LogicalClusters on other shards (its server is replaced by each Shard's baseURL). Default: this shard's own token and serving CA.")
 	o.kcpStart.addFlags(fs)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)

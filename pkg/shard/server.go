@@ -27,6 +27,7 @@ import (
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
 	"github.com/kplane-dev/kplane/pkg/registry"
+	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
@@ -126,6 +127,7 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
+		apisregistry.RESTStorageProvider{},
 	}
 	var groups []*genericapiserver.APIGroupInfo
 	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {

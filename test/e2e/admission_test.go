@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -104,15 +107,23 @@ func requireUntouched(ctx context.Context, t *testing.T, c kubernetes.Interface,
 }
 
 // tenantWebhook is the webhook server of tenant A: /validate denies
-// configmaps named forbidden-*, /mutate labels every configmap.
-func tenantWebhook(t *testing.T) (url string, caBundle []byte) {
+// configmaps named forbidden-*, /mutate labels every configmap. seen
+// returns the logical clusters (kcp.io/cluster) of the objects it reviewed.
+func tenantWebhook(t *testing.T) (url string, caBundle []byte, seen func() map[string]bool) {
 	t.Helper()
+	var mu sync.Mutex
+	clusters := map[string]bool{}
 	review := func(w http.ResponseWriter, r *http.Request, decide func(*admissionv1.AdmissionRequest, *admissionv1.AdmissionResponse)) {
 		var in admissionv1.AdmissionReview
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
 			http.Error(w, "bad review", http.StatusBadRequest)
 			return
 		}
+		var obj metav1.PartialObjectMetadata
+		_ = json.Unmarshal(in.Request.Object.Raw, &obj)
+		mu.Lock()
+		clusters[obj.Annotations[clusterAnnotation]] = true
+		mu.Unlock()
 		resp := &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}
 		decide(in.Request, resp)
 		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
@@ -144,7 +155,12 @@ func tenantWebhook(t *testing.T) (url string, caBundle []byte) {
 	})
 	srv := httptest.NewTLSServer(mux)
 	t.Cleanup(srv.Close)
-	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	seen = func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(clusters)
+	}
+	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), seen
 }
 
 var configMapCreates = admissionregistrationv1.RuleWithOperations{
@@ -163,7 +179,7 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	ten := newAdmissionTenants(t, s, "webhook")
-	url, ca := tenantWebhook(t)
+	url, ca, seen := tenantWebhook(t)
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -194,10 +210,18 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 	if _, err := ten.kubeA.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create MutatingWebhookConfiguration in A: %v", err)
 	}
+	// The webhook server stops with the test; A's writes must not fail on it.
+	t.Cleanup(func() {
+		_ = ten.kubeA.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, mwc.Name, metav1.DeleteOptions{})
+		_ = ten.kubeA.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	})
 
 	eventuallyRejected(ctx, t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's webhook denies")
 	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "webhook")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, forbiddenPrefix+"in-b")
+	if got := seen(); len(got) != 1 || !got[ten.a] {
+		t.Errorf("A's webhook reviewed objects of clusters %v, want only A (%s)", got, ten.a)
+	}
 
 	// A webhook addressed by service would be called in no cluster's sense
 	// (failurePolicy Ignore: silently never): it is refused up front.
@@ -402,4 +426,46 @@ func TestMutatingAdmissionPolicyOfOneWorkspaceDoesNotMutateAnother(t *testing.T)
 
 	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "policy")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, "in-b")
+}
+
+// TestPolicyWithParamKindByUserWithoutParamReadIsRefusedNotCrashed: a user
+// who may create policies but not read the param kind creates a policy with
+// paramKind. The shard answers 422 naming the missing permission (it used
+// to crash the handler), and accepts the policy once the user may read the
+// params.
+func TestPolicyWithParamKindByUserWithoutParamReadIsRefusedNotCrashed(t *testing.T) {
+	t.Parallel()
+	s := sharedShard(t)
+	ctx := testContext(t)
+	cluster := s.NewLogicalCluster(t, "paramkind")
+	admin := kubeClient(t, s, "base", cluster)
+	const user = "user-4"
+	bindClusterRole(ctx, t, admin, user+"-access", workspaceAccessRole, userSubject(user))
+	createClusterRole(ctx, t, admin, "policy-author", rbacv1.PolicyRule{
+		APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingadmissionpolicies"}, Verbs: []string{"create", "get", "list"},
+	})
+	bindClusterRole(ctx, t, admin, "policy-author", "policy-author", userSubject(user))
+
+	policy := denyForbiddenPolicy("with-params")
+	policy.Spec.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	author := tokenUserClient(t, s, user, cluster)
+	var err error
+	eventuallyAllowed(ctx, t, "policy author reads policies", func(ctx context.Context) error {
+		_, err := author.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+		return err
+	})
+	_, err = author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+	requireAPIError(t, err, http.StatusUnprocessableEntity, "create policy with paramKind ConfigMap without read permission on configmaps",
+		"spec.paramKind", `"get" permission`)
+
+	createClusterRole(ctx, t, admin, "configmap-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
+	bindClusterRole(ctx, t, admin, "configmap-reader", "configmap-reader", userSubject(user))
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+		_, last = author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("policy with paramKind never accepted after granting read on configmaps: %v (last: %v)", err, last)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
@@ -148,7 +149,30 @@ func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admiss
 		klog.FromContext(ctx).Error(err, "Building admission plugin failed", "plugin", p.name, "cluster", cluster)
 		return nil, admission.NewForbidden(a, fmt.Errorf("%s: the admission configuration of this logical cluster cannot be loaded, retry", p.name))
 	}
+	annotateCluster(a, cluster)
 	return plugin, nil
+}
+
+// annotateCluster shows webhooks and policies the logical cluster of an
+// object being created, as kcp does: storage sets the same annotation on
+// write, so this changes nothing that is stored.
+func annotateCluster(a admission.Attributes, cluster logicalcluster.Name) {
+	if a.GetOperation() != admission.Create || a.GetObject() == nil {
+		return
+	}
+	m, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return
+	}
+	annotations := m.GetAnnotations()
+	if annotations[logicalcluster.AnnotationKey] == string(cluster) {
+		return
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[logicalcluster.AnnotationKey] = string(cluster)
+	m.SetAnnotations(annotations)
 }
 
 func (p *Plugins) waitForInformers(ctx context.Context) bool {

@@ -119,3 +119,28 @@ func TestRunStopsEveryInstance(t *testing.T) {
 		t.Fatal("instance context not cancelled when the plugin stopped")
 	}
 }
+
+func TestObjectsCreatedInAClusterWithConfigurationShowTheirClusterToWebhooks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inf, _ := fakeInformer(ctx, t, *webhookConfig("a", "one"))
+	p := New("test", []*wildcardinformer.Informer{inf},
+		func(cluster logicalcluster.Name) bool { return HasAll(cluster, inf) },
+		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
+			return &countingPlugin{Handler: admission.NewHandler(admission.Create)}, nil
+		})
+	go inf.Run(ctx)
+	for _, tc := range []struct {
+		cluster logicalcluster.Name
+		want    string
+	}{{"a", "a"}, {"b", ""}} {
+		obj := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+		a := admission.NewAttributesRecord(obj, nil, schema.GroupVersionKind{}, "", "x", schema.GroupVersionResource{}, "", admission.Create, nil, false, nil)
+		if err := p.Validate(logicalcluster.WithCluster(ctx, tc.cluster), a, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := obj.Annotations[logicalcluster.AnnotationKey]; got != tc.want {
+			t.Errorf("object created in %s carries cluster %q, want %q", tc.cluster, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 )
@@ -14,4 +15,5 @@ import (
 func init() {
 	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
+	utilruntime.Must(apisv1alpha2.Install(legacyscheme.Scheme))
 }

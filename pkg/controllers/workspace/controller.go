@@ -15,6 +15,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/shardlookup"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
@@ -24,7 +25,7 @@ type Controller struct {
 	loop            *loop.Loop
 	workspaces      *wildcardinformer.Informer
 	logicalClusters *wildcardinformer.Informer
-	shards          *wildcardinformer.Informer
+	shards          shardlookup.Source
 	types           workspacetypes.Resolver
 	// local writes Workspaces on this shard.
 	local *kcpclient.Client
@@ -39,11 +40,12 @@ type Controller struct {
 
 // Config holds the controller's dependencies.
 type Config struct {
-	Workspaces, LogicalClusters, Shards *wildcardinformer.Informer
-	Types                               workspacetypes.Resolver
-	Local                               *kcpclient.Client
-	ShardClient                         func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
-	ShardName                           string
+	Workspaces, LogicalClusters *wildcardinformer.Informer
+	Shards                      shardlookup.Source
+	Types                       workspacetypes.Resolver
+	Local                       *kcpclient.Client
+	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	ShardName                   string
 }
 
 // New returns the controller.
@@ -101,13 +103,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 }
 
-// shard returns the Shard object (from root) a workspace is on.
+// shard returns the Shard object a workspace is on, nil when unknown.
 func (c *Controller) shard(name string) *corev1alpha1.Shard {
-	obj, exists, err := c.shards.Get(logicalcluster.Root, "", name)
-	if err != nil || !exists {
+	s, err := c.shards.Get(name)
+	if err != nil {
 		return nil
 	}
-	return obj.(*corev1alpha1.Shard)
+	return s
 }
 
 // shardOf returns the name of the shard a workspace was scheduled to, ""

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math/big"
 	"math/rand/v2"
@@ -51,6 +52,9 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	}
 
 	shard, err := c.pickShard(ws)
+	if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
+		return c.setUnschedulable(ctx, parent, ws, invalid.Error())
+	}
 	if err != nil {
 		return err
 	}
@@ -153,23 +157,23 @@ func setScheduledAnnotations(ws *tenancyv1alpha1.Workspace, shardName string, cl
 	ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey] = string(cluster)
 }
 
-// pickShard chooses among the shards matching the workspace's selector.
+// pickShard chooses among the shards matching the workspace's selector. A
+// selector that does not parse is an invalidSelectorError.
 func (c *Controller) pickShard(ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
 	selector := labels.Everything()
 	if ws.Spec.Location != nil && ws.Spec.Location.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(ws.Spec.Location.Selector)
 		if err != nil {
-			return nil, nil
+			return nil, invalidSelectorError{err}
 		}
 		selector = s
 	}
-	objs, err := c.shards.List(logicalcluster.Root, "")
+	shards, err := c.shards.List()
 	if err != nil {
 		return nil, err
 	}
 	var candidates []*corev1alpha1.Shard
-	for _, o := range objs {
-		s := o.(*corev1alpha1.Shard)
+	for _, s := range shards {
 		if selector.Matches(labels.Set(s.Labels)) {
 			candidates = append(candidates, s)
 		}
@@ -178,6 +182,13 @@ func (c *Controller) pickShard(ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Sha
 		return nil, nil
 	}
 	return candidates[rand.IntN(len(candidates))], nil
+}
+
+// invalidSelectorError is a spec.location.selector that does not parse.
+type invalidSelectorError struct{ err error }
+
+func (e invalidSelectorError) Error() string {
+	return "invalid spec.location.selector: " + e.err.Error()
 }
 
 func (c *Controller) setUnschedulable(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, msg string) error {

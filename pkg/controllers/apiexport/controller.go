@@ -1,0 +1,111 @@
+// Package apiexport gives every APIExport of the shard its identity: the
+// secret its spec.identity.secretRef names (created with a random key when
+// it is the export's default secret and absent), whose key's hex SHA-256
+// becomes status.identityHash, with the condition IdentityValid.
+//
+// Secrets are read on each reconcile through the loopback client, never
+// watched: a shard holds many secrets and few exports.
+package apiexport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// apiExports is the resource the controller writes the status of.
+var apiExports = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
+
+// Controller reconciles the identity of APIExports in all logical clusters
+// of the shard.
+type Controller struct {
+	loop *loop.Loop
+	// getAPIExport reads an APIExport; nil when it is gone.
+	getAPIExport func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error)
+	// updateStatus writes an APIExport's status.
+	updateStatus func(ctx context.Context, cluster logicalcluster.Name, export *apisv1alpha2.APIExport) error
+	identity     *identityReconciler
+}
+
+// New returns the controller. kcp writes the exports' status and core
+// reads and creates secrets and namespaces; both act as the shard's
+// loopback identity.
+func New(exports *wildcardinformer.Informer, kcp *kcpclient.Client, core rest.Interface) *Controller {
+	c := &Controller{
+		getAPIExport: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {
+			obj, exists, err := exports.Get(cluster, "", name)
+			if err != nil || !exists {
+				return nil, err
+			}
+			return obj.(*apisv1alpha2.APIExport), nil
+		},
+		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, export *apisv1alpha2.APIExport) error {
+			export.APIVersion, export.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIExport"
+			return kcp.Update(ctx, cluster, apiExports, export.Name, export, &apisv1alpha2.APIExport{}, "status")
+		},
+		identity: &identityReconciler{
+			getSecret: func(ctx context.Context, cluster logicalcluster.Name, namespace, name string) (*corev1.Secret, error) {
+				secret := &corev1.Secret{}
+				err := core.Get().AbsPath("/clusters", string(cluster), "api/v1/namespaces", namespace, "secrets", name).Do(ctx).Into(secret)
+				if apierrors.IsNotFound(err) {
+					return nil, nil
+				}
+				return secret, err
+			},
+			createSecret: func(ctx context.Context, cluster logicalcluster.Name, secret *corev1.Secret) error {
+				ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: secret.Namespace}}
+				err := core.Post().AbsPath("/clusters", string(cluster), "api/v1/namespaces").Body(ns).Do(ctx).Error()
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					return err
+				}
+				secret.APIVersion, secret.Kind = "v1", "Secret"
+				return core.Post().AbsPath("/clusters", string(cluster), "api/v1/namespaces", secret.Namespace, "secrets").Body(secret).Do(ctx).Error()
+			},
+			newKey: func() (string, error) {
+				key := make([]byte, 32)
+				if _, err := rand.Read(key); err != nil {
+					return "", err
+				}
+				return hex.EncodeToString(key), nil
+			},
+		},
+	}
+	c.loop = loop.New("apiexport", c.reconcile)
+	exports.AddHandler(c.loop.Handler(nil))
+	return c
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	export, err := c.getAPIExport(cluster, name)
+	if err != nil || export == nil || export.DeletionTimestamp != nil {
+		return err
+	}
+	export = export.DeepCopy()
+	old := export.Status.DeepCopy()
+	reconcileErr := c.identity.reconcile(ctx, cluster, export)
+	if !apiequality.Semantic.DeepEqual(*old, export.Status) {
+		if err := c.updateStatus(ctx, cluster, export); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return reconcileErr
+}

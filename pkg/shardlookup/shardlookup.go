@@ -1,0 +1,47 @@
+// Package shardlookup finds the Shard objects that workspaces are scheduled
+// to. Today they are read from the root logical cluster of this shard;
+// with the cache server, shards that do not host root read the replicated
+// copies through the same interface.
+package shardlookup
+
+import (
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Source finds shards by name and lists them all.
+type Source interface {
+	// Get returns the named shard, or nil when it is not known.
+	Get(name string) (*corev1alpha1.Shard, error)
+	// List returns every known shard.
+	List() ([]*corev1alpha1.Shard, error)
+}
+
+// Root reads the Shard objects of the root logical cluster from a wildcard
+// informer of Shards.
+type Root struct {
+	Informer *wildcardinformer.Informer
+}
+
+// Get implements Source.
+func (r Root) Get(name string) (*corev1alpha1.Shard, error) {
+	obj, exists, err := r.Informer.Get(logicalcluster.Root, "", name)
+	if err != nil || !exists {
+		return nil, err
+	}
+	return obj.(*corev1alpha1.Shard), nil
+}
+
+// List implements Source.
+func (r Root) List() ([]*corev1alpha1.Shard, error) {
+	objs, err := r.Informer.List(logicalcluster.Root, "")
+	if err != nil {
+		return nil, err
+	}
+	shards := make([]*corev1alpha1.Shard, 0, len(objs))
+	for _, o := range objs {
+		shards = append(shards, o.(*corev1alpha1.Shard))
+	}
+	return shards, nil
+}
