@@ -4,7 +4,6 @@ package kcpclient
 
 import (
 	"context"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,7 +55,7 @@ func RESTClient(config *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, 
 }
 
 func path(cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, subresource ...string) []string {
-	p := []string{"/clusters/" + string(cluster), "apis", gvr.Group, gvr.Version, gvr.Resource}
+	p := []string{cluster.RequestPath(), "apis", gvr.Group, gvr.Version, gvr.Resource}
 	if name != "" {
 		p = append(p, name)
 	}
@@ -113,7 +112,7 @@ func (c *Client) Delete(ctx context.Context, cluster logicalcluster.Name, gvr sc
 // encoding.
 func ClusterConfig(base *rest.Config, cluster logicalcluster.Name) *rest.Config {
 	cfg := rest.CopyConfig(base)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/clusters/" + string(cluster)
+	cfg.Host = cluster.Path().URL(cfg.Host)
 	cfg.ContentType = "application/json"
 	cfg.AcceptContentTypes = "application/json"
 	return cfg

@@ -104,3 +104,19 @@ func TestClusterContext(t *testing.T) {
 		t.Fatalf("got %q,%v", n, ok)
 	}
 }
+
+func TestClusterURLsHaveOneSpelling(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{Name("root").RequestPath(), "/clusters/root"},
+		{Path("root:org:team").RequestPath(), "/clusters/root:org:team"},
+		{Wildcard.RequestPath(), "/clusters/*"},
+		{Path("root:org").URL("https://127.0.0.1:6443/"), "https://127.0.0.1:6443/clusters/root:org"},
+		{Name("abc").Path().URL("https://shard"), "https://shard/clusters/abc"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}

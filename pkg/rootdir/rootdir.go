@@ -23,6 +23,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 // Files kept in a root directory.
@@ -182,9 +184,9 @@ func (d Dir) EnsureServingCert(host string, ips []net.IP) (certFile, keyFile str
 func WriteAdminKubeconfig(path, baseURL string, caData []byte, tokens AdminTokens) error {
 	cfg := clientcmdapi.NewConfig()
 	for name, server := range map[string]string{
-		"root":         baseURL + "/clusters/root",
+		"root":         logicalcluster.Root.Path().URL(baseURL),
 		"base":         baseURL,
-		"system:admin": baseURL + "/clusters/system:admin",
+		"system:admin": logicalcluster.SystemAdmin.Path().URL(baseURL),
 	} {
 		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
 	}

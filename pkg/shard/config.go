@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,14 +50,16 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
-	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
-// Config is the shard's server configuration.
+// Config is the shard's server configuration: the options, the generic
+// control plane configuration, and the cluster-aware informers, handlers and
+// admission plugins it is built from. It holds no running state: the Server
+// built from it owns that.
 type Config struct {
 	Options      CompletedOptions
 	ControlPlane *controlplaneapiserver.Config
@@ -67,13 +68,35 @@ type Config struct {
 	Informers wildcardInformers
 	// apiExtensions serves CustomResourceDefinitions per logical cluster.
 	apiExtensions *apiExtensions
-	// content deletes the content of logical clusters in-process.
-	content *content.Deleter
-	// shardClients are the clients of shards' base URLs, by URL.
-	shardClients sync.Map
 	// clusterAdmission are the webhook and policy plugins, one instance per
 	// logical cluster with configuration.
 	clusterAdmission []*percluster.Plugins
+}
+
+type completedConfig struct {
+	Options          CompletedOptions
+	ControlPlane     controlplaneapiserver.CompletedConfig
+	Informers        wildcardInformers
+	apiExtensions    *apiExtensions
+	clusterAdmission []*percluster.Plugins
+}
+
+// CompletedConfig is a Config with every default filled in; only it builds
+// a Server.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in the defaults of the generic control plane. Call it
+// once.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{
+		Options:          c.Options,
+		ControlPlane:     c.ControlPlane.Complete(),
+		Informers:        c.Informers,
+		apiExtensions:    c.apiExtensions,
+		clusterAdmission: c.clusterAdmission,
+	}}
 }
 
 // wildcardInformers are the cluster-aware informers the shard's own
@@ -159,7 +182,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, adminAuth, genericConfig.Authentication.Authenticator)
 
 	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
-	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + clustersPrefix + string(logicalcluster.Wildcard)
+	wildcardConfig.Host = logicalcluster.Wildcard.Path().URL(wildcardConfig.Host)
 	wildcardClient, err := kubernetes.NewForConfig(wildcardConfig)
 	if err != nil {
 		return nil, err
@@ -293,6 +316,6 @@ func (g namespaceGetter) get(ctx context.Context, cluster logicalcluster.Name, n
 		return obj.(*corev1.Namespace), nil
 	}
 	ns := &corev1.Namespace{}
-	err := g.client.Get().AbsPath(clustersPrefix+string(cluster), "api/v1/namespaces", name).Do(ctx).Into(ns)
+	err := g.client.Get().AbsPath(cluster.RequestPath(), "api/v1/namespaces", name).Do(ctx).Into(ns)
 	return ns, err
 }

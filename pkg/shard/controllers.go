@@ -24,13 +24,14 @@ import (
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/shardlookup"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
 // shardClient returns a client for a shard's baseURL that acts as
 // system:kcp:logical-cluster-admin. Clients are kept per base URL: the
 // scheduler asks for one on every workspace it places or deletes.
-func (c *Config) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, error) {
+func (c *Server) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, error) {
 	if client, ok := c.shardClients.Load(shard.Spec.BaseURL); ok {
 		return client.(*kcpclient.Client), nil
 	}
@@ -50,7 +51,7 @@ func (c *Config) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, erro
 // logicalClusterAdminConfig returns the credentials for other shards:
 // --logical-cluster-admin-kubeconfig, or this shard's own token and serving
 // CA.
-func (c *Config) logicalClusterAdminConfig() (*rest.Config, error) {
+func (c *Server) logicalClusterAdminConfig() (*rest.Config, error) {
 	if path := c.Options.LogicalClusterAdminKubeconfig; path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		if err != nil {
@@ -72,7 +73,7 @@ func (c *Config) logicalClusterAdminConfig() (*rest.Config, error) {
 
 // addControllers registers the bootstrap and the shard's controllers as
 // post-start hooks. Every controller serves all logical clusters.
-func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
+func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
 	local, err := kcpclient.New(loopback)
@@ -111,6 +112,10 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	})
 
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
+	started := newStartupCheck("kplane-controllers")
+	if err := gs.AddReadyzChecks(started); err != nil {
+		return err
+	}
 	return gs.AddPostStartHook("kplane-bootstrap-and-controllers", func(hc genericapiserver.PostStartHookContext) error {
 		go func() {
 			ctx := klog.NewContext(hc, klog.Background().WithName("controllers"))
@@ -126,7 +131,11 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go apiExports.Run(ctx, 4)
 			go policyStatus.Run(ctx, 2)
 			if err := c.startKubeControllers(ctx); err != nil {
+				// /readyz stays red with the reason.
 				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")
+				started.finish(fmt.Errorf("start Kubernetes controllers: %w", err))
+			} else {
+				started.finish(nil)
 			}
 			if c.Options.ShardName != corev1alpha1.RootShard {
 				return
@@ -147,20 +156,13 @@ func (c *Config) addControllers(gs *genericapiserver.GenericAPIServer) error {
 }
 
 // waitForInformers blocks until the wildcard informers have listed.
-func (c *Config) waitForInformers(ctx context.Context) error {
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		for _, inf := range c.Informers.all() {
-			if !inf.HasSynced() {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
+func (c *Server) waitForInformers(ctx context.Context) error {
+	return wildcardinformer.WaitForSync(ctx, c.Informers.all()...)
 }
 
 // rootReady tells whether root has been bootstrapped (its LogicalCluster is
 // Ready); the shard is not ready before.
-func (c *Config) rootReady() error {
+func (c *Server) rootReady() error {
 	if c.Options.ShardName != corev1alpha1.RootShard {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
-const clustersPrefix = "/clusters/"
+const clustersPrefix = logicalcluster.ClustersPrefix
 
 // PathResolver maps a multi-segment workspace path to the logical cluster
 // hosted on this shard, and false when this shard hosts none.

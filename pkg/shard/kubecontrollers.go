@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -35,7 +34,7 @@ import (
 // secrets, resource quotas), each one instance
 // for all clusters. Called once the wildcard informers have synced; the
 // controllers' own informers sync in the background.
-func (c *Config) startKubeControllers(ctx context.Context) error {
+func (c *Server) startKubeControllers(ctx context.Context) error {
 	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
 	wildcard := kcpclient.ClusterConfig(loopback, logicalcluster.Wildcard)
@@ -86,15 +85,7 @@ func (c *Config) startKubeControllers(ctx context.Context) error {
 		go inf.Run(ctx)
 	}
 	go func() {
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-			for _, inf := range informers {
-				if !inf.HasSynced() {
-					return false, nil
-				}
-			}
-			return true, nil
-		})
-		if err != nil {
+		if err := wildcardinformer.WaitForSync(ctx, informers...); err != nil {
 			return
 		}
 		go gc.Run(ctx, 2)
@@ -116,7 +107,7 @@ type legacyTokens struct {
 // legacyTokensController returns the controller that fills secret-based
 // service account tokens, or nil when the shard has no signing key of its
 // own (an external signer) to sign them with.
-func (c *Config) legacyTokensController(wildcardCore rest.Interface, loopback *rest.Config, ca []byte) (*legacyTokens, error) {
+func (c *Server) legacyTokensController(wildcardCore rest.Interface, loopback *rest.Config, ca []byte) (*legacyTokens, error) {
 	keyFile := c.Options.ControlPlane.ServiceAccountSigningKeyFile
 	if keyFile == "" {
 		return nil, nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -31,6 +32,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // Run starts a shard with the given options and serves until ctx is done.
@@ -87,11 +89,11 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	server, err := config.New()
+	server, err := config.Complete().New()
 	if err != nil {
 		return err
 	}
-	if err := server.PrepareRun().RunWithContext(ctx); err != nil {
+	if err := server.Run(ctx); err != nil {
 		return err
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -100,9 +102,29 @@ func Run(ctx context.Context, o *Options) error {
 	return nil
 }
 
-// New creates the API server with every built-in API installed.
-func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
-	completed := c.ControlPlane.Complete()
+// Server is a shard: the generic API server with every API the shard serves
+// installed, and what it runs besides (the content deleter, the clients of
+// other shards, the controllers started by its post-start hooks).
+type Server struct {
+	CompletedConfig
+	GenericAPIServer *genericapiserver.GenericAPIServer
+
+	// content deletes the content of logical clusters in-process.
+	content *content.Deleter
+	// shardClients are the clients of shards' base URLs, by URL.
+	shardClients sync.Map
+}
+
+// Run serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// New creates the shard with every API installed and its controllers
+// registered as post-start hooks.
+func (c CompletedConfig) New() (*Server, error) {
+	s := &Server{CompletedConfig: c}
+	completed := c.ControlPlane
 	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
 	if err != nil {
 		return nil, err
@@ -137,7 +159,7 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 	if err := c.apiExtensions.install(gs); err != nil {
 		return nil, err
 	}
-	if c.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
+	if s.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
 		return nil, err
 	}
 
@@ -151,14 +173,7 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		}
 		return nil
 	})
-	if err := gs.AddReadyzChecks(healthz.NamedCheck("kplane-wildcard-informers-synced", func(*http.Request) error {
-		for _, inf := range informers {
-			if !inf.HasSynced() {
-				return fmt.Errorf("wildcard informers not synced yet")
-			}
-		}
-		return nil
-	}), healthz.NamedCheck("kplane-root-bootstrapped", func(*http.Request) error { return c.rootReady() })); err != nil {
+	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("kplane-wildcard-informers-synced", informers...), healthz.NamedCheck("kplane-root-bootstrapped", func(*http.Request) error { return s.rootReady() })); err != nil {
 		return nil, err
 	}
 
@@ -176,7 +191,7 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 		return nil
 	})
 
-	if err := c.addControllers(gs); err != nil {
+	if err := s.addControllers(gs); err != nil {
 		return nil, err
 	}
 
@@ -187,15 +202,16 @@ func (c *Config) New() (*genericapiserver.GenericAPIServer, error) {
 	if batteries.Has(BatteryAdmin) {
 		kubeconfig := c.Options.AdminKubeconfigPath()
 		gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
-			return c.writeAdminKubeconfig(kubeconfig)
+			return s.writeAdminKubeconfig(kubeconfig)
 		})
 	}
-	return gs, nil
+	s.GenericAPIServer = gs
+	return s, nil
 }
 
 // servingCA returns the serving certificate bundle, which clients of this
 // shard trust.
-func (c *Config) servingCA() ([]byte, error) {
+func (c *Server) servingCA() ([]byte, error) {
 	serving := c.Options.ControlPlane.SecureServing
 	certFile := serving.ServerCert.CertKey.CertFile
 	if certFile == "" {
@@ -209,7 +225,7 @@ func (c *Config) servingCA() ([]byte, error) {
 }
 
 // writeAdminKubeconfig writes admin.kubeconfig once the server listens.
-func (c *Config) writeAdminKubeconfig(path string) error {
+func (c *Server) writeAdminKubeconfig(path string) error {
 	ca, err := c.servingCA()
 	if err != nil {
 		return err

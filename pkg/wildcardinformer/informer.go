@@ -93,6 +93,7 @@ type Handler interface {
 
 // Informer is a reflector feeding a cluster-aware indexer.
 type Informer struct {
+	name      string
 	indexer   cache.Indexer
 	reflector *cache.Reflector
 
@@ -105,6 +106,7 @@ type Informer struct {
 // logical clusters (a client whose host ends in /clusters/*).
 func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer {
 	i := &Informer{
+		name: name,
 		indexer: cache.NewIndexer(KeyFunc, cache.Indexers{
 			ByCluster:          clusterIndex,
 			ByClusterNamespace: clusterNamespaceIndex,
@@ -134,6 +136,9 @@ func (i *Informer) AddIndexers(indexers cache.Indexers) error { return i.indexer
 func (i *Informer) ByIndex(index, v string) ([]interface{}, error) {
 	return i.indexer.ByIndex(index, v)
 }
+
+// Name returns the informer's name (as in logs and readiness checks).
+func (i *Informer) Name() string { return i.name }
 
 // Run lists and watches until ctx is done.
 func (i *Informer) Run(ctx context.Context) { i.reflector.RunWithContext(ctx) }

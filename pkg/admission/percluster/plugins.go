@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 
@@ -176,20 +175,12 @@ func annotateCluster(a admission.Attributes, cluster logicalcluster.Name) {
 }
 
 func (p *Plugins) waitForInformers(ctx context.Context) bool {
-	synced := func(context.Context) (bool, error) {
-		for _, inf := range p.informers {
-			if !inf.HasSynced() {
-				return false, nil
-			}
-		}
-		return true, nil
-	}
-	if ok, _ := synced(ctx); ok {
+	if wildcardinformer.Synced(p.informers...) {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, synced) == nil
+	return wildcardinformer.WaitForSync(ctx, p.informers...) == nil
 }
 
 func (p *Plugins) has(cluster logicalcluster.Name) bool {

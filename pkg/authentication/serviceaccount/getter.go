@@ -43,7 +43,7 @@ func (g *TokenGetter) fetch(ctx context.Context, resource, namespace, name strin
 	if !ok || cluster.IsWildcard() {
 		return apierrors.NewNotFound(corev1.Resource(resource), name)
 	}
-	return c.Get().AbsPath("/clusters/"+string(cluster), "api/v1/namespaces", namespace, resource, name).Do(ctx).Into(out)
+	return c.Get().AbsPath(cluster.RequestPath(), "api/v1/namespaces", namespace, resource, name).Do(ctx).Into(out)
 }
 
 // GetServiceAccount returns the service account from the request's cluster.

@@ -72,7 +72,7 @@ func (p clusterSecretPatcher) Patch(ctx context.Context, name string, pt types.P
 		return nil, fmt.Errorf("no logical cluster to patch secret %s/%s in", p.namespace, name)
 	}
 	out := &corev1.Secret{}
-	err := c.Patch(pt).AbsPath(append([]string{"/clusters/" + string(cluster), "api/v1/namespaces", p.namespace, "secrets", name}, subresources...)...).
+	err := c.Patch(pt).AbsPath(append([]string{cluster.RequestPath(), "api/v1/namespaces", p.namespace, "secrets", name}, subresources...)...).
 		Body(data).Do(ctx).Into(out)
 	return out, err
 }

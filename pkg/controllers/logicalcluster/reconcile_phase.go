@@ -45,7 +45,7 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 		if path == "" {
 			path = string(cluster)
 		}
-		url = c.externalURL + "/clusters/" + path
+		url = logicalcluster.Path(path).URL(c.externalURL)
 	}
 	if want == lc.Status.Phase && url == lc.Status.URL {
 		return nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,7 +107,7 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 
 	setScheduledAnnotations(ws, shard.Name, cluster)
 	ws.Spec.Cluster = string(cluster)
-	ws.Spec.URL = strings.TrimSuffix(shard.Spec.ExternalURL, "/") + "/clusters/" + string(path)
+	ws.Spec.URL = path.URL(shard.Spec.ExternalURL)
 	ws.Spec.Type = &ref
 	for k, v := range wt.Spec.AdditionalWorkspaceLabels {
 		if ws.Labels == nil {
