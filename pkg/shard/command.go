@@ -2,8 +2,6 @@ package shard
 
 import (
 	"fmt"
-	"os"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -27,14 +25,6 @@ func init() {
 // NewCommand returns the shard command.
 func NewCommand() *cobra.Command {
 	o := NewOptions()
-	// Defaults that --feature-gates may still override: list snapshots keep
-	// copy-on-write btree versions of every watch cache, memory a shard
-	// with many small workspaces spends better elsewhere.
-	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"ListFromCacheSnapshot": false}))
-	// Many small objects: a lower GC target keeps RSS near the live heap.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
 	cmd := &cobra.Command{
 		Use:          "shard",
 		Short:        "Serve many logical clusters (workspaces) from one etcd",

@@ -58,6 +58,8 @@ type kcpStartOptions struct {
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
 	warnings []string
+	// featureGatesSet are the gates --feature-gates names.
+	featureGatesSet sets.Set[string]
 }
 
 func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
@@ -138,6 +140,8 @@ func (o *kcpStartOptions) logWarnings(logger klog.Logger) {
 type kcpAwareFeatureGates struct {
 	pflag.Value
 	warnings *[]string
+	// set records the gates the command line names.
+	set sets.Set[string]
 }
 
 func (f *kcpAwareFeatureGates) Set(value string) error {
@@ -148,6 +152,7 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 		}
 		k, v, _ := strings.Cut(pair, "=")
 		name := strings.TrimPrefix(strings.TrimSpace(k), "kube:")
+		f.set.Insert(name)
 		if kcpFeatureGates.Has(name) {
 			*f.warnings = append(*f.warnings, fmt.Sprintf("kcp feature gate %s=%s is not implemented by this shard and is ignored", name, strings.TrimSpace(v)))
 			continue
@@ -165,7 +170,8 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 func (o *kcpStartOptions) wrapFeatureGatesFlag(fss *cliflag.NamedFlagSets) {
 	for _, fs := range fss.FlagSets {
 		if f := fs.Lookup("feature-gates"); f != nil {
-			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings}
+			o.featureGatesSet = sets.New[string]()
+			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings, set: o.featureGatesSet}
 			f.Usage += "\nkcp's gates (" + strings.Join(sets.List(kcpFeatureGates), ", ") + ") are accepted and ignored with a warning."
 		}
 	}

@@ -1,8 +1,11 @@
 package shard
 
 import (
+	"runtime/debug"
 	"strings"
 	"testing"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 )
@@ -46,7 +49,7 @@ func (r *recordingValue) Set(v string) error { r.set = append(r.set, v); return 
 func TestFeatureGatesPassKubernetesGatesAndWarnAboutKCPGates(t *testing.T) {
 	upstream := &recordingValue{}
 	var warnings []string
-	f := &kcpAwareFeatureGates{Value: upstream, warnings: &warnings}
+	f := &kcpAwareFeatureGates{Value: upstream, warnings: &warnings, set: sets.New[string]()}
 	if err := f.Set("KubeThing=true,WorkspaceMounts=true,kube:CacheAPIs=false"); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
@@ -58,5 +61,35 @@ func TestFeatureGatesPassKubernetesGatesAndWarnAboutKCPGates(t *testing.T) {
 	}
 	if len(warnings) != 3 {
 		t.Errorf("warnings = %q, want one per kcp gate", warnings)
+	}
+	if want := sets.New("KubeThing", "WorkspaceMounts", "CacheAPIs", "LogicalClusterMigration"); !f.set.Equal(want) {
+		t.Errorf("recorded gates %v, want %v", sets.List(f.set), sets.List(want))
+	}
+}
+
+func TestConstructingTheCommandChangesNoProcessSetting(t *testing.T) {
+	before := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot")
+	gc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gc)
+	NewCommand()
+	NewCommand()
+	if got := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot"); got != before {
+		t.Errorf("ListFromCacheSnapshot changed from %t to %t by NewCommand", before, got)
+	}
+	if now := debug.SetGCPercent(gc); now != gc {
+		t.Errorf("GC percent changed from %d to %d by NewCommand", gc, now)
+	}
+}
+
+func TestProcessDefaultsLeaveGatesTheCommandLineSet(t *testing.T) {
+	t.Setenv("GOGC", "100") // keep the test process's GC percent
+	o := NewOptions()
+	o.kcpStart.featureGatesSet = sets.New("ListFromCacheSnapshot")
+	before := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot")
+	if err := o.applyProcessDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if got := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot"); got != before {
+		t.Errorf("ListFromCacheSnapshot changed from %t to %t although the command line set it", before, got)
 	}
 }

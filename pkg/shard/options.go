@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
@@ -105,6 +108,24 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.kcpStart.addFlags(fs)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)
+}
+
+// applyProcessDefaults sets the process-wide settings the shard prefers
+// where the command line did not choose. It runs when the shard starts,
+// never when a command is constructed.
+func (o *Options) applyProcessDefaults() error {
+	// List snapshots keep copy-on-write btree versions of every watch cache:
+	// memory a shard with many small workspaces spends better elsewhere.
+	if !o.kcpStart.featureGatesSet.Has("ListFromCacheSnapshot") {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"ListFromCacheSnapshot": false}); err != nil {
+			return fmt.Errorf("turn off ListFromCacheSnapshot: %w", err)
+		}
+	}
+	// Many small objects: a lower GC target keeps RSS near the live heap.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
+	return nil
 }
 
 // EmbeddedEtcd tells whether the shard runs its own etcd.

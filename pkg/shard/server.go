@@ -41,6 +41,9 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.kcpStart.logWarnings(klog.Background())
+	if err := o.applyProcessDefaults(); err != nil {
+		return err
+	}
 	if err := o.PrepareRootDirectory(); err != nil {
 		return err
 	}

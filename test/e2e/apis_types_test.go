@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
@@ -180,8 +181,17 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if v1.Annotations[apisv1alpha2.PermissionClaimsAnnotation] == "" {
 			t.Errorf("v1alpha1 read has annotations %v, want the verbs kept in %s", v1.Annotations, apisv1alpha2.PermissionClaimsAnnotation)
 		}
-		v1.Labels = map[string]string{"touched": "v1alpha1"}
-		if err := kcp.update(ctx, org.path(), apiExportsV1alpha1GVR, "modern", v1, &apisv1alpha1.APIExport{}); err != nil {
+		// The identity controller writes the export's status meanwhile:
+		// update what was last read, as any client does.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest := &apisv1alpha1.APIExport{}
+			if err := kcp.get(ctx, org.path(), apiExportsV1alpha1GVR, "modern", latest); err != nil {
+				return err
+			}
+			latest.Labels = map[string]string{"touched": "v1alpha1"}
+			return kcp.update(ctx, org.path(), apiExportsV1alpha1GVR, "modern", latest, &apisv1alpha1.APIExport{})
+		})
+		if err != nil {
 			t.Fatalf("update as v1alpha1: %v", err)
 		}
 		v2 := &apisv1alpha2.APIExport{}
@@ -342,8 +352,16 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if v1.Spec.Reference.Export == nil || v1.Spec.Reference.Export.Name != "widgets" || len(v1.Spec.PermissionClaims) != 1 {
 			t.Errorf("v1alpha1 binding = %+v", v1.Spec)
 		}
-		v1.Spec.Reference.Export.Name = "modern"
-		err = kcp.update(ctx, org.path(), apiBindingsV1alpha1GVR, "widgets", v1, &apisv1alpha1.APIBinding{})
+		// The binding controller writes the status meanwhile: update what
+		// was last read until the answer is not a conflict.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest := &apisv1alpha1.APIBinding{}
+			if err := kcp.get(ctx, org.path(), apiBindingsV1alpha1GVR, "widgets", latest); err != nil {
+				return err
+			}
+			latest.Spec.Reference.Export.Name = "modern"
+			return kcp.update(ctx, org.path(), apiBindingsV1alpha1GVR, "widgets", latest, &apisv1alpha1.APIBinding{})
+		})
 		requireAPIError(t, err, 422, "rebind an APIBinding to another export", "must not be changed")
 	})
 
