@@ -3,8 +3,6 @@ package shard
 import (
 	"context"
 	"net/http"
-	"runtime/debug"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,21 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	apimachineryversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
-	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/group"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
-	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
-	"k8s.io/apiserver/pkg/authentication/user"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	basecompatibility "k8s.io/component-base/compatibility"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
@@ -45,13 +36,15 @@ import (
 	"github.com/kplane-dev/kplane/pkg/admission/systemstatus"
 	admissionwebhook "github.com/kplane-dev/kplane/pkg/admission/webhook"
 	wsadmission "github.com/kplane-dev/kplane/pkg/admission/workspace"
+	"github.com/kplane-dev/kplane/pkg/authentication/admin"
 	"github.com/kplane-dev/kplane/pkg/authentication/impersonation"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
+	"github.com/kplane-dev/kplane/pkg/clusterpath"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
@@ -150,7 +143,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.EffectiveVersion = projectVersion{genericConfig.EffectiveVersion}
+	genericConfig.EffectiveVersion = version.Project(genericConfig.EffectiveVersion)
 	// kcp's types have no protobuf encoding: store them as JSON.
 	for _, gr := range []schema.GroupResource{
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
@@ -171,15 +164,11 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,
 	}
 
-	adminAuth, err := adminAuthenticator(o.tokens)
-	if err != nil {
-		return nil, err
-	}
 	serviceAccounts, err := serviceAccountAuthenticator(o)
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, adminAuth, genericConfig.Authentication.Authenticator)
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), genericConfig.Authentication.Authenticator)
 
 	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
 	wildcardConfig.Host = logicalcluster.Wildcard.Path().URL(wildcardConfig.Host)
@@ -241,12 +230,12 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 		// Core group custom resources are served below /api too.
 		apiHandler = config.apiExtensions.server.WrapAPIHandler(apiHandler)
-		inner := withUnresolvedPaths(withWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
+		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(inner)
 		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
-		return WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
+		return clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
 	}
 	return config, nil
 }
@@ -266,41 +255,6 @@ func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
 		namespaces:     wildcardinformer.New(lw(c.CoreV1().RESTClient(), "namespaces"), &corev1.Namespace{}, "wildcard-namespaces"),
 		resourceQuotas: wildcardinformer.New(lw(c.CoreV1().RESTClient(), "resourcequotas"), &corev1.ResourceQuota{}, "wildcard-resourcequotas"),
 	}
-}
-
-// adminAuthenticator authenticates the users of admin.kubeconfig and the
-// shard's own logical-cluster-admin identity.
-func adminAuthenticator(t rootdir.AdminTokens) (authenticator.Request, error) {
-	tokens := tokenfile.New(map[string]*user.DefaultInfo{
-		t.KCPAdmin:            {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
-		t.ShardAdmin:          {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
-		t.LogicalClusterAdmin: {Name: authorization.LogicalClusterAdminGroup, Groups: []string{authorization.LogicalClusterAdminGroup}},
-	})
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens)), nil
-}
-
-// projectVersion reports the Kubernetes release the project builds on when
-// the binary was built without version ldflags, so /version is a valid
-// semantic version for kubectl and client libraries.
-type projectVersion struct {
-	basecompatibility.EffectiveVersion
-}
-
-func (v projectVersion) Info() *apimachineryversion.Info {
-	info := v.EffectiveVersion.Info()
-	if info == nil || !strings.HasPrefix(info.GitVersion, "v0.0.0") {
-		return info
-	}
-	kube := "v" + v.BinaryVersion().String()
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == "k8s.io/kubernetes" {
-				kube = d.Version
-			}
-		}
-	}
-	info.GitVersion = kube + "+kplane"
-	return info
 }
 
 // namespaceGetter finds a namespace of a logical cluster: in the wildcard

@@ -1,4 +1,4 @@
-package shard
+package clusterpath
 
 import (
 	"net/http"
@@ -47,7 +47,7 @@ func TestSplitClusterPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			seg, rest, err := splitClusterPath(u.Path, u.RawPath)
+			seg, rest, err := Split(u.Path, u.RawPath)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("want error, got segment %q rest %q", seg, rest)

@@ -1,4 +1,9 @@
-package shard
+// Package clusterpath finds the logical cluster of a request: it parses
+// /clusters/<name|path|*>/... (the shard, the front-proxy and the
+// virtual-workspace server address logical clusters the same way) and
+// provides the HTTP filters that put the cluster into the request context
+// and guard wildcard and unresolved requests.
+package clusterpath
 
 import (
 	"bytes"
@@ -33,7 +38,7 @@ type unresolvedPathKey struct{}
 //
 // A path this shard cannot resolve is kept as the cluster name and marked:
 // authorization refuses it to everyone without access (403, no existence
-// leak) and withUnresolvedPaths answers 404 to the privileged.
+// leak) and WithUnresolvedPaths answers 404 to the privileged.
 func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve PathResolver) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if !strings.HasPrefix(req.URL.Path, clustersPrefix) {
@@ -45,7 +50,7 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve P
 			handler.ServeHTTP(w, req.WithContext(logicalcluster.WithCluster(req.Context(), cluster)))
 			return
 		}
-		segment, rest, err := splitClusterPath(req.URL.Path, req.URL.RawPath)
+		segment, rest, err := Split(req.URL.Path, req.URL.RawPath)
 		if err != nil {
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
 			return
@@ -109,9 +114,9 @@ func UnresolvedPath(ctx context.Context) (logicalcluster.Path, bool) {
 	return p, ok
 }
 
-// splitClusterPath validates the cluster segment of a /clusters/ path and
+// Split validates the cluster segment of a /clusters/ path and
 // returns it (a name, a path or the wildcard) and the remaining path.
-func splitClusterPath(path, rawPath string) (logicalcluster.Path, string, error) {
+func Split(path, rawPath string) (logicalcluster.Path, string, error) {
 	after := strings.TrimPrefix(path, clustersPrefix)
 	name, rest := after, "/"
 	if i := strings.IndexByte(after, '/'); i >= 0 {
@@ -169,9 +174,9 @@ func serveOpenAPIV3Root(handler http.Handler, w http.ResponseWriter, req *http.R
 	_, _ = w.Write(body)
 }
 
-// withUnresolvedPaths answers 404 to requests for workspace paths this shard
+// WithUnresolvedPaths answers 404 to requests for workspace paths this shard
 // does not host that got past authorization.
-func withUnresolvedPaths(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+func WithUnresolvedPaths(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if p, ok := UnresolvedPath(req.Context()); ok {
 			err := apierrors.NewNotFound(schema.GroupResource{Group: "tenancy.kcp.io", Resource: "workspaces"}, string(p))
@@ -183,9 +188,9 @@ func withUnresolvedPaths(handler http.Handler, s runtime.NegotiatedSerializer) h
 	})
 }
 
-// withWildcardVerbs answers 405 to anything but list and watch across all
+// WithWildcardVerbs answers 405 to anything but list and watch across all
 // logical clusters. It runs after request info is known.
-func withWildcardVerbs(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+func WithWildcardVerbs(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, _ := logicalcluster.ClusterFromContext(req.Context())
 		if cluster.IsWildcard() {
