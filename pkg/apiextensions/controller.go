@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -76,19 +77,24 @@ func (c *crdController) enqueue(obj interface{}) {
 }
 
 // run processes the queue with workers until ctx is done.
+// It returns once its workers have stopped: they use custom resource
+// storage, which stops after them.
 func (c *crdController) run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	go func() {
-		<-ctx.Done()
-		c.queue.ShutDown()
-	}()
+	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.processNext(ctx) {
-			}
-		}, time.Second)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for c.processNext(ctx) {
+				}
+			}, time.Second)
+		}()
 	}
 	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
 }
 
 func (c *crdController) processNext(ctx context.Context) bool {

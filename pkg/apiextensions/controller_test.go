@@ -7,11 +7,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 func indexWith(t *testing.T, crds map[logicalcluster.Name][]*apiextensionsv1.CustomResourceDefinition) *crdIndex {
 	t.Helper()
-	idx, err := newCRDIndex(&cache.ListWatch{})
+	idx, err := newCRDIndex(wildcardinformer.New(&cache.ListWatch{}, &apiextensionsv1.CustomResourceDefinition{}, "test-customresourcedefinitions"))
 	if err != nil {
 		t.Fatal(err)
 	}

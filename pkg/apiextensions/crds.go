@@ -5,6 +5,9 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -27,8 +30,17 @@ type crdIndex struct {
 	informer *wildcardinformer.Informer
 }
 
-func newCRDIndex(lw cache.ListerWatcher) (*crdIndex, error) {
-	inf := wildcardinformer.New(lw, &apiextensionsv1.CustomResourceDefinition{}, "wildcard-customresourcedefinitions")
+// NewInformer returns the wildcard informer of the CustomResourceDefinitions
+// of all logical clusters, read with client (whose host ends in
+// /clusters/*). Build it once per process and share it: the CRD server
+// (Config.CRDs), which runs it, and the controllers that follow CRDs.
+func NewInformer(client rest.Interface) *wildcardinformer.Informer {
+	return wildcardinformer.New(cache.NewListWatchFromClient(client, "customresourcedefinitions", metav1.NamespaceAll, fields.Everything()),
+		&apiextensionsv1.CustomResourceDefinition{}, "wildcard-customresourcedefinitions")
+}
+
+// newCRDIndex indexes inf by CRD name, before inf runs.
+func newCRDIndex(inf *wildcardinformer.Informer) (*crdIndex, error) {
 	if err := inf.AddIndexers(cache.Indexers{byName: nameIndex}); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	upstream "k8s.io/apiextensions-apiserver/pkg/apiserver"
@@ -59,13 +61,40 @@ type crHandler struct {
 	admission         func() admission.Interface
 	minRequestTimeout time.Duration
 	requestTimeout    time.Duration
+	// build creates the serving state of a CRD in a cluster: builder.build,
+	// or a stand-in in tests.
+	build func(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error)
 
-	// buildLock serializes building and invalidating serving state, so that
-	// an update event never races with a build from the older CRD.
-	buildLock sync.Mutex
+	// builds runs one build per CRD (and resource version) at a time;
+	// builds of different CRDs run in parallel, and no lock is held while
+	// they run.
+	builds singleflight.Group
+	// lock guards infos, wildcards and stopped. It is only held to look up
+	// and swap entries, never across a build or a tear-down, so that the
+	// informer's handler never waits for a build.
 	lock      sync.RWMutex
 	infos     map[infoKey]*servingInfo
 	wildcards map[wildcardKey]*servingInfo
+	// stopped is set by shutdown: no build is stored and no tear-down
+	// started afterwards.
+	stopped bool
+	// owned tracks the builds and tear-downs in flight; shutdown joins them
+	// before the storage they use is stopped.
+	owned sync.WaitGroup
+	// stopping is closed by shutdown: tear-downs stop waiting for requests.
+	stopping chan struct{}
+}
+
+func newCRHandler(crds *crdIndex, builder *servingInfoBuilder) *crHandler {
+	h := &crHandler{
+		crds:      crds,
+		builder:   builder,
+		infos:     map[infoKey]*servingInfo{},
+		wildcards: map[wildcardKey]*servingInfo{},
+		stopping:  make(chan struct{}),
+	}
+	h.build = builder.build
+	return h
 }
 
 func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -117,6 +146,10 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
+	if errors.Is(err, errRetry) {
+		responsewriters.ErrorNegotiated(err, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+		return
+	}
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Building custom resource serving state failed", "cluster", cluster, "crd", crd.Name)
 		responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")),
@@ -162,7 +195,7 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	}
 	handler = metrics.InstrumentHandlerFunc(strings.ToUpper(info.Verb), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
 		metrics.CleanScope(info), metrics.APIServerComponent, si.deprecated[info.APIVersion], "", handler)
-	genericfilters.WithWaitGroup(handler, longRunning, si.waitGroup).ServeHTTP(w, req)
+	genericfilters.WithWaitGroup(handler, longRunning, si.requests).ServeHTTP(w, req)
 }
 
 func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) http.HandlerFunc {
@@ -246,7 +279,10 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 	h.lock.RUnlock()
 	if si == nil {
 		var err error
-		if si, err = h.buildWildcard(key); err != nil {
+		if si, err = h.buildWildcard(key); errors.Is(err, errRetry) {
+			responsewriters.ErrorNegotiated(err, upstream.Codecs, gv, w, req)
+			return
+		} else if err != nil {
 			klog.FromContext(req.Context()).Error(err, "Building wildcard custom resource serving state failed", "crd", name)
 			responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")), upstream.Codecs, gv, w, req)
 			return
@@ -262,65 +298,174 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 	h.serve(w, req, info, si, false)
 }
 
+// maxBuildAttempts bounds how often a request builds serving state anew
+// because its CRD changed while it was built.
+const maxBuildAttempts = 5
+
+// errRetry marks the errors a client should retry: the CRD changed while
+// its serving state was built, or the server is shutting down.
+var errRetry = errors.New("retry")
+
+type retryError struct{ *apierrors.StatusError }
+
+func (e retryError) Is(target error) bool { return target == errRetry }
+
+func errChanging(name string) error {
+	return retryError{apierrors.NewTooManyRequests(fmt.Sprintf("CustomResourceDefinition %s changed while its serving state was built, retry", name), 1)}
+}
+
+var errShuttingDown = retryError{apierrors.NewServiceUnavailable("the server is shutting down")}
+
+// startOwnedLocked counts a build that shutdown must join; false once the
+// server stops.
+func (h *crHandler) startOwnedLocked() bool {
+	if h.stopped {
+		return false
+	}
+	h.owned.Add(1)
+	return true
+}
+
 func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
-	h.buildLock.Lock()
-	defer h.buildLock.Unlock()
-	h.lock.RLock()
-	si := h.wildcards[key]
-	h.lock.RUnlock()
-	if si != nil {
-		return si, nil
+	for attempt := 0; ; attempt++ {
+		h.lock.RLock()
+		si := h.wildcards[key]
+		h.lock.RUnlock()
+		if si != nil {
+			return si, nil
+		}
+		crd := servesAnywhere(h.crds.byName(key.crdName), key.version)
+		if crd == nil {
+			return nil, nil
+		}
+		if attempt == maxBuildAttempts {
+			return nil, errChanging(crd.Name)
+		}
+		flight := strings.Join([]string{"*", key.crdName, key.version, string(crd.UID), crd.ResourceVersion}, "|")
+		v, err, _ := h.builds.Do(flight, func() (interface{}, error) {
+			// A flight that just ended may have stored it.
+			h.lock.RLock()
+			existing := h.wildcards[key]
+			h.lock.RUnlock()
+			if existing != nil {
+				return existing, nil
+			}
+			return h.buildAndStore(logicalcluster.Wildcard, metadataCRD(crd, key.version), func(si *servingInfo) (*servingInfo, bool) {
+				if existing := h.wildcards[key]; existing != nil {
+					return existing, true
+				}
+				current := servesAnywhere(h.crds.byName(key.crdName), key.version)
+				if current == nil || current.UID != si.uid || !sameServing(si, metadataCRD(current, key.version)) {
+					return nil, false
+				}
+				h.wildcards[key] = si
+				return si, true
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if si := v.(*servingInfo); si != nil {
+			return si, nil
+		}
+		// The CRD changed while building: build from the newer one.
 	}
-	crd := servesAnywhere(h.crds.byName(key.crdName), key.version)
-	if crd == nil {
-		return nil, nil
-	}
-	si, err := h.builder.build(logicalcluster.Wildcard, metadataCRD(crd, key.version))
-	if err != nil {
-		return nil, err
-	}
-	h.lock.Lock()
-	h.wildcards[key] = si
-	h.lock.Unlock()
-	return si, nil
 }
 
 // servingInfoFor returns the serving state of a CRD, building it from the
-// newest CRD in the index on first use.
+// newest CRD in the index on first use. Builds of different CRDs run in
+// parallel; concurrent requests for the same CRD share one build.
 func (h *crHandler) servingInfoFor(cluster logicalcluster.Name, uid types.UID, name string) (*servingInfo, error) {
 	key := infoKey{cluster: cluster, uid: uid}
-	h.lock.RLock()
-	si := h.infos[key]
-	h.lock.RUnlock()
-	if si != nil {
-		return si, nil
+	for attempt := 0; ; attempt++ {
+		h.lock.RLock()
+		si := h.infos[key]
+		h.lock.RUnlock()
+		if si != nil {
+			return si, nil
+		}
+		crd := h.crds.get(cluster, name)
+		if crd == nil {
+			return nil, apierrors.NewNotFound(apiextensionsv1.Resource("customresourcedefinitions"), name)
+		}
+		if attempt == maxBuildAttempts {
+			return nil, errChanging(name)
+		}
+		if crd.UID != key.uid {
+			key.uid = crd.UID
+			continue
+		}
+		flight := strings.Join([]string{string(cluster), string(crd.UID), crd.ResourceVersion}, "|")
+		v, err, _ := h.builds.Do(flight, func() (interface{}, error) {
+			// A flight that just ended may have stored it.
+			h.lock.RLock()
+			existing := h.infos[key]
+			h.lock.RUnlock()
+			if existing != nil {
+				return existing, nil
+			}
+			return h.buildAndStore(cluster, crd, func(si *servingInfo) (*servingInfo, bool) {
+				if existing := h.infos[key]; existing != nil {
+					return existing, true
+				}
+				// The informer updates the index before it tells the
+				// handler: a CRD that changed since is either seen here
+				// or invalidates the entry stored here right after.
+				current := h.crds.get(cluster, name)
+				if current == nil || current.UID != si.uid || !sameServing(si, current) {
+					return nil, false
+				}
+				h.infos[key] = si
+				return si, true
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+		if si := v.(*servingInfo); si != nil {
+			return si, nil
+		}
+		// The CRD changed while building: build from the newer one.
 	}
+}
 
-	h.buildLock.Lock()
-	defer h.buildLock.Unlock()
-	crd := h.crds.get(cluster, name)
-	if crd == nil {
-		return nil, apierrors.NewNotFound(apiextensionsv1.Resource("customresourcedefinitions"), name)
+// buildAndStore builds serving state without holding the lock, then lets
+// store decide under the lock whether it is still current. A build that
+// store does not keep is stopped again; no request has seen it. It returns
+// a nil *servingInfo when the CRD changed in the meantime.
+func (h *crHandler) buildAndStore(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition, store func(si *servingInfo) (*servingInfo, bool)) (*servingInfo, error) {
+	h.lock.Lock()
+	owned := h.startOwnedLocked()
+	h.lock.Unlock()
+	if !owned {
+		return nil, errShuttingDown
 	}
-	key.uid = crd.UID
-	h.lock.RLock()
-	si = h.infos[key]
-	h.lock.RUnlock()
-	if si != nil {
-		return si, nil
-	}
-	si, err := h.builder.build(cluster, crd)
+	defer h.owned.Done()
+
+	si, err := h.build(cluster, crd)
 	if err != nil {
 		return nil, err
 	}
 	h.lock.Lock()
-	h.infos[key] = si
+	if h.stopped {
+		h.lock.Unlock()
+		si.destroy()
+		return nil, errShuttingDown
+	}
+	kept, current := store(si)
 	h.lock.Unlock()
-	return si, nil
+	if kept != si {
+		si.destroy()
+	}
+	if !current {
+		return nil, nil
+	}
+	return kept, nil
 }
 
 // OnAdd, OnUpdate and OnDelete drop serving state that no longer matches
-// its CRD; the next request builds it anew.
+// its CRD; the next request builds it anew. They only take the lock briefly:
+// builds in flight do not hold them up.
 func (h *crHandler) OnAdd(obj interface{}) { h.invalidate(obj, false) }
 
 func (h *crHandler) OnUpdate(_, newObj interface{}) { h.invalidate(newObj, false) }
@@ -333,8 +478,6 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 		return
 	}
 	cluster := clusterOf(crd)
-	h.buildLock.Lock()
-	defer h.buildLock.Unlock()
 	h.lock.Lock()
 	var gone []*servingInfo
 	key := infoKey{cluster: cluster, uid: crd.UID}
@@ -349,6 +492,9 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 			gone = append(gone, si)
 		}
 	}
+	// Every removed entry gets a tear-down that shutdown joins (once
+	// stopped, the maps are empty and nothing is removed).
+	h.owned.Add(len(gone))
 	h.lock.Unlock()
 	for _, si := range gone {
 		go h.tearDown(si)
@@ -361,31 +507,52 @@ func sameServing(si *servingInfo, crd *apiextensionsv1.CustomResourceDefinition)
 	return equality.Semantic.DeepEqual(si.spec, &crd.Spec) && equality.Semantic.DeepEqual(si.acceptedNames, &crd.Status.AcceptedNames)
 }
 
-// tearDown waits for requests in flight, then stops the storage.
+// tearDown waits for requests in flight, then stops the storage. Requests
+// that reach si once it drains are asked to retry; they find the new
+// serving state.
 func (h *crHandler) tearDown(si *servingInfo) {
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		// Let requests that already hold si register themselves.
-		time.Sleep(time.Second)
-		si.waitGroup.Wait()
-	}()
+	defer h.owned.Done()
+	defer si.destroy()
+	// Let requests that already hold si register themselves.
+	grace := time.NewTimer(time.Second)
+	defer grace.Stop()
 	select {
-	case <-time.After(2 * h.requestTimeout):
-		klog.Background().Info("Timeout waiting for custom resource requests to drain; tearing down storage", "cluster", si.cluster, "group", si.spec.Group, "kind", si.spec.Names.Kind)
-	case <-drained:
+	case <-grace.C:
+	case <-h.stopping:
+		return
 	}
-	si.destroy()
+	timeout := time.NewTimer(2 * h.requestTimeout)
+	defer timeout.Stop()
+	select {
+	case <-si.requests.drain():
+	case <-h.stopping:
+		// The server has drained its requests already.
+	case <-timeout.C:
+		klog.Background().Info("Timeout waiting for custom resource requests to drain; tearing down storage", "cluster", si.cluster, "group", si.spec.Group, "kind", si.spec.Names.Kind)
+	}
 }
 
-// destroyAll stops all storage at server shutdown.
-func (h *crHandler) destroyAll() {
+// shutdown stops all serving state at server shutdown, after the server has
+// drained its requests: builds and tear-downs in flight are joined first,
+// so that no goroutine uses storage once it returns.
+func (h *crHandler) shutdown() {
 	h.lock.Lock()
-	defer h.lock.Unlock()
-	for _, si := range h.infos {
+	if h.stopped {
+		h.lock.Unlock()
+		h.owned.Wait()
+		return
+	}
+	h.stopped = true
+	close(h.stopping)
+	infos, wildcards := h.infos, h.wildcards
+	h.infos, h.wildcards = map[infoKey]*servingInfo{}, map[wildcardKey]*servingInfo{}
+	h.lock.Unlock()
+
+	h.owned.Wait()
+	for _, si := range infos {
 		si.destroy()
 	}
-	for _, si := range h.wildcards {
+	for _, si := range wildcards {
 		si.destroy()
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/munnerz/goautoneg"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
@@ -40,6 +42,10 @@ type openAPIMerger struct {
 	// after the server is prepared).
 	server *genericapiserver.GenericAPIServer
 
+	// builds merges one cluster's documents at a time, outside of lock.
+	builds singleflight.Group
+	// lock guards docs and order; it is not held while documents are
+	// merged, so the informer's handler never waits for a merge.
 	lock sync.Mutex
 	// docs are the merged documents per cluster, built on request.
 	docs  map[logicalcluster.Name]*clusterOpenAPI
@@ -111,10 +117,19 @@ func (m *openAPIMerger) documents(cluster logicalcluster.Name) *clusterOpenAPI {
 		return nil
 	}
 	m.lock.Lock()
-	defer m.lock.Unlock()
-	if d := m.docs[cluster]; d != nil && d.fingerprint == fp {
+	d := m.docs[cluster]
+	m.lock.Unlock()
+	if d != nil && d.fingerprint == fp {
 		return d
 	}
+	v, _, _ := m.builds.Do(string(cluster)+"\x00"+fp, func() (interface{}, error) {
+		return m.build(cluster, crds, fp), nil
+	})
+	return v.(*clusterOpenAPI)
+}
+
+// build merges the documents of a cluster's CRDs and caches them.
+func (m *openAPIMerger) build(cluster logicalcluster.Name, crds []*apiextensionsv1.CustomResourceDefinition, fp string) *clusterOpenAPI {
 	d := &clusterOpenAPI{fingerprint: fp, v3: m.buildV3(crds)}
 	v2crds := crds
 	d.v2 = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -126,6 +141,8 @@ func (m *openAPIMerger) documents(cluster logicalcluster.Name) *clusterOpenAPI {
 		}
 		d.v2Handler.ServeHTTP(w, req)
 	})
+	m.lock.Lock()
+	defer m.lock.Unlock()
 	if _, ok := m.docs[cluster]; !ok {
 		m.order = append(m.order, cluster)
 	}

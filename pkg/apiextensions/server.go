@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,7 +15,6 @@ import (
 	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/admission"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -26,11 +25,11 @@ import (
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	"k8s.io/apiserver/pkg/util/webhook"
 	clientrest "k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // Config configures the per-cluster CRD server.
@@ -41,6 +40,10 @@ type Config struct {
 	// Etcd are the shard's etcd options; custom resources are stored with
 	// them as unstructured JSON.
 	Etcd *genericoptions.EtcdOptions
+	// CRDs is the wildcard CRD informer (NewInformer) the process shares.
+	// The server indexes it, registers its handlers and runs it after the
+	// generic server starts; others register theirs alongside.
+	CRDs *wildcardinformer.Informer
 }
 
 // Server serves CustomResourceDefinitions and custom resources per logical
@@ -59,6 +62,9 @@ type Server struct {
 	native nativeAPIsHolder
 	// staticModels are the OpenAPI models installed with the CRD API.
 	staticModels atomic.Pointer[map[string]*spec.Schema]
+	// running are the informer and controller goroutines the post-start
+	// hook starts; shutdown joins them before the storage stops.
+	running sync.WaitGroup
 }
 
 // New builds the server. Install it into the generic server with Install
@@ -68,18 +74,14 @@ func New(c Config) (*Server, error) {
 	if loopback == nil {
 		return nil, errors.New("apiextensions: loopback client config is not set")
 	}
-	wildcardConfig := clientrest.CopyConfig(loopback)
-	wildcardConfig.Host = strings.TrimSuffix(wildcardConfig.Host, "/") + "/clusters/" + string(logicalcluster.Wildcard)
-	wildcardClient, err := apiextensionsclient.NewForConfig(wildcardConfig)
-	if err != nil {
-		return nil, fmt.Errorf("apiextensions wildcard client: %w", err)
+	if c.CRDs == nil {
+		return nil, errors.New("apiextensions: CRD informer is not set")
 	}
 	loopbackClient, err := apiextensionsclient.NewForConfig(loopback)
 	if err != nil {
 		return nil, fmt.Errorf("apiextensions loopback client: %w", err)
 	}
-	crds, err := newCRDIndex(cache.NewListWatchFromClient(wildcardClient.ApiextensionsV1().RESTClient(),
-		"customresourcedefinitions", metav1.NamespaceAll, fields.Everything()))
+	crds, err := newCRDIndex(c.CRDs)
 	if err != nil {
 		return nil, err
 	}
@@ -92,32 +94,27 @@ func New(c Config) (*Server, error) {
 	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
 	watchCache := c.Etcd.EnableWatchCache
-	s.handler = &crHandler{
-		crds: crds,
-		builder: &servingInfoBuilder{
-			restOptions: func(cluster logicalcluster.Name) generic.RESTOptionsGetter {
-				// Across clusters, objects are read straight from etcd: a
-				// cache of every cluster's objects is what per-cluster
-				// storage avoids.
-				return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard(), etcd: etcd}
-			},
-			converterFactory:    converters,
-			authorizer:          c.Generic.Authorization.Authorizer,
-			maxRequestBodyBytes: c.Generic.MaxRequestBodyBytes,
-			staticOpenAPISpec: func() map[string]*spec.Schema {
-				if m := s.staticModels.Load(); m != nil {
-					return *m
-				}
-				return nil
-			},
+	s.handler = newCRHandler(crds, &servingInfoBuilder{
+		restOptions: func(cluster logicalcluster.Name) generic.RESTOptionsGetter {
+			// Across clusters, objects are read straight from etcd: a
+			// cache of every cluster's objects is what per-cluster
+			// storage avoids.
+			return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard(), etcd: etcd}
 		},
-		notFound:          notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey),
-		admission:         func() admission.Interface { return c.Generic.AdmissionControl },
-		minRequestTimeout: time.Duration(c.Generic.MinRequestTimeout) * time.Second,
-		requestTimeout:    c.Generic.RequestTimeout,
-		infos:             map[infoKey]*servingInfo{},
-		wildcards:         map[wildcardKey]*servingInfo{},
-	}
+		converterFactory:    converters,
+		authorizer:          c.Generic.Authorization.Authorizer,
+		maxRequestBodyBytes: c.Generic.MaxRequestBodyBytes,
+		staticOpenAPISpec: func() map[string]*spec.Schema {
+			if m := s.staticModels.Load(); m != nil {
+				return *m
+			}
+			return nil
+		},
+	})
+	s.handler.notFound = notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	s.handler.admission = func() admission.Interface { return c.Generic.AdmissionControl }
+	s.handler.minRequestTimeout = time.Duration(c.Generic.MinRequestTimeout) * time.Second
+	s.handler.requestTimeout = c.Generic.RequestTimeout
 	s.controller = newCRDController(crds)
 	s.controller.updateStatus = s.updateStatus
 	s.controller.instances = func(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (instanceStorage, error) {
@@ -165,14 +162,20 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	models := group.StaticOpenAPISpec
 	s.staticModels.Store(&models)
 	s.openAPI.server = gs
-	gs.RegisterDestroyFunc(func() {
-		s.handler.destroyAll()
-		s.etcd.close()
-	})
+	// Destroy runs once the server has stopped serving and its post-start
+	// contexts are done.
+	gs.RegisterDestroyFunc(s.shutdown)
 
 	gs.AddPostStartHookOrDie("kplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
-		go s.crds.informer.Run(hc)
-		go s.controller.run(hc, 5)
+		s.running.Add(2)
+		go func() {
+			defer s.running.Done()
+			s.crds.informer.Run(hc)
+		}()
+		go func() {
+			defer s.running.Done()
+			s.controller.run(hc, 5)
+		}()
 		return nil
 	})
 	return gs.AddReadyzChecks(healthz.NamedCheck("kplane-crd-informer-synced", func(*http.Request) error {
@@ -181,6 +184,16 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 		}
 		return nil
 	}))
+}
+
+// shutdown joins the goroutines the server owns — the informer, the CRD
+// controller, builds and tear-downs of serving state — and then stops the
+// custom resource storage and its etcd client. Call it once the server no
+// longer serves and the context of its post-start hooks is done.
+func (s *Server) shutdown() {
+	s.running.Wait()
+	s.handler.shutdown()
+	s.etcd.close()
 }
 
 // updateStatus writes the status (and finalizers) of a CRD in its cluster.

@@ -1,6 +1,7 @@
 package apiextensions
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	utilwaitgroup "k8s.io/apimachinery/pkg/util/waitgroup"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
@@ -59,8 +59,60 @@ type servingInfo struct {
 	coreStatus map[string]subresourceStorage
 
 	storageVersion string
-	// waitGroup tracks requests in flight, so teardown waits for them.
-	waitGroup *utilwaitgroup.SafeWaitGroup
+	// requests tracks requests in flight, so teardown waits for them.
+	requests *requestGroup
+}
+
+// requestGroup counts the requests in flight on one servingInfo. Unlike a
+// wait group, its drain is a channel: a tear-down can stop waiting for it
+// without leaving a goroutine behind.
+type requestGroup struct {
+	mu       sync.Mutex
+	n        int
+	draining bool
+	idle     chan struct{}
+}
+
+func newRequestGroup() *requestGroup { return &requestGroup{idle: make(chan struct{})} }
+
+// Add counts delta requests; once the group drains, new requests are
+// refused (and asked to retry).
+func (g *requestGroup) Add(delta int) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if delta > 0 && g.draining {
+		return errors.New("custom resource serving state is being torn down")
+	}
+	g.n += delta
+	if g.n < 0 {
+		g.n = 0
+	}
+	g.closeIfIdleLocked()
+	return nil
+}
+
+// Done ends a request.
+func (g *requestGroup) Done() { _ = g.Add(-1) }
+
+// drain refuses new requests and returns a channel closed when none is in
+// flight.
+func (g *requestGroup) drain() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.draining = true
+	g.closeIfIdleLocked()
+	return g.idle
+}
+
+func (g *requestGroup) closeIfIdleLocked() {
+	if !g.draining || g.n != 0 {
+		return
+	}
+	select {
+	case <-g.idle:
+	default:
+		close(g.idle)
+	}
 }
 
 // destroy stops the storage (watch cache, etcd client) of every version.
@@ -171,7 +223,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 		coreStatus:     map[string]subresourceStorage{},
 		warnings:       map[string][]string{},
 		storageVersion: storageVersion,
-		waitGroup:      &utilwaitgroup.SafeWaitGroup{},
+		requests:       newRequestGroup(),
 	}
 	ok := false
 	defer func() {

@@ -1,27 +1,41 @@
 package shard
 
 import (
+	"fmt"
 	"net/http"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/kplane-dev/kplane/pkg/apiextensions"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // apiExtensions serves CustomResourceDefinitions per logical cluster.
 type apiExtensions struct {
 	server *apiextensions.Server
+	// crds is the shard's one wildcard CRD informer: the CRD server runs it
+	// and the garbage collector and quota controller share it.
+	crds *wildcardinformer.Informer
 }
 
 func newAPIExtensions(c *Config) (*apiExtensions, error) {
+	client, err := apiextensionsclient.NewForConfig(kcpclient.ClusterConfig(c.ControlPlane.Generic.LoopbackClientConfig, logicalcluster.Wildcard))
+	if err != nil {
+		return nil, fmt.Errorf("CustomResourceDefinition informer client: %w", err)
+	}
+	crds := apiextensions.NewInformer(client.ApiextensionsV1().RESTClient())
 	s, err := apiextensions.New(apiextensions.Config{
 		Generic: c.ControlPlane.Generic,
 		Etcd:    c.Options.ControlPlane.Etcd,
+		CRDs:    crds,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &apiExtensions{server: s}, nil
+	return &apiExtensions{server: s, crds: crds}, nil
 }
 
 // delegate serves custom resources: requests no built-in API serves fall

@@ -28,6 +28,7 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 
+	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
 	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
 	"github.com/kplane-dev/kplane/pkg/admission/percluster"
@@ -209,6 +210,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		lcadmission.New(),
 		systemstatus.New(),
 		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
+		apibindingadmission.New(informers.kcp.resolvePath, genericConfig.Authorization.Authorizer),
 		percluster.Reinvoking(clusterAdmission[0], clusterAdmission[1]),
 		clusterAdmission[2], clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)

@@ -15,6 +15,7 @@ import (
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
+	apibindingcontroller "github.com/kplane-dev/kplane/pkg/controllers/apibinding"
 	apiexportcontroller "github.com/kplane-dev/kplane/pkg/controllers/apiexport"
 	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
@@ -99,6 +100,13 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	apiExports := apiexportcontroller.New(kcp.apiExports, local, loopbackClient.CoreV1().RESTClient())
+	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
+		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
+		ResolvePath: kcp.resolvePath, ClusterPath: kcp.clusterPath, Client: local,
+	})
+	if err != nil {
+		return err
+	}
 	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, loopback)
 	if err != nil {
 		return err
@@ -129,6 +137,12 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go workspaces.Run(ctx, 32)
 			go workspaceTypes.Run(ctx, 2)
 			go apiExports.Run(ctx, 4)
+			go func() {
+				// Naming conflicts with CRDs are only seen once they are listed.
+				if wildcardinformer.WaitForSync(ctx, c.apiExtensions.crds) == nil {
+					apiBindings.Run(ctx, 4)
+				}
+			}()
 			go policyStatus.Run(ctx, 2)
 			if err := c.startKubeControllers(ctx); err != nil {
 				// /readyz stays red with the reason.

@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	_ "github.com/kplane-dev/kplane/pkg/apis/install" // kcp's groups in legacyscheme
@@ -36,10 +37,13 @@ type kcpInformers struct {
 	workspaceTypes  *wildcardinformer.Informer
 	shards          *wildcardinformer.Informer
 	apiExports      *wildcardinformer.Informer
+	// apiBindings and apiResourceSchemas feed the APIBinding controller.
+	apiBindings        *wildcardinformer.Informer
+	apiResourceSchemas *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas}
 }
 
 func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
@@ -55,15 +59,21 @@ func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
 	if err != nil {
 		return kcpInformers{}, err
 	}
+	apisV1alpha1, err := kcpclient.RESTClient(wildcard, apisv1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return kcpInformers{}, err
+	}
 	lw := func(c *rest.RESTClient, resource string) cache.ListerWatcher {
 		return cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, fields.Everything())
 	}
 	i := kcpInformers{
-		logicalClusters: wildcardinformer.New(lw(core, "logicalclusters"), &corev1alpha1.LogicalCluster{}, "wildcard-logicalclusters"),
-		workspaces:      wildcardinformer.New(lw(tenancy, "workspaces"), &tenancyv1alpha1.Workspace{}, "wildcard-workspaces"),
-		workspaceTypes:  wildcardinformer.New(lw(tenancy, "workspacetypes"), &tenancyv1alpha1.WorkspaceType{}, "wildcard-workspacetypes"),
-		shards:          wildcardinformer.New(lw(core, "shards"), &corev1alpha1.Shard{}, "wildcard-shards"),
-		apiExports:      wildcardinformer.New(lw(apis, "apiexports"), &apisv1alpha2.APIExport{}, "wildcard-apiexports"),
+		logicalClusters:    wildcardinformer.New(lw(core, "logicalclusters"), &corev1alpha1.LogicalCluster{}, "wildcard-logicalclusters"),
+		workspaces:         wildcardinformer.New(lw(tenancy, "workspaces"), &tenancyv1alpha1.Workspace{}, "wildcard-workspaces"),
+		workspaceTypes:     wildcardinformer.New(lw(tenancy, "workspacetypes"), &tenancyv1alpha1.WorkspaceType{}, "wildcard-workspacetypes"),
+		shards:             wildcardinformer.New(lw(core, "shards"), &corev1alpha1.Shard{}, "wildcard-shards"),
+		apiExports:         wildcardinformer.New(lw(apis, "apiexports"), &apisv1alpha2.APIExport{}, "wildcard-apiexports"),
+		apiBindings:        wildcardinformer.New(lw(apis, "apibindings"), &apisv1alpha2.APIBinding{}, "wildcard-apibindings"),
+		apiResourceSchemas: wildcardinformer.New(lw(apisV1alpha1, "apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}, "wildcard-apiresourceschemas"),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err
@@ -105,4 +115,12 @@ func (i kcpInformers) resolvePath(p logicalcluster.Path) (logicalcluster.Name, b
 	lc := objs[0].(*corev1alpha1.LogicalCluster)
 	cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
 	return cluster, ok
+}
+
+// clusterPath returns the canonical path of a hosted logical cluster, or "".
+func (i kcpInformers) clusterPath(cluster logicalcluster.Name) logicalcluster.Path {
+	if lc := i.logicalCluster(cluster); lc != nil {
+		return logicalcluster.Path(lc.Annotations[logicalcluster.PathAnnotationKey])
+	}
+	return ""
 }

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -16,7 +13,6 @@ import (
 	uniontoken "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/keyutil"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
@@ -39,17 +35,12 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	loopback.QPS, loopback.Burst = -1, 0
 	wildcard := kcpclient.ClusterConfig(loopback, logicalcluster.Wildcard)
 
-	crdClient, err := apiextensionsclient.NewForConfig(wildcard)
-	if err != nil {
-		return err
-	}
 	coreClient, err := kubernetes.NewForConfig(wildcard)
 	if err != nil {
 		return err
 	}
-	crds := wildcardinformer.New(
-		cache.NewListWatchFromClient(crdClient.ApiextensionsV1().RESTClient(), "customresourcedefinitions", "", fields.Everything()),
-		&apiextensionsv1.CustomResourceDefinition{}, "garbagecollector-customresourcedefinitions")
+	// The CRD informer is the one the CRD server runs.
+	crds := c.apiExtensions.crds
 	saLW, cmLW := sacontroller.ListWatches(coreClient.CoreV1().RESTClient())
 	serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
 	configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
@@ -73,7 +64,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 		return fmt.Errorf("service account controller: %w", err)
 	}
 
-	informers := []*wildcardinformer.Informer{crds, serviceAccounts, configMaps}
+	informers := []*wildcardinformer.Informer{serviceAccounts, configMaps}
 	tokens, err := c.legacyTokensController(coreClient.CoreV1().RESTClient(), loopback, ca)
 	if err != nil {
 		return fmt.Errorf("service account tokens controller: %w", err)
@@ -85,7 +76,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 		go inf.Run(ctx)
 	}
 	go func() {
-		if err := wildcardinformer.WaitForSync(ctx, informers...); err != nil {
+		if err := wildcardinformer.WaitForSync(ctx, append(informers, crds)...); err != nil {
 			return
 		}
 		go gc.Run(ctx, 2)

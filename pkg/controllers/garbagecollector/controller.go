@@ -74,8 +74,9 @@ type Controller struct {
 }
 
 // New returns the collector. base is the shard's loopback configuration
-// without a cluster; crds is the wildcard informer of CRDs, which must not
-// have started yet (an index is added).
+// without a cluster; crds is the shard's shared wildcard informer of CRDs.
+// It may be running already: the index added here is filled from what it
+// holds, and Run looks at every CRD once.
 func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error) {
 	if err := crds.AddIndexers(cache.Indexers{byCRDName: func(obj interface{}) ([]string, error) {
 		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {

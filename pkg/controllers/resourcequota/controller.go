@@ -57,8 +57,9 @@ type Controller struct {
 }
 
 // New returns the controller. quotas is a wildcard informer of
-// ResourceQuotas, crds one of CustomResourceDefinitions; base is the
-// shard's loopback configuration without a cluster.
+// ResourceQuotas, crds the shard's shared one of CustomResourceDefinitions
+// (it may be running already: the controller looks at every quota when it
+// starts); base is the shard's loopback configuration without a cluster.
 func New(quotas, crds *wildcardinformer.Informer, base *rest.Config) (*Controller, error) {
 	httpClient, err := rest.HTTPClientFor(base)
 	if err != nil {

@@ -1,0 +1,322 @@
+// Package apibinding binds APIBindings of all logical clusters of the shard
+// to their APIExports: it resolves the export, reads its
+// APIResourceSchemas, refuses resources that collide with a CRD or another
+// binding of the workspace (NamingConflicts), and records what the
+// workspace serves in status.boundResources, moving the binding from phase
+// Binding to Bound. Serving the bound resources reads that status.
+//
+// Everything is read from wildcard informers; bindings are requeued when
+// their export, the export's schemas, or the CRDs and bindings they might
+// collide with change.
+package apibinding
+
+import (
+	"context"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// apiBindings is the resource the controller writes the status of.
+var apiBindings = apisv1alpha2.SchemeGroupVersion.WithResource("apibindings")
+
+// byExport indexes APIBindings by "<workspace>|<export name>", with the
+// workspace both as written in the reference (a path, or the binding's own
+// cluster when empty) and as resolved in status.apiExportClusterName.
+const byExport = "apibinding-export"
+
+func exportKey(workspace, name string) string { return workspace + "|" + name }
+
+func exportIndex(obj interface{}) ([]string, error) {
+	b, ok := obj.(*apisv1alpha2.APIBinding)
+	if !ok || b.Spec.Reference.Export == nil {
+		return nil, nil
+	}
+	name := b.Spec.Reference.Export.Name
+	path := b.Spec.Reference.Export.Path
+	if path == "" {
+		cluster, _ := logicalcluster.ObjectCluster(b.Annotations)
+		path = string(cluster)
+	}
+	keys := []string{exportKey(path, name)}
+	if c := b.Status.APIExportClusterName; c != "" && c != path {
+		keys = append(keys, exportKey(c, name))
+	}
+	return keys, nil
+}
+
+// Config are the controller's informers and clients.
+type Config struct {
+	// APIBindings, APIExports, APIResourceSchemas and CRDs are wildcard
+	// informers of those kinds.
+	APIBindings, APIExports, APIResourceSchemas, CRDs *wildcardinformer.Informer
+	// ResolvePath maps a workspace path to its logical cluster.
+	ResolvePath func(logicalcluster.Path) (logicalcluster.Name, bool)
+	// ClusterPath returns the canonical path of a hosted logical cluster,
+	// or "" when unknown.
+	ClusterPath func(logicalcluster.Name) logicalcluster.Path
+	// Client writes the bindings' status as the shard's loopback identity.
+	Client *kcpclient.Client
+}
+
+// Controller reconciles the APIBindings of all logical clusters of the
+// shard.
+type Controller struct {
+	loop     *loop.Loop
+	bindings *wildcardinformer.Informer
+	exports  *wildcardinformer.Informer
+	// clusterPath returns the canonical path of a cluster, or "".
+	clusterPath func(logicalcluster.Name) logicalcluster.Path
+	// getAPIBinding reads an APIBinding; nil when it is gone.
+	getAPIBinding func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIBinding, error)
+	// updateStatus writes an APIBinding's status.
+	updateStatus func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error
+	// locks serialize the reconciles of one cluster's bindings, so that two
+	// bindings of a workspace never claim the same resource at once.
+	locks   [64]sync.Mutex
+	binding *bindingReconciler
+	claims  *permissionClaimsReconciler
+}
+
+// New returns the controller and registers its handlers and indexes; call
+// before the informers run.
+func New(c Config) (*Controller, error) {
+	if err := c.APIBindings.AddIndexers(cache.Indexers{byExport: exportIndex}); err != nil {
+		return nil, err
+	}
+	ctrl := &Controller{
+		bindings:    c.APIBindings,
+		exports:     c.APIExports,
+		clusterPath: c.ClusterPath,
+		getAPIBinding: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIBinding, error) {
+			obj, exists, err := c.APIBindings.Get(cluster, "", name)
+			if err != nil || !exists {
+				return nil, err
+			}
+			return obj.(*apisv1alpha2.APIBinding), nil
+		},
+		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error {
+			binding.APIVersion, binding.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
+			return c.Client.Update(ctx, cluster, apiBindings, binding.Name, binding, &apisv1alpha2.APIBinding{}, "status")
+		},
+		binding: &bindingReconciler{
+			resolvePath: c.ResolvePath,
+			getAPIExport: func(cluster logicalcluster.Name, name string) *apisv1alpha2.APIExport {
+				obj, exists, err := c.APIExports.Get(cluster, "", name)
+				if err != nil || !exists {
+					return nil
+				}
+				return obj.(*apisv1alpha2.APIExport)
+			},
+			getAPIResourceSchema: func(cluster logicalcluster.Name, name string) *apisv1alpha1.APIResourceSchema {
+				obj, exists, err := c.APIResourceSchemas.Get(cluster, "", name)
+				if err != nil || !exists {
+					return nil
+				}
+				return obj.(*apisv1alpha1.APIResourceSchema)
+			},
+			listCRDs: func(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition {
+				objs, _ := c.CRDs.List(cluster, "")
+				crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
+				for _, o := range objs {
+					crds = append(crds, o.(*apiextensionsv1.CustomResourceDefinition))
+				}
+				return crds
+			},
+			listAPIBindings: func(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+				return listBindings(c.APIBindings, cluster)
+			},
+			recent: newRecentBindings(),
+		},
+		claims: &permissionClaimsReconciler{},
+	}
+	ctrl.loop = loop.New("apibinding", ctrl.reconcile)
+	c.APIBindings.AddHandler(bindingHandler{ctrl})
+	c.APIExports.AddHandler(funcHandler(ctrl.enqueueForExport))
+	c.APIResourceSchemas.AddHandler(funcHandler(ctrl.enqueueForSchema))
+	c.CRDs.AddHandler(funcHandler(func(obj interface{}) { ctrl.enqueueUnsettled(objectCluster(obj), "") }))
+	return ctrl, nil
+}
+
+func listBindings(inf *wildcardinformer.Informer, cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+	objs, _ := inf.List(cluster, "")
+	bindings := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+	for _, o := range objs {
+		bindings = append(bindings, o.(*apisv1alpha2.APIBinding))
+	}
+	return bindings
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+func objectCluster(obj interface{}) logicalcluster.Name {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	cluster, _ := logicalcluster.ObjectCluster(m.GetAnnotations())
+	return cluster
+}
+
+func objectName(obj interface{}) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetName()
+}
+
+// funcHandler calls one function on every change.
+type funcHandler func(obj interface{})
+
+func (f funcHandler) OnAdd(obj interface{})       { f(obj) }
+func (f funcHandler) OnUpdate(_, obj interface{}) { f(obj) }
+func (f funcHandler) OnDelete(obj interface{})    { f(obj) }
+
+// bindingHandler enqueues a changed binding; a deleted one may free
+// resources that other bindings of its cluster wait for.
+type bindingHandler struct{ c *Controller }
+
+func (h bindingHandler) enqueue(obj interface{}) {
+	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
+		h.c.loop.Enqueue(key)
+	}
+}
+
+func (h bindingHandler) OnAdd(obj interface{})       { h.enqueue(obj) }
+func (h bindingHandler) OnUpdate(_, obj interface{}) { h.enqueue(obj) }
+func (h bindingHandler) OnDelete(obj interface{}) {
+	h.enqueue(obj)
+	h.c.enqueueUnsettled(objectCluster(obj), objectName(obj))
+}
+
+// enqueueUnsettled enqueues the bindings of a cluster that are not up to
+// date (e.g. waiting on a naming conflict), except the one named skip.
+func (c *Controller) enqueueUnsettled(cluster logicalcluster.Name, skip string) {
+	if cluster == "" {
+		return
+	}
+	for _, b := range listBindings(c.bindings, cluster) {
+		if b.Name != skip && !b.Status.Conditions.IsTrue(apisv1alpha2.BindingUpToDate) {
+			c.loop.Enqueue(wildcardinformer.Key(cluster, "", b.Name))
+		}
+	}
+}
+
+// enqueueForExport enqueues the bindings that refer to an export, by its
+// cluster name or its path.
+func (c *Controller) enqueueForExport(obj interface{}) {
+	cluster, name := objectCluster(obj), objectName(obj)
+	if cluster == "" {
+		return
+	}
+	workspaces := []string{string(cluster)}
+	if p := c.clusterPath(cluster); p != "" && string(p) != string(cluster) {
+		workspaces = append(workspaces, string(p))
+	}
+	for _, w := range workspaces {
+		objs, _ := c.bindings.ByIndex(byExport, exportKey(w, name))
+		for _, o := range objs {
+			if key, err := wildcardinformer.KeyFunc(o); err == nil {
+				c.loop.Enqueue(key)
+			}
+		}
+	}
+}
+
+// enqueueForSchema enqueues the bindings of the exports of the schema's
+// cluster that publish it.
+func (c *Controller) enqueueForSchema(obj interface{}) {
+	cluster, name := objectCluster(obj), objectName(obj)
+	if cluster == "" {
+		return
+	}
+	objs, _ := c.exports.List(cluster, "")
+	for _, o := range objs {
+		export := o.(*apisv1alpha2.APIExport)
+		for _, r := range export.Spec.Resources {
+			if r.Schema == name {
+				c.enqueueForExport(export)
+				break
+			}
+		}
+	}
+}
+
+func (c *Controller) lock(cluster logicalcluster.Name) *sync.Mutex {
+	var h uint32 = 2166136261
+	for i := 0; i < len(cluster); i++ {
+		h = (h ^ uint32(cluster[i])) * 16777619
+	}
+	return &c.locks[h%uint32(len(c.locks))]
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	mu := c.lock(cluster)
+	mu.Lock()
+	defer mu.Unlock()
+	binding, err := c.getAPIBinding(cluster, name)
+	if err != nil {
+		return err
+	}
+	if binding == nil {
+		c.binding.recent.forget(cluster, name)
+		return nil
+	}
+	if binding.DeletionTimestamp != nil {
+		return nil
+	}
+	binding = binding.DeepCopy()
+	old := binding.Status.DeepCopy()
+	export, reconcileErr := c.binding.reconcile(ctx, cluster, binding)
+	c.claims.reconcile(binding, export)
+	summarize(binding)
+	if !apiequality.Semantic.DeepEqual(*old, binding.Status) {
+		if err := c.updateStatus(ctx, cluster, binding); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			// The claim of this reconcile was not recorded: retract it.
+			c.binding.recent.record(cluster, name, logicalcluster.Name(old.APIExportClusterName), old.BoundResources)
+			return err
+		}
+	}
+	return reconcileErr
+}
+
+// summarize sets Ready from InitialBindingCompleted, as kcp does: conditions
+// that turn false after the first binding do not make a binding unready.
+func summarize(b *apisv1alpha2.APIBinding) {
+	initial := b.Status.Conditions.Get(apisv1alpha2.InitialBindingCompleted)
+	if initial == nil {
+		return
+	}
+	ready := *initial
+	ready.Type = conditionsv1alpha1.ReadyCondition
+	ready.LastTransitionTime = metav1.Time{}
+	conditionsv1alpha1.Set(b, ready)
+}

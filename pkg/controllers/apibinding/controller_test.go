@@ -1,0 +1,64 @@
+package apibinding
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// A bound binding is written once; reconciling what was written changes
+// nothing, so status writes do not feed back into more writes.
+func TestReconcileWritesStatusOnceAndSummarizesReady(t *testing.T) {
+	w := happyWorld()
+	stored := newBinding("b", "root:provider", "widgets")
+	writes := 0
+	c := &Controller{
+		getAPIBinding: func(logicalcluster.Name, string) (*apisv1alpha2.APIBinding, error) { return stored, nil },
+		updateStatus: func(_ context.Context, _ logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
+			writes++
+			stored = b.DeepCopy()
+			return nil
+		},
+		binding: w.reconciler(),
+		claims:  &permissionClaimsReconciler{},
+	}
+	key := wildcardinformer.Key(consumer, "", "b")
+	for i := 0; i < 3; i++ {
+		if err := c.reconcile(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if writes != 1 {
+		t.Errorf("%d status writes, want 1", writes)
+	}
+	if stored.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
+		t.Errorf("phase %q", stored.Status.Phase)
+	}
+	if ready := stored.Status.Conditions.Get(conditionsv1alpha1.ReadyCondition); ready == nil || ready.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %+v", ready)
+	}
+}
+
+// A gone binding releases what it had bound in memory.
+func TestReconcileOfDeletedBindingForgetsItsClaim(t *testing.T) {
+	w := happyWorld()
+	r := w.reconciler()
+	r.recent.record(consumer, "b", provider, []apisv1alpha2.BoundAPIResource{{Group: "example.io", Resource: "widgets"}})
+	c := &Controller{
+		getAPIBinding: func(logicalcluster.Name, string) (*apisv1alpha2.APIBinding, error) { return nil, nil },
+		binding:       r,
+		claims:        &permissionClaimsReconciler{},
+	}
+	if err := c.reconcile(context.Background(), wildcardinformer.Key(consumer, "", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.recent.get(consumer, "b"); ok {
+		t.Error("claim of a deleted binding kept")
+	}
+}
