@@ -312,7 +312,7 @@ func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseW
 		if hash := req.URL.Query().Get("hash"); hash != "" {
 			if hash != doc.etag {
 				// Keep the client in its logical cluster.
-				http.Redirect(w, req, v3URL("/clusters/"+string(cluster), path, doc.etag), http.StatusMovedPermanently)
+				http.Redirect(w, req, v3URL(cluster.RequestPath(), path, doc.etag), http.StatusMovedPermanently)
 				return
 			}
 			w.Header().Set("Cache-Control", "public, immutable")

@@ -3,18 +3,12 @@ package shard
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/apiserver/pkg/authentication/group"
-	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
-	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
-	uniontoken "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/keyutil"
-	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
@@ -131,30 +125,11 @@ func serviceAccountAuthenticator(o CompletedOptions) (authenticator.Request, err
 		cp.ServiceAccountIssuer = serviceaccount.ClusterTokenGenerator{Delegate: cp.ServiceAccountIssuer}
 	}
 	sa := cp.Authentication.ServiceAccounts
-	keys := sa.ExternalPublicKeysGetter
-	if keys == nil {
-		var all []interface{}
-		for _, f := range sa.KeyFiles {
-			k, err := keyutil.PublicKeysFromFile(f)
-			if err != nil {
-				return nil, fmt.Errorf("service account tokens: read public keys from %s: %w", f, err)
-			}
-			all = append(all, k...)
-		}
-		var err error
-		if keys, err = kubeserviceaccount.StaticPublicKeysGetter(all); err != nil {
-			return nil, fmt.Errorf("service account tokens: %w", err)
-		}
-	}
-	audiences := authenticator.Audiences(cp.Authentication.APIAudiences)
-	if len(audiences) == 0 {
-		audiences = authenticator.Audiences(sa.Issuers)
-	}
-	tokens := serviceaccount.NewClusterAuthenticator(sa.Issuers, keys, audiences, o.serviceAccountTokenGetter)
-	legacy, err := serviceaccount.NewLegacyClusterAuthenticator(keys, audiences, o.serviceAccountTokenGetter)
-	if err != nil {
-		return nil, fmt.Errorf("secret-based service account tokens: %w", err)
-	}
-	both := uniontoken.New(tokens, legacy)
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokencache.New(both, false, 10*time.Second, 0))), nil
+	return serviceaccount.NewAuthenticator(serviceaccount.Options{
+		Issuers:      sa.Issuers,
+		KeyFiles:     sa.KeyFiles,
+		Keys:         sa.ExternalPublicKeysGetter,
+		APIAudiences: cp.Authentication.APIAudiences,
+		Getter:       o.serviceAccountTokenGetter,
+	})
 }

@@ -129,7 +129,8 @@ func (i *Informer) AddHandler(h Handler) {
 	i.handlers = append(i.handlers, h)
 }
 
-// AddIndexers adds indexes. Call before Run.
+// AddIndexers adds indexes. It may be called after Run: the indexer fills a
+// new index from the objects it already holds.
 func (i *Informer) AddIndexers(indexers cache.Indexers) error { return i.indexer.AddIndexers(indexers) }
 
 // ByIndex returns the objects whose index value is v.

@@ -1,0 +1,85 @@
+package clusterrbac
+
+import (
+	"context"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+func informer(t *testing.T, example runtime.Object, objs ...metav1.Object) *wildcardinformer.Informer {
+	t.Helper()
+	inf := wildcardinformer.New(&cache.ListWatch{}, example, "test")
+	for _, o := range objs {
+		if err := inf.Indexer().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inf
+}
+
+func in(cluster logicalcluster.Name) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Annotations: map[string]string{logicalcluster.AnnotationKey: string(cluster)}}
+}
+
+func named(m metav1.ObjectMeta, namespace, name string) metav1.ObjectMeta {
+	m.Namespace, m.Name = namespace, name
+	return m
+}
+
+func TestRBACReadsOnlyTheRequestsClusterPlusBootstrapPolicy(t *testing.T) {
+	readSecrets := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}
+	bindTo := func(m metav1.ObjectMeta, role, user string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: m, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	}
+	a := New(Informers{
+		Roles: informer(t, &rbacv1.Role{},
+			&rbacv1.Role{ObjectMeta: named(in("team-a"), "ns", "reader"), Rules: readSecrets}),
+		RoleBindings: informer(t, &rbacv1.RoleBinding{},
+			&rbacv1.RoleBinding{ObjectMeta: named(in("team-a"), "ns", "alice-reads"), RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader"},
+				Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}),
+		ClusterRoles: informer(t, &rbacv1.ClusterRole{},
+			// Only in system:admin: a bootstrap role every cluster may bind.
+			&rbacv1.ClusterRole{ObjectMeta: named(in(BootstrapCluster), "", "secret-reader"), Rules: readSecrets},
+			// Same name in team-b: team-b's own definition wins there.
+			&rbacv1.ClusterRole{ObjectMeta: named(in("team-b"), "", "secret-reader")}),
+		ClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
+			bindTo(named(in("team-a"), "", "bob-reads"), "secret-reader", "bob"),
+			bindTo(named(in("team-b"), "", "carol-reads"), "secret-reader", "carol"),
+			bindTo(named(in(BootstrapCluster), "", "dave-reads"), "secret-reader", "dave")),
+	})
+	for _, tc := range []struct {
+		user      string
+		cluster   logicalcluster.Name
+		namespace string
+		want      authorizer.Decision
+	}{
+		{"alice", "team-a", "ns", authorizer.DecisionAllow},        // RoleBinding in team-a
+		{"alice", "team-b", "ns", authorizer.DecisionNoOpinion},    // ... not in team-b
+		{"alice", "team-a", "other", authorizer.DecisionNoOpinion}, // ... nor another namespace
+		{"bob", "team-a", "ns", authorizer.DecisionAllow},          // bootstrap ClusterRole bound in team-a
+		{"bob", "team-b", "ns", authorizer.DecisionNoOpinion},      // binding is team-a's alone
+		{"carol", "team-b", "ns", authorizer.DecisionNoOpinion},    // team-b's own empty role wins
+		{"dave", "team-a", "ns", authorizer.DecisionAllow},         // bootstrap bindings apply everywhere
+		{"dave", "team-b", "ns", authorizer.DecisionNoOpinion},     // ... but team-b's own role has no rules
+	} {
+		ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
+		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user}, Verb: "get", Resource: "secrets", Namespace: tc.namespace, Name: "s", ResourceRequest: true}
+		got, _, err := a.Authorize(ctx, attr)
+		if err != nil {
+			t.Errorf("%s in %s/%s: %v", tc.user, tc.cluster, tc.namespace, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s get secrets in %s/%s: decision %v, want %v", tc.user, tc.cluster, tc.namespace, got, tc.want)
+		}
+	}
+}
