@@ -8,53 +8,65 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kplane-dev/kplane/pkg/admission/percluster"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // NewValidating returns the ValidatingAdmissionPolicy plugin of all logical
 // clusters.
 func NewValidating(c percluster.Config) *percluster.Plugins {
-	policies, bindings := c.Informers.ValidatingPolicies, c.Informers.ValidatingPolicyBindings
-	return percluster.New(validating.PluginName, c.Informers.All(),
-		func(cluster logicalcluster.Name) bool { return percluster.HasAll(cluster, policies, bindings) },
-		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
-			p, err := validating.NewPlugin(nil)
-			if err != nil {
-				return nil, err
-			}
-			clients, err := c.NewClusterClients(cluster)
-			if err != nil {
-				return nil, err
-			}
-			p.SetExternalKubeInformerFactory(clients.Informers)
-			p.SetExternalKubeClientSet(clients.Kube)
-			p.SetDynamicClient(clients.Dynamic)
-			p.SetRESTMapper(clients.RESTMapper)
-			p.SetUnconditionalAuthorizer(c.Authorizer)
-			p.SetDrainedNotification(ctx.Done())
-			p.SetExcludedAdmissionResources(percluster.ExcludedResources())
-			if err := p.ValidateInitialization(); err != nil {
-				return nil, fmt.Errorf("initialize %s of logical cluster %s: %w", validating.PluginName, cluster, err)
-			}
-			clients.Informers.Start(ctx.Done())
-			return p, nil
-		})
+	return newPlugins(c, validating.PluginName, c.Informers.ValidatingPolicies, c.Informers.ValidatingPolicyBindings,
+		func() (plugin, error) { return validating.NewPlugin(nil) })
 }
 
 // NewMutating returns the MutatingAdmissionPolicy plugin of all logical
 // clusters.
 func NewMutating(c percluster.Config) *percluster.Plugins {
-	policies, bindings := c.Informers.MutatingPolicies, c.Informers.MutatingPolicyBindings
-	return percluster.New(mutating.PluginName, c.Informers.All(),
+	return newPlugins(c, mutating.PluginName, c.Informers.MutatingPolicies, c.Informers.MutatingPolicyBindings,
+		func() (plugin, error) {
+			p, err := mutating.NewPlugin(nil)
+			if err != nil {
+				return nil, err
+			}
+			p.InspectFeatureGates(utilfeature.DefaultFeatureGate)
+			return p, nil
+		})
+}
+
+// plugin is what the validating and mutating policy plugins share: the
+// upstream generic policy plugin's initialization.
+type plugin interface {
+	admission.Interface
+	admission.InitializationValidator
+	SetExternalKubeInformerFactory(informers.SharedInformerFactory)
+	SetExternalKubeClientSet(kubernetes.Interface)
+	SetDynamicClient(dynamic.Interface)
+	SetRESTMapper(meta.RESTMapper)
+	SetUnconditionalAuthorizer(authorizer.UnconditionalAuthorizer)
+	SetDrainedNotification(<-chan struct{})
+	SetExcludedAdmissionResources([]schema.GroupResource)
+}
+
+// newPlugins runs a policy plugin per logical cluster that holds policies
+// and bindings, its clients, informers and params all pointed at that
+// cluster.
+func newPlugins(c percluster.Config, name string, policies, bindings *wildcardinformer.Informer, build func() (plugin, error)) *percluster.Plugins {
+	return percluster.New(name, c.Informers.All(),
 		func(cluster logicalcluster.Name) bool { return percluster.HasAll(cluster, policies, bindings) },
 		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
-			p, err := mutating.NewPlugin(nil)
+			p, err := build()
 			if err != nil {
 				return nil, err
 			}
@@ -62,7 +74,6 @@ func NewMutating(c percluster.Config) *percluster.Plugins {
 			if err != nil {
 				return nil, err
 			}
-			p.InspectFeatureGates(utilfeature.DefaultFeatureGate)
 			p.SetExternalKubeInformerFactory(clients.Informers)
 			p.SetExternalKubeClientSet(clients.Kube)
 			p.SetDynamicClient(clients.Dynamic)
@@ -71,7 +82,7 @@ func NewMutating(c percluster.Config) *percluster.Plugins {
 			p.SetDrainedNotification(ctx.Done())
 			p.SetExcludedAdmissionResources(percluster.ExcludedResources())
 			if err := p.ValidateInitialization(); err != nil {
-				return nil, fmt.Errorf("initialize %s of logical cluster %s: %w", mutating.PluginName, cluster, err)
+				return nil, fmt.Errorf("initialize %s of logical cluster %s: %w", name, cluster, err)
 			}
 			clients.Informers.Start(ctx.Done())
 			return p, nil
