@@ -144,13 +144,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 				}
 			}()
 			go policyStatus.Run(ctx, 2)
-			if err := c.startKubeControllers(ctx); err != nil {
-				// /readyz stays red with the reason.
-				klog.FromContext(ctx).Error(err, "Starting Kubernetes controllers failed")
-				started.finish(fmt.Errorf("start Kubernetes controllers: %w", err))
-			} else {
-				started.finish(nil)
-			}
+			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
 			if c.Options.ShardName != corev1alpha1.RootShard {
 				return
 			}

@@ -1,9 +1,12 @@
 package shard
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
+
+	"k8s.io/klog/v2"
 )
 
 // startupCheck is a readiness check for a start-up step that runs in the
@@ -34,6 +37,17 @@ func (c *startupCheck) Check(*http.Request) error {
 		return fmt.Errorf("%s not finished yet", c.name)
 	}
 	return nil
+}
+
+// run runs the step and records its outcome: a failure is logged and
+// keeps /readyz red with the reason.
+func (c *startupCheck) run(ctx context.Context, step string, start func(context.Context) error) {
+	if err := start(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Start-up step failed", "step", step)
+		c.finish(fmt.Errorf("%s: %w", step, err))
+		return
+	}
+	c.finish(nil)
 }
 
 // finish records the step's outcome.

@@ -1,7 +1,10 @@
 package shard
 
 import (
+	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -25,5 +28,32 @@ func TestStartupCheckIsRedUntilItsStepSucceedsAndForGoodWhenItFails(t *testing.T
 	err := failed.Check(nil)
 	if err == nil || !strings.Contains(err.Error(), "garbage collector: no discovery") || !strings.Contains(err.Error(), "kplane-controllers failed") {
 		t.Fatalf("a failed start-up reads %v, want the failure and its reason", err)
+	}
+}
+
+func TestFailingControllersTurnReadyzRedWithTheReason(t *testing.T) {
+	ctx := context.Background()
+	failing := newStartupCheck("kplane-controllers")
+	mux := http.NewServeMux()
+	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, failing)
+
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz?verbose", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := readyz(); code == http.StatusOK {
+		t.Fatalf("/readyz is green before the controllers started:\n%s", body)
+	}
+	failing.run(ctx, "start Kubernetes controllers", func(context.Context) error { return errors.New("garbage collector: no discovery") })
+	code, body := readyz()
+	if code == http.StatusOK || !strings.Contains(body, "[-]kplane-controllers failed") {
+		t.Fatalf("/readyz after a failed start: HTTP %d\n%s", code, body)
+	}
+
+	ok := newStartupCheck("kplane-controllers")
+	ok.run(ctx, "start Kubernetes controllers", func(context.Context) error { return nil })
+	if err := ok.Check(nil); err != nil {
+		t.Errorf("a successful start is not ready: %v", err)
 	}
 }
