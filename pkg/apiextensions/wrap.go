@@ -72,45 +72,39 @@ func (s *Server) serveGroups(h http.Handler, w http.ResponseWriter, req *http.Re
 		rec.replay(w)
 		return
 	}
-	var body []byte
-	var err error
 	if strings.Contains(contentType, "as=APIGroupDiscoveryList") {
 		var list apidiscoveryv2.APIGroupDiscoveryList
-		if err = json.Unmarshal(rec.body.Bytes(), &list); err == nil {
-			present := map[string]bool{}
-			for _, g := range list.Items {
-				present[g.Name] = true
-			}
-			for _, g := range groups {
-				if !present[g.name] {
-					list.Items = append(list.Items, g.aggregated())
-				}
-			}
-			body, err = json.Marshal(&list)
+		if err := json.Unmarshal(rec.body.Bytes(), &list); err != nil {
+			rec.replay(w)
+			return
 		}
-	} else {
-		var list metav1.APIGroupList
-		if err = json.Unmarshal(rec.body.Bytes(), &list); err == nil {
-			present := map[string]bool{}
-			for _, g := range list.Groups {
-				present[g.Name] = true
-			}
-			for _, g := range groups {
-				if !present[g.name] {
-					list.Groups = append(list.Groups, g.apiGroup())
-				}
-			}
-			body, err = json.Marshal(&list)
+		present := map[string]bool{}
+		for _, g := range list.Items {
+			present[g.Name] = true
 		}
+		for _, g := range groups {
+			if !present[g.name] {
+				list.Items = append(list.Items, g.aggregated())
+			}
+		}
+		s.replayMerged(w, req, rec, contentType, &list)
+		return
 	}
-	if err != nil {
+	var list metav1.APIGroupList
+	if err := json.Unmarshal(rec.body.Bytes(), &list); err != nil {
 		rec.replay(w)
 		return
 	}
-	if v := rec.header.Values("Vary"); len(v) > 0 {
-		w.Header()["Vary"] = v
+	present := map[string]bool{}
+	for _, g := range list.Groups {
+		present[g.Name] = true
 	}
-	serveWithETag(w, req, contentType, body)
+	for _, g := range groups {
+		if !present[g.name] {
+			list.Groups = append(list.Groups, g.apiGroup())
+		}
+	}
+	s.replayMerged(w, req, rec, contentType, &list)
 }
 
 // serveWithETag writes body with an ETag of its content and answers 304 to
