@@ -12,7 +12,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -302,24 +301,7 @@ func (c *crdController) deleteInstances(ctx context.Context, cluster logicalclus
 		return failed("InstanceDeletionFailed", "could not list instances: %v", err)
 	}
 	ctx = logicalcluster.WithCluster(ctx, cluster)
-	list, err := storage.List(ctx, nil)
-	if err != nil {
-		return failed("InstanceDeletionFailed", "could not list instances: %v", err)
-	}
-	namespaces := sets.New[string]()
-	var errs []error
-	for i := range list.(*unstructured.UnstructuredList).Items {
-		m, err := meta.Accessor(&list.(*unstructured.UnstructuredList).Items[i])
-		if err != nil || namespaces.Has(m.GetNamespace()) {
-			continue
-		}
-		namespaces.Insert(m.GetNamespace())
-		nsCtx := apirequest.WithNamespace(ctx, m.GetNamespace())
-		if _, err := storage.DeleteCollection(nsCtx, rest.ValidateAllObjectFunc, nil, nil); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := utilerrors.NewAggregate(errs); err != nil {
+	if _, err := deleteAll(ctx, cluster, storage); err != nil {
 		return failed("InstanceDeletionFailed", "could not issue all deletes: %v", err)
 	}
 	// Instances with finalizers of their own stay until those are removed.
@@ -340,4 +322,35 @@ func (c *crdController) deleteInstances(ctx context.Context, cluster logicalclus
 	return apiextensionsv1.CustomResourceDefinitionCondition{
 		Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionFalse, Reason: "InstanceDeletionCompleted", Message: "removed all instances",
 	}, nil
+}
+
+// deleteAll deletes the custom resources of storage in cluster, namespace by
+// namespace, and returns how many remain: instances with finalizers of their
+// own stay until those are removed.
+func deleteAll(ctx context.Context, cluster logicalcluster.Name, storage instanceStorage) (int, error) {
+	ctx = logicalcluster.WithCluster(ctx, cluster)
+	list, err := storage.List(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("list instances: %w", err)
+	}
+	items := list.(*unstructured.UnstructuredList).Items
+	namespaces := sets.New[string]()
+	var errs []error
+	for i := range items {
+		ns := items[i].GetNamespace()
+		if namespaces.Has(ns) {
+			continue
+		}
+		namespaces.Insert(ns)
+		if _, err := storage.DeleteCollection(apirequest.WithNamespace(ctx, ns), rest.ValidateAllObjectFunc, nil, nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := utilerrors.NewAggregate(errs); err != nil {
+		return len(items), err
+	}
+	if list, err = storage.List(ctx, nil); err != nil {
+		return len(items), fmt.Errorf("list instances: %w", err)
+	}
+	return len(list.(*unstructured.UnstructuredList).Items), nil
 }

@@ -77,7 +77,7 @@ func withoutCoreGroup(groups []groupDiscovery) []groupDiscovery {
 // coreResources returns the discovery of the cluster's core group CRDs in
 // version v1.
 func (s *Server) coreResources(cluster logicalcluster.Name) (versionDiscovery, bool) {
-	for _, g := range discoveryFor(s.crds.list(cluster)) {
+	for _, g := range discoveryFor(s.crds.served(cluster)) {
 		if g.name == "" {
 			return g.version(coreVersion)
 		}

@@ -25,9 +25,12 @@ func nameIndex(obj interface{}) ([]string, error) {
 	return []string{m.GetName()}, nil
 }
 
-// crdIndex reads CRDs of all logical clusters from one wildcard informer.
+// crdIndex reads CRDs of all logical clusters from one wildcard informer,
+// and what APIBindings serve besides them.
 type crdIndex struct {
 	informer *wildcardinformer.Informer
+	// bound are the resources of APIBindings; nil serves none.
+	bound BoundAPIs
 }
 
 // NewInformer returns the wildcard informer of the CustomResourceDefinitions
@@ -75,6 +78,24 @@ func (i *crdIndex) list(cluster logicalcluster.Name) []*apiextensionsv1.CustomRe
 func (i *crdIndex) hasAny(cluster logicalcluster.Name) bool {
 	objs, err := i.informer.List(cluster, "")
 	return err == nil && len(objs) > 0
+}
+
+// served returns what a cluster serves as custom resources: its CRDs, then
+// the schemas its APIBindings bind (as CRDs), for discovery and OpenAPI.
+func (i *crdIndex) served(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition {
+	crds := i.list(cluster)
+	if i.bound == nil {
+		return crds
+	}
+	for _, br := range i.bound.List(cluster) {
+		crds = append(crds, br.CRD)
+	}
+	return crds
+}
+
+// hasAnyServed tells whether a cluster has CRDs or bound resources.
+func (i *crdIndex) hasAnyServed(cluster logicalcluster.Name) bool {
+	return i.hasAny(cluster) || (i.bound != nil && len(i.bound.List(cluster)) > 0)
 }
 
 // byName returns the CRDs of that name in all clusters, sorted by cluster.

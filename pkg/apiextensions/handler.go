@@ -61,20 +61,23 @@ type crHandler struct {
 	admission         func() admission.Interface
 	minRequestTimeout time.Duration
 	requestTimeout    time.Duration
-	// build creates the serving state of a CRD in a cluster: builder.build,
+	// build creates the serving state of a CRD for a target: builder.build,
 	// or a stand-in in tests.
-	build func(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error)
+	build func(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error)
+	// bound tells which resources APIBindings serve; nil serves none.
+	bound BoundAPIs
 
 	// builds runs one build per CRD (and resource version) at a time;
 	// builds of different CRDs run in parallel, and no lock is held while
 	// they run.
 	builds singleflight.Group
-	// lock guards infos, wildcards and stopped. It is only held to look up
+	// lock guards infos, wildcards, bounds and stopped. It is only held to look up
 	// and swap entries, never across a build or a tear-down, so that the
 	// informer's handler never waits for a build.
 	lock      sync.RWMutex
 	infos     map[infoKey]*servingInfo
 	wildcards map[wildcardKey]*servingInfo
+	bounds    map[boundKey]*servingInfo
 	// stopped is set by shutdown: no build is stored and no tear-down
 	// started afterwards.
 	stopped bool
@@ -91,6 +94,7 @@ func newCRHandler(crds *crdIndex, builder *servingInfoBuilder) *crHandler {
 		builder:   builder,
 		infos:     map[infoKey]*servingInfo{},
 		wildcards: map[wildcardKey]*servingInfo{},
+		bounds:    map[boundKey]*servingInfo{},
 		stopping:  make(chan struct{}),
 	}
 	h.build = builder.build
@@ -121,16 +125,16 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 	crd := h.crds.get(cluster, crdName(info.APIGroup, info.Resource))
 	if crd == nil {
+		if h.bound != nil {
+			if br, ok := h.bound.Get(cluster, info.APIGroup, info.Resource); ok {
+				h.serveBound(w, req, info, br)
+				return
+			}
+		}
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
-	// A scope mismatch is a 404, except for list and watch across namespaces.
-	namespacedCRD, namespacedReq := crd.Spec.Scope == apiextensionsv1.NamespaceScoped, info.Namespace != ""
-	if (!namespacedCRD && namespacedReq) || (namespacedCRD && !namespacedReq && info.Verb != "list" && info.Verb != "watch") {
-		h.notFound.ServeHTTP(w, req)
-		return
-	}
-	if !apiextensionshelpers.HasServedCRDVersion(crd, info.APIVersion) {
+	if !servable(crd, info) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
@@ -257,6 +261,10 @@ func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, i
 // clusters, as object metadata only: clusters define the resource with
 // their own schemas and versions.
 func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo) {
+	if resource, identity, ok := splitIdentity(info.Resource); ok && h.bound != nil {
+		h.serveIdentityWildcard(w, req, info, resource, identity)
+		return
+	}
 	if info.Verb != "list" && info.Verb != "watch" {
 		h.notFound.ServeHTTP(w, req)
 		return
@@ -350,7 +358,7 @@ func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
 			if existing != nil {
 				return existing, nil
 			}
-			return h.buildAndStore(logicalcluster.Wildcard, metadataCRD(crd, key.version), func(si *servingInfo) (*servingInfo, bool) {
+			return h.buildAndStore(servingTarget{cluster: logicalcluster.Wildcard}, metadataCRD(crd, key.version), func(si *servingInfo) (*servingInfo, bool) {
 				if existing := h.wildcards[key]; existing != nil {
 					return existing, true
 				}
@@ -404,7 +412,7 @@ func (h *crHandler) servingInfoFor(cluster logicalcluster.Name, uid types.UID, n
 			if existing != nil {
 				return existing, nil
 			}
-			return h.buildAndStore(cluster, crd, func(si *servingInfo) (*servingInfo, bool) {
+			return h.buildAndStore(servingTarget{cluster: cluster}, crd, func(si *servingInfo) (*servingInfo, bool) {
 				if existing := h.infos[key]; existing != nil {
 					return existing, true
 				}
@@ -433,7 +441,7 @@ func (h *crHandler) servingInfoFor(cluster logicalcluster.Name, uid types.UID, n
 // store decide under the lock whether it is still current. A build that
 // store does not keep is stopped again; no request has seen it. It returns
 // a nil *servingInfo when the CRD changed in the meantime.
-func (h *crHandler) buildAndStore(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition, store func(si *servingInfo) (*servingInfo, bool)) (*servingInfo, error) {
+func (h *crHandler) buildAndStore(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition, store func(si *servingInfo) (*servingInfo, bool)) (*servingInfo, error) {
 	h.lock.Lock()
 	owned := h.startOwnedLocked()
 	h.lock.Unlock()
@@ -442,7 +450,7 @@ func (h *crHandler) buildAndStore(cluster logicalcluster.Name, crd *apiextension
 	}
 	defer h.owned.Done()
 
-	si, err := h.build(cluster, crd)
+	si, err := h.build(target, crd)
 	if err != nil {
 		return nil, err
 	}
@@ -544,8 +552,8 @@ func (h *crHandler) shutdown() {
 	}
 	h.stopped = true
 	close(h.stopping)
-	infos, wildcards := h.infos, h.wildcards
-	h.infos, h.wildcards = map[infoKey]*servingInfo{}, map[wildcardKey]*servingInfo{}
+	infos, wildcards, bounds := h.infos, h.wildcards, h.bounds
+	h.infos, h.wildcards, h.bounds = map[infoKey]*servingInfo{}, map[wildcardKey]*servingInfo{}, map[boundKey]*servingInfo{}
 	h.lock.Unlock()
 
 	h.owned.Wait()
@@ -555,24 +563,27 @@ func (h *crHandler) shutdown() {
 	for _, si := range wildcards {
 		si.destroy()
 	}
+	for _, si := range bounds {
+		si.destroy()
+	}
 }
 
 // servingCount returns how many CRDs have serving state, for tests and metrics.
 func (h *crHandler) servingCount() int {
 	h.lock.RLock()
 	defer h.lock.RUnlock()
-	return len(h.infos) + len(h.wildcards)
+	return len(h.infos) + len(h.wildcards) + len(h.bounds)
 }
 
 // serveDiscovery serves /apis/<group> and /apis/<group>/<version> of the
 // CRD groups of a logical cluster.
 func (h *crHandler) serveDiscovery(w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name, info *apirequest.RequestInfo) {
 	parts := strings.Split(strings.Trim(info.Path, "/"), "/")
-	if cluster.IsWildcard() || len(parts) < 2 || len(parts) > 3 || parts[0] != "apis" || !h.crds.hasAny(cluster) {
+	if cluster.IsWildcard() || len(parts) < 2 || len(parts) > 3 || parts[0] != "apis" || !h.crds.hasAnyServed(cluster) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
-	group, found := findGroup(discoveryFor(h.crds.list(cluster)), parts[1])
+	group, found := findGroup(discoveryFor(h.crds.served(cluster)), parts[1])
 	if !found {
 		h.notFound.ServeHTTP(w, req)
 		return

@@ -40,7 +40,7 @@ func newFakeBuilds(holdName string) *fakeBuilds {
 	}
 }
 
-func (f *fakeBuilds) build(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
+func (f *fakeBuilds) build(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
 	f.mu.Lock()
 	f.built[crd.Name]++
 	first := f.built[crd.Name] == 1
@@ -50,7 +50,7 @@ func (f *fakeBuilds) build(cluster logicalcluster.Name, crd *apiextensionsv1.Cus
 		<-f.release
 	}
 	si := &servingInfo{
-		cluster:       cluster,
+		cluster:       target.cluster,
 		uid:           crd.UID,
 		spec:          &crd.Spec,
 		acceptedNames: &crd.Status.AcceptedNames,

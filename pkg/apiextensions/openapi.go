@@ -98,7 +98,7 @@ func (m *openAPIMerger) forget(obj interface{}) {
 func (m *openAPIMerger) established(cluster logicalcluster.Name) ([]*apiextensionsv1.CustomResourceDefinition, string) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	var fp strings.Builder
-	for _, crd := range m.crds.list(cluster) {
+	for _, crd := range m.crds.served(cluster) {
 		// Core group CRDs are not in the documents (yet): their paths are
 		// below /api, which the built-in document covers.
 		if apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) && crd.Spec.Group != "" {

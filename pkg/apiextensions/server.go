@@ -15,6 +15,7 @@ import (
 	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/admission"
 	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -44,6 +45,8 @@ type Config struct {
 	// The server indexes it, registers its handlers and runs it after the
 	// generic server starts; others register theirs alongside.
 	CRDs *wildcardinformer.Informer
+	// Bound tells which resources APIBindings serve; nil serves none.
+	Bound BoundAPIs
 }
 
 // Server serves CustomResourceDefinitions and custom resources per logical
@@ -85,6 +88,7 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds.bound = c.Bound
 	converters, err := conversion.NewCRConverterFactory(webhook.NewDefaultServiceResolver(), nil)
 	if err != nil {
 		return nil, err
@@ -95,11 +99,12 @@ func New(c Config) (*Server, error) {
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
 	watchCache := c.Etcd.EnableWatchCache
 	s.handler = newCRHandler(crds, &servingInfoBuilder{
-		restOptions: func(cluster logicalcluster.Name) generic.RESTOptionsGetter {
-			// Across clusters, objects are read straight from etcd: a
-			// cache of every cluster's objects is what per-cluster
-			// storage avoids.
-			return crRESTOptionsGetter{delegate: unstructuredStorage, cluster: cluster, watchCache: watchCache && !cluster.IsWildcard(), etcd: etcd}
+		restOptions: func(target servingTarget) generic.RESTOptionsGetter {
+			// Across clusters, custom resources are read straight from
+			// etcd: a cache of every cluster's objects is what
+			// per-cluster storage avoids. Bound resources follow one
+			// schema everywhere and share one cache.
+			return crRESTOptionsGetter{delegate: unstructuredStorage, target: target, watchCache: watchCache && !target.metadataOnly(), etcd: etcd}
 		},
 		converterFactory:    converters,
 		authorizer:          c.Generic.Authorization.Authorizer,
@@ -111,6 +116,7 @@ func New(c Config) (*Server, error) {
 			return nil
 		},
 	})
+	s.handler.bound = c.Bound
 	s.handler.notFound = notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	s.handler.admission = func() admission.Interface { return c.Generic.AdmissionControl }
 	s.handler.minRequestTimeout = time.Duration(c.Generic.MinRequestTimeout) * time.Second
@@ -147,8 +153,8 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return fmt.Errorf("customresourcedefinitions storage: %w", err)
 	}
-	crdStorage.CreateStrategy = crdStrategy{RESTCreateStrategy: crdStorage.CreateStrategy, native: s.native.get}
-	crdStorage.UpdateStrategy = crdUpdateStrategy{RESTUpdateStrategy: crdStorage.UpdateStrategy, native: s.native.get}
+	crdStorage.CreateStrategy = crdStrategy{RESTCreateStrategy: crdStorage.CreateStrategy, native: s.native.get, bound: s.handler.bound}
+	crdStorage.UpdateStrategy = crdUpdateStrategy{RESTUpdateStrategy: crdStorage.UpdateStrategy, native: s.native.get, bound: s.handler.bound}
 	group.VersionedResourcesStorageMap[apiextensionsv1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"customresourcedefinitions":        crdStorage,
 		"customresourcedefinitions/status": customresourcedefinition.NewStatusREST(legacyscheme.Scheme, crdStorage),
@@ -167,7 +173,11 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	gs.RegisterDestroyFunc(s.shutdown)
 
 	gs.AddPostStartHookOrDie("kplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
-		s.running.Add(2)
+		s.running.Add(3)
+		go func() {
+			defer s.running.Done()
+			wait.UntilWithContext(hc, func(context.Context) { s.handler.releaseUnusedBound() }, 30*time.Second)
+		}()
 		go func() {
 			defer s.running.Done()
 			s.crds.informer.Run(hc)

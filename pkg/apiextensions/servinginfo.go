@@ -123,10 +123,22 @@ func (i *servingInfo) destroy() {
 	}
 }
 
+// servingTarget is what serving state serves: the custom resources of one
+// logical cluster; with the wildcard, their metadata in all clusters; with
+// an identity, the bound instances of every logical cluster, each request
+// addressing those of its own cluster.
+type servingTarget struct {
+	cluster  logicalcluster.Name
+	identity string
+}
+
+// metadataOnly tells whether the target serves metadata across clusters.
+func (t servingTarget) metadataOnly() bool { return t.identity == "" && t.cluster.IsWildcard() }
+
 // servingInfoBuilder holds what every servingInfo shares.
 type servingInfoBuilder struct {
-	// restOptions returns the storage options for a cluster (or the wildcard).
-	restOptions         func(cluster logicalcluster.Name) generic.RESTOptionsGetter
+	// restOptions returns the storage options for a target.
+	restOptions         func(target servingTarget) generic.RESTOptionsGetter
 	converterFactory    *conversion.CRConverterFactory
 	authorizer          authorizer.Authorizer
 	maxRequestBodyBytes int64
@@ -135,8 +147,8 @@ type servingInfoBuilder struct {
 	staticOpenAPISpec func() map[string]*spec.Schema
 }
 
-// build creates the serving state of crd in cluster.
-func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
+// build creates the serving state of crd for target.
+func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
 	storageVersion, err := apiextensionshelpers.GetCRDStorageVersion(crd)
 	if err != nil {
 		return nil, err
@@ -181,7 +193,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 	}
 
 	var safeConverter, unsafeConverter runtime.ObjectConvertor
-	if cluster.IsWildcard() {
+	if target.metadataOnly() {
 		mc := metadataConverter{group: crd.Spec.Group, clusterScoped: crd.Spec.Scope == apiextensionsv1.ClusterScoped}
 		safeConverter, unsafeConverter = mc, mc
 	} else if safeConverter, unsafeConverter, err = b.converterFactory.NewConverter(crd); err != nil {
@@ -211,7 +223,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 	}
 
 	info := &servingInfo{
-		cluster:        cluster,
+		cluster:        target.cluster,
 		uid:            crd.UID,
 		spec:           &crd.Spec,
 		acceptedNames:  &crd.Status.AcceptedNames,
@@ -291,7 +303,7 @@ func (b *servingInfoBuilder) build(cluster logicalcluster.Name, crd *apiextensio
 		strategy := customresource.NewStrategy(typer, !clusterScoped, strategyKind(kind), validator, statusValidator,
 			structurals[v.Name], statusSpec, scaleSpec, v.SelectableFields)
 		optsGetter := storageCodecGetter{
-			RESTOptionsGetter: b.restOptions(cluster),
+			RESTOptionsGetter: b.restOptions(target),
 			converter:         safeConverter,
 			decodeVersion:     gv,
 			encodeVersion:     schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},

@@ -23,13 +23,21 @@ func customResourcePrefix(gr schema.GroupResource) string {
 	return gr.Group + "/" + gr.Resource + "/" + customResourcesSegment
 }
 
+// boundResourcePrefix returns the key prefix of the instances of a bound
+// resource below the etcd prefix: "<group>/<resource>/<identityHash>".
+func boundResourcePrefix(gr schema.GroupResource, identity string) string {
+	return gr.Group + "/" + gr.Resource + "/" + identity
+}
+
 // crRESTOptionsGetter gives the storage of one CRD in one logical cluster
 // (or, for the wildcard, of a resource in all clusters) keys of the form
-// /<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>.
+// /<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, and
+// the storage of a bound resource keys of the form
+// /<group>/<resource>/<identityHash>/<cluster>/[<namespace>/]<name>.
 type crRESTOptionsGetter struct {
 	// delegate encodes custom resources as unstructured JSON.
 	delegate   generic.RESTOptionsGetter
-	cluster    logicalcluster.Name
+	target     servingTarget
 	watchCache bool
 	etcd       *sharedEtcd
 }
@@ -40,14 +48,22 @@ func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example run
 		return opts, err
 	}
 	opts.ResourcePrefix = customResourcePrefix(gr)
-	opts.Decorator = clusterDecorator(g.etcd, g.cluster, g.watchCache)
+	cluster := g.target.cluster
+	if g.target.identity != "" {
+		// Bound instances of all clusters share one storage; the
+		// request's cluster picks its keys.
+		opts.ResourcePrefix = boundResourcePrefix(gr, g.target.identity)
+		cluster = logicalcluster.Wildcard
+	}
+	opts.Decorator = clusterDecorator(g.etcd, cluster, g.watchCache)
 	return opts, nil
 }
 
 // clusterDecorator builds the storage below the cluster-aware key wrapper.
 // For one logical cluster the storage (and its watch cache) covers only
 // that cluster's key range, so that a cluster's serving state holds none of
-// the objects of other clusters, which may even follow another schema.
+// the objects of other clusters, which may even follow another schema. For
+// the wildcard it covers all clusters.
 func clusterDecorator(etcd *sharedEtcd, cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
 	inner := func(c *storagebackend.ConfigForResource, prefix string, _ func(runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 		_ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {

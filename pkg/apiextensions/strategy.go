@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 // BoundCRDAnnotation marks kcp's CRDs bound from an APIExport; only the
@@ -81,24 +83,45 @@ func coreResourceOfPath(p string) string {
 type crdStrategy struct {
 	rest.RESTCreateStrategy
 	native func() *nativeAPIs
+	// bound are the resources of APIBindings, which a CRD may not take.
+	bound BoundAPIs
 }
 
 func (s crdStrategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
 	crd := obj.(*apiextensions.CustomResourceDefinition)
 	errs := relaxLegacyGroups(crd, s.RESTCreateStrategy.Validate(ctx, obj))
-	return append(errs, s.reserved(crd)...)
+	errs = append(errs, s.reserved(crd)...)
+	return append(errs, s.boundHere(ctx, crd)...)
 }
 
 // crdUpdateStrategy is crdStrategy for updates.
 type crdUpdateStrategy struct {
 	rest.RESTUpdateStrategy
 	native func() *nativeAPIs
+	bound  BoundAPIs
 }
 
 func (s crdUpdateStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	crd := obj.(*apiextensions.CustomResourceDefinition)
 	errs := relaxLegacyGroups(crd, s.RESTUpdateStrategy.ValidateUpdate(ctx, obj, old))
-	return append(errs, crdStrategy{native: s.native}.reserved(crd)...)
+	create := crdStrategy{native: s.native, bound: s.bound}
+	errs = append(errs, create.reserved(crd)...)
+	return append(errs, create.boundHere(ctx, crd)...)
+}
+
+// boundHere refuses a CRD for a resource that an APIBinding of the
+// workspace serves: the binding keeps it.
+func (s crdStrategy) boundHere(ctx context.Context, crd *apiextensions.CustomResourceDefinition) field.ErrorList {
+	cluster, ok := logicalcluster.ClusterFromContext(ctx)
+	if s.bound == nil || !ok {
+		return nil
+	}
+	br, ok := s.bound.Get(cluster, crd.Spec.Group, crd.Spec.Names.Plural)
+	if !ok {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "names", "plural"),
+		fmt.Sprintf("%s is already served in this workspace by APIBinding %s; delete the binding first", crdName(crd.Spec.Group, crd.Spec.Names.Plural), br.Binding))}
 }
 
 // relaxLegacyGroups drops upstream's refusal of a group without a dot for

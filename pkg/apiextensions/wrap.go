@@ -27,7 +27,7 @@ const aggregatedDiscoveryJSON = "application/json;g=apidiscovery.k8s.io;v=v2;as=
 func (s *Server) WrapHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
-		if !ok || cluster.IsWildcard() || req.Method != http.MethodGet || !s.crds.hasAny(cluster) {
+		if !ok || cluster.IsWildcard() || req.Method != http.MethodGet || !s.crds.hasAnyServed(cluster) {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -53,7 +53,7 @@ func (s *Server) WrapHandler(h http.Handler) http.Handler {
 // serveGroups adds the cluster's CRD groups to /apis, in the legacy
 // (APIGroupList) or the aggregated (APIGroupDiscoveryList) form.
 func (s *Server) serveGroups(h http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
-	groups := withoutCoreGroup(discoveryFor(s.crds.list(cluster)))
+	groups := withoutCoreGroup(discoveryFor(s.crds.served(cluster)))
 	accept := req.Header.Get("Accept")
 	aggregated := acceptsAggregated(accept)
 	if len(groups) == 0 || (!aggregated && !acceptsJSON(accept)) {

@@ -31,13 +31,16 @@ type RBAC interface {
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
 // impersonation gatekeeper, the wildcard guard, the workspace content
-// authorizer (may the user enter the logical cluster at all),
-// system:kcp:admin, then the per-cluster RBAC authorizer. Scopes and
-// warrants are evaluated around all of them: an identity counts as itself
-// only where it is in scope (elsewhere, service accounts of other clusters
-// included, as a plain authenticated user), and a request is allowed when
-// the identity or one of its warrants is.
-func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
+// authorizer (may the user enter the logical cluster at all), the maximal
+// permission policy of bound APIs (an upper bound, binding system:kcp:admin
+// too, as in kcp), system:kcp:admin, then the per-cluster RBAC authorizer.
+// Scopes and warrants are evaluated around all of them: an identity counts
+// as itself only where it is in scope (elsewhere, service accounts of other
+// clusters included, as a plain authenticated user), and a request is
+// allowed when the identity or one of its warrants is. The rule resolver
+// knows no maximal permission policies (nor does kcp's): it may report
+// rules on bound resources broader than the authorizer allows.
+func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
 	admins := authorizerfactory.NewPrivilegedGroups(KCPAdminGroup)
 	authz, err := union.New(
@@ -45,6 +48,7 @@ func NewChain(content authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, 
 		union.NamedAuthorizer{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
 		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
 		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
+		union.NamedAuthorizer{AuthorizerName: "maximal-permission-policy", Authorizer: maxPermission},
 		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
 		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},
 	)

@@ -29,7 +29,7 @@ func (d decide) RulesFor(context.Context, user.Info, string) ([]authorizer.Resou
 }
 
 func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
-	authz, rules, err := NewChain(decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionNoOpinion))
+	authz, rules, err := NewChain(decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionNoOpinion))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,5 +72,28 @@ func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
 	resource, _, _, _ = rules.RulesFor(logicalcluster.WithCluster(context.Background(), "here"), kcpAdmin, "")
 	if len(resource) == 0 {
 		t.Error("kcp admin in its scope has no rules")
+	}
+}
+
+// TestMaximalPermissionPolicyBindsEveryoneButSystemMasters: the policy of a
+// bound API comes before system:kcp:admin and RBAC, after system:masters.
+func TestMaximalPermissionPolicyBindsEveryoneButSystemMasters(t *testing.T) {
+	authz, _, err := NewChain(decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionDeny), decide(authorizer.DecisionAllow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := logicalcluster.WithCluster(context.Background(), "here")
+	for _, tc := range []struct {
+		user user.Info
+		want authorizer.Decision
+	}{
+		{&user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}}, authorizer.DecisionAllow},
+		{&user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup}}, authorizer.DecisionDeny},
+		{&user.DefaultInfo{Name: "u", Groups: []string{user.AllAuthenticated}}, authorizer.DecisionDeny},
+	} {
+		attr := authorizer.AttributesRecord{User: tc.user, Verb: "create", APIGroup: "widgets.example.io", Resource: "widgets", ResourceRequest: true}
+		if got, reason, _ := authz.Authorize(ctx, attr); got != tc.want {
+			t.Errorf("%s: decision %v (%s), want %v", tc.user.GetName(), got, reason, tc.want)
+		}
 	}
 }

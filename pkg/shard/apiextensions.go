@@ -8,6 +8,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
 	"github.com/kplane-dev/kplane/pkg/apiextensions"
+	"github.com/kplane-dev/kplane/pkg/boundapis"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
@@ -19,6 +20,8 @@ type apiExtensions struct {
 	// crds is the shard's one wildcard CRD informer: the CRD server runs it
 	// and the garbage collector and quota controller share it.
 	crds *wildcardinformer.Informer
+	// bound tells the CRD server what APIBindings serve.
+	bound *boundapis.Index
 }
 
 func newAPIExtensions(c *Config) (*apiExtensions, error) {
@@ -27,15 +30,20 @@ func newAPIExtensions(c *Config) (*apiExtensions, error) {
 		return nil, fmt.Errorf("CustomResourceDefinition informer client: %w", err)
 	}
 	crds := apiextensions.NewInformer(client.ApiextensionsV1().RESTClient())
+	bound, err := boundapis.New(c.Informers.kcp.apiBindings, c.Informers.kcp.apiResourceSchemas)
+	if err != nil {
+		return nil, err
+	}
 	s, err := apiextensions.New(apiextensions.Config{
 		Generic: c.ControlPlane.Generic,
 		Etcd:    c.Options.ControlPlane.Etcd,
 		CRDs:    crds,
+		Bound:   bound,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &apiExtensions{server: s, crds: crds}, nil
+	return &apiExtensions{server: s, crds: crds, bound: bound}, nil
 }
 
 // delegate serves custom resources: requests no built-in API serves fall

@@ -41,6 +41,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authentication/impersonation"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
+	"github.com/kplane-dev/kplane/pkg/authorization/maximalpermission"
 	"github.com/kplane-dev/kplane/pkg/clusterpath"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
@@ -184,7 +185,11 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	informers.admission = percluster.NewInformers(wildcardClient.AdmissionregistrationV1().RESTClient())
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
 	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
-	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, rbacAuthorizer)
+	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, maxPermission, rbacAuthorizer)
 	if err != nil {
 		return nil, err
 	}

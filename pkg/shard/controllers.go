@@ -17,6 +17,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
 	apibindingcontroller "github.com/kplane-dev/kplane/pkg/controllers/apibinding"
 	apiexportcontroller "github.com/kplane-dev/kplane/pkg/controllers/apiexport"
+	"github.com/kplane-dev/kplane/pkg/controllers/defaultapibinding"
 	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
 	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
@@ -103,6 +104,16 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
 		ResolvePath: kcp.resolvePath, ClusterPath: kcp.clusterPath, Client: local,
+		DeleteInstances: c.apiExtensions.server.DeleteBoundInstances,
+	})
+	if err != nil {
+		return err
+	}
+	defaultAPIBindings, err := defaultapibinding.New(defaultapibinding.Config{
+		LogicalClusters: kcp.logicalClusters, APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, WorkspaceTypes: kcp.workspaceTypes,
+		ResolvePath: kcp.resolvePath,
+		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
+		Client:      local,
 	})
 	if err != nil {
 		return err
@@ -143,6 +154,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 					apiBindings.Run(ctx, 4)
 				}
 			}()
+			go defaultAPIBindings.Run(ctx, 4)
 			go policyStatus.Run(ctx, 2)
 			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
 			if c.Options.ShardName != corev1alpha1.RootShard {

@@ -70,6 +70,9 @@ type Config struct {
 	ClusterPath func(logicalcluster.Name) logicalcluster.Path
 	// Client writes the bindings' status as the shard's loopback identity.
 	Client *kcpclient.Client
+	// DeleteInstances deletes the objects of a bound resource in a
+	// cluster and returns how many remain; a deleted binding waits for it.
+	DeleteInstances func(ctx context.Context, cluster logicalcluster.Name, group, resource string) (int, error)
 }
 
 // Controller reconciles the APIBindings of all logical clusters of the
@@ -86,9 +89,10 @@ type Controller struct {
 	updateStatus func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error
 	// locks serialize the reconciles of one cluster's bindings, so that two
 	// bindings of a workspace never claim the same resource at once.
-	locks   [64]sync.Mutex
-	binding *bindingReconciler
-	claims  *permissionClaimsReconciler
+	locks    [64]sync.Mutex
+	binding  *bindingReconciler
+	claims   *permissionClaimsReconciler
+	deletion *deletionReconciler
 }
 
 // New returns the controller and registers its handlers and indexes; call
@@ -142,6 +146,18 @@ func New(c Config) (*Controller, error) {
 			recent: newRecentBindings(),
 		},
 		claims: &permissionClaimsReconciler{},
+	}
+	ctrl.deletion = &deletionReconciler{
+		deleteInstances: c.DeleteInstances,
+		updateStatus:    ctrl.updateStatus,
+		update: func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error {
+			binding.APIVersion, binding.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
+			err := c.Client.Update(ctx, cluster, apiBindings, binding.Name, binding, &apisv1alpha2.APIBinding{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		},
 	}
 	ctrl.loop = loop.New("apibinding", ctrl.reconcile)
 	c.APIBindings.AddHandler(bindingHandler{ctrl})
@@ -288,7 +304,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	if binding.DeletionTimestamp != nil {
-		return nil
+		return c.deletion.reconcile(ctx, cluster, binding)
 	}
 	binding = binding.DeepCopy()
 	old := binding.Status.DeepCopy()

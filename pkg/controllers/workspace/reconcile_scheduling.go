@@ -72,16 +72,7 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	if err != nil {
 		return c.setUnschedulable(ctx, parent, ws, err.Error())
 	}
-	var initializers []corev1alpha1.LogicalClusterInitializer
-	var terminators []corev1alpha1.LogicalClusterTerminator
-	for _, t := range types {
-		if t.Spec.Initializer {
-			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
-		}
-		if t.Spec.Terminator {
-			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
-		}
-	}
+	initializers, terminators := lifecycleOf(types)
 
 	cluster := ClusterName(string(ws.UID))
 	path := parentPath.Join(ws.Name)
@@ -122,6 +113,29 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		ws.Labels[corev1alpha1.RegionLabel] = region
 	}
 	return c.update(ctx, parent, ws)
+}
+
+// lifecycleOf returns the initializers and terminators of a workspace whose
+// type and the types it extends are types: each type's own, and, as kcp
+// does, the system initializer system:apibindings when any of them has
+// default APIBindings (a workspace without them gets no such step).
+func lifecycleOf(types []*tenancyv1alpha1.WorkspaceType) ([]corev1alpha1.LogicalClusterInitializer, []corev1alpha1.LogicalClusterTerminator) {
+	var initializers []corev1alpha1.LogicalClusterInitializer
+	var terminators []corev1alpha1.LogicalClusterTerminator
+	bindings := false
+	for _, t := range types {
+		if t.Spec.Initializer {
+			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
+		}
+		if t.Spec.Terminator {
+			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
+		}
+		bindings = bindings || len(t.Spec.DefaultAPIBindings) > 0
+	}
+	if bindings {
+		initializers = append(initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+	}
+	return initializers, terminators
 }
 
 // logicalClusterAnnotations are the annotations of the LogicalCluster of a

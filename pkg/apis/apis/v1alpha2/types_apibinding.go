@@ -17,7 +17,12 @@ const (
 	NamingConflictsReason           = apisv1alpha1.NamingConflictsReason
 	PermissionClaimsValid           = apisv1alpha1.PermissionClaimsValid
 	PermissionClaimsApplied         = apisv1alpha1.PermissionClaimsApplied
+	BindingResourceDeleteSuccess    = apisv1alpha1.BindingResourceDeleteSuccess
 )
+
+// APIBindingFinalizer holds a deleted APIBinding until the objects of its
+// resources in its workspace are deleted.
+const APIBindingFinalizer = "apis.kcp.io/apibinding-finalizer"
 
 // APIBinding binds the API of an APIExport into its workspace.
 //

@@ -4,6 +4,7 @@ package apibinding
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -43,11 +44,15 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return resetFields("status")
 }
 
-// PrepareForCreate clears the status.
+// PrepareForCreate clears the status and adds the finalizer that deletes
+// the binding's objects with it.
 func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	b := obj.(*apisv1alpha2.APIBinding)
 	b.Status = apisv1alpha2.APIBindingStatus{}
 	b.Generation = 1
+	if !slices.Contains(b.Finalizers, apisv1alpha2.APIBindingFinalizer) {
+		b.Finalizers = append(b.Finalizers, apisv1alpha2.APIBindingFinalizer)
+	}
 }
 
 // PrepareForUpdate keeps the status and bumps the generation when the spec

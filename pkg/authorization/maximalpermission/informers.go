@@ -1,0 +1,61 @@
+package maximalpermission
+
+import (
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/tools/cache"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// byBoundResource indexes APIBindings by "<cluster>|<group>|<resource>" of
+// each resource they bind: every resource request asks it.
+const byBoundResource = "maximalpermission-bound-resource"
+
+func boundResourceKey(cluster logicalcluster.Name, group, resource string) string {
+	return string(cluster) + "|" + group + "|" + resource
+}
+
+func boundResourceIndex(obj interface{}) ([]string, error) {
+	b, ok := obj.(*apisv1alpha2.APIBinding)
+	if !ok {
+		return nil, nil
+	}
+	cluster, ok := logicalcluster.ObjectCluster(b.Annotations)
+	if !ok {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(b.Status.BoundResources))
+	for _, r := range b.Status.BoundResources {
+		keys = append(keys, boundResourceKey(cluster, r.Group, r.Resource))
+	}
+	return keys, nil
+}
+
+// NewForInformers returns the authorizer over the shard's wildcard
+// informers of APIBindings and APIExports (it adds an index to bindings).
+func NewForInformers(bindings, exports *wildcardinformer.Informer, rbac authorizer.Authorizer) (*Authorizer, error) {
+	if err := bindings.AddIndexers(cache.Indexers{byBoundResource: boundResourceIndex}); err != nil {
+		return nil, err
+	}
+	bindingsFor := func(cluster logicalcluster.Name, group, resource string) ([]*apisv1alpha2.APIBinding, error) {
+		objs, err := bindings.ByIndex(byBoundResource, boundResourceKey(cluster, group, resource))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+		for _, o := range objs {
+			out = append(out, o.(*apisv1alpha2.APIBinding))
+		}
+		return out, nil
+	}
+	getExport := func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {
+		obj, exists, err := exports.Get(cluster, "", name)
+		if err != nil || !exists {
+			return nil, err
+		}
+		return obj.(*apisv1alpha2.APIExport), nil
+	}
+	return New(bindingsFor, getExport, rbac), nil
+}

@@ -1,0 +1,202 @@
+// Package defaultapibinding is the system:apibindings initializer, kcp's
+// "apibinder": a logical cluster whose type (or a type it extends) lists
+// spec.defaultAPIBindings is scheduled with the initializer
+// system:apibindings. While such a LogicalCluster is Initializing, this
+// controller creates one APIBinding per distinct default export, waits until
+// each is Bound, and then removes system:apibindings from the
+// LogicalCluster's status.initializers, which lets it become Ready. How far
+// it got is the LogicalCluster's condition APIBindingsInitialized.
+//
+// Only LogicalClusters that still wait for system:apibindings are ever
+// queued: workspaces of types without default APIBindings cost nothing
+// here.
+package defaultapibinding
+
+import (
+	"context"
+	"slices"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
+
+	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// apiBindings is the resource the controller creates.
+var apiBindings = apisv1alpha2.SchemeGroupVersion.WithResource("apibindings")
+
+// byPending indexes the LogicalClusters that wait for this controller under
+// pendingKey, so that an APIExport or WorkspaceType event finds them without
+// listing every cluster of the shard.
+const (
+	byPending  = "defaultapibinding-pending"
+	pendingKey = "pending"
+)
+
+func pendingIndex(obj interface{}) ([]string, error) {
+	if lc, ok := obj.(*corev1alpha1.LogicalCluster); ok && pending(lc) {
+		return []string{pendingKey}, nil
+	}
+	return nil, nil
+}
+
+// pending tells whether a LogicalCluster waits for system:apibindings: it is
+// Initializing, not being deleted, and still lists the initializer.
+func pending(lc *corev1alpha1.LogicalCluster) bool {
+	return lc.DeletionTimestamp == nil && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing &&
+		slices.Contains(lc.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+}
+
+// Config are the controller's informers and clients.
+type Config struct {
+	// LogicalClusters, APIBindings, APIExports and WorkspaceTypes are
+	// wildcard informers of those kinds.
+	LogicalClusters, APIBindings, APIExports, WorkspaceTypes *wildcardinformer.Informer
+	// ResolvePath maps a workspace path to its logical cluster.
+	ResolvePath func(logicalcluster.Path) (logicalcluster.Name, bool)
+	// Types finds the WorkspaceTypes of a logical cluster.
+	Types workspacetypes.Resolver
+	// Client creates APIBindings and writes LogicalCluster status as the
+	// shard's loopback identity, which may bind any export.
+	Client *kcpclient.Client
+}
+
+// Controller reconciles the LogicalClusters of the shard that wait for
+// system:apibindings.
+type Controller struct {
+	loop            *loop.Loop
+	logicalClusters *wildcardinformer.Informer
+	// updateStatus writes a LogicalCluster's status.
+	updateStatus func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error
+	bindings     *bindingsReconciler
+}
+
+// New returns the controller and registers its handlers and index; call
+// before the informers run.
+func New(c Config) (*Controller, error) {
+	if err := c.LogicalClusters.AddIndexers(cache.Indexers{byPending: pendingIndex}); err != nil {
+		return nil, err
+	}
+	ctrl := &Controller{
+		logicalClusters: c.LogicalClusters,
+		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+			lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+			return c.Client.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{}, "status")
+		},
+		bindings: &bindingsReconciler{
+			resolveTypes: func(ref tenancyv1alpha1.WorkspaceTypeReference) ([]*tenancyv1alpha1.WorkspaceType, []tenancyv1alpha1.WorkspaceTypeReference, error) {
+				wt, ref, err := c.Types.Resolve(ref, "")
+				if err != nil {
+					return nil, nil, err
+				}
+				return c.Types.ExtendedTypes(wt, ref)
+			},
+			getAPIExport: func(cluster logicalcluster.Name, path logicalcluster.Path, name string) *apisv1alpha2.APIExport {
+				exportCluster, ok := apibindingadmission.ExportCluster(c.ResolvePath, cluster, path)
+				if !ok {
+					return nil
+				}
+				obj, exists, err := c.APIExports.Get(exportCluster, "", name)
+				if err != nil || !exists {
+					return nil
+				}
+				return obj.(*apisv1alpha2.APIExport)
+			},
+			listAPIBindings: func(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+				objs, _ := c.APIBindings.List(cluster, "")
+				bindings := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+				for _, o := range objs {
+					bindings = append(bindings, o.(*apisv1alpha2.APIBinding))
+				}
+				return bindings
+			},
+			createAPIBinding: func(ctx context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
+				b.APIVersion, b.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
+				return c.Client.Create(ctx, cluster, apiBindings, b, &apisv1alpha2.APIBinding{})
+			},
+		},
+	}
+	ctrl.loop = loop.New("defaultapibinding", ctrl.reconcile)
+	c.LogicalClusters.AddHandler(ctrl.loop.Handler(func(obj interface{}) (string, bool) {
+		lc, ok := obj.(*corev1alpha1.LogicalCluster)
+		if !ok || !pending(lc) {
+			return "", false
+		}
+		key, err := wildcardinformer.KeyFunc(lc)
+		return key, err == nil
+	}))
+	// A binding changing phase may complete its cluster's initialization.
+	c.APIBindings.AddHandler(ctrl.loop.Handler(func(obj interface{}) (string, bool) {
+		key, err := wildcardinformer.KeyFunc(obj)
+		if err != nil {
+			return "", false
+		}
+		cluster, _, _, _ := wildcardinformer.SplitKey(key)
+		lc, exists, err := c.LogicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
+		if err != nil || !exists || !pending(lc.(*corev1alpha1.LogicalCluster)) {
+			return "", false
+		}
+		return wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName), true
+	}))
+	// A missing export or type may have appeared, or a type may list other
+	// bindings now.
+	c.APIExports.AddHandler(enqueuePending{ctrl})
+	c.WorkspaceTypes.AddHandler(enqueuePending{ctrl})
+	return ctrl, nil
+}
+
+// Run runs the workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+// enqueuePending enqueues every LogicalCluster that waits for this
+// controller, on any event.
+type enqueuePending struct{ c *Controller }
+
+func (h enqueuePending) enqueue() {
+	objs, _ := h.c.logicalClusters.ByIndex(byPending, pendingKey)
+	for _, o := range objs {
+		if key, err := wildcardinformer.KeyFunc(o); err == nil {
+			h.c.loop.Enqueue(key)
+		}
+	}
+}
+
+func (h enqueuePending) OnAdd(interface{})                 { h.enqueue() }
+func (h enqueuePending) OnUpdate(interface{}, interface{}) { h.enqueue() }
+func (h enqueuePending) OnDelete(interface{})              { h.enqueue() }
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok || name != corev1alpha1.LogicalClusterName {
+		return nil
+	}
+	obj, exists, err := c.logicalClusters.Get(cluster, "", name)
+	if err != nil || !exists {
+		return err
+	}
+	lc := obj.(*corev1alpha1.LogicalCluster)
+	if !pending(lc) {
+		return nil
+	}
+	lc = lc.DeepCopy()
+	old := lc.Status.DeepCopy()
+	reconcileErr := c.bindings.reconcile(ctx, cluster, lc)
+	if !apiequality.Semantic.DeepEqual(*old, lc.Status) {
+		if err := c.updateStatus(ctx, cluster, lc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	return reconcileErr
+}
