@@ -1,13 +1,17 @@
 # Build, run and test the project. `make run` starts a shard with embedded
-# etcd; `make test` runs every test (unit, integration and the shard e2e).
+# etcd; `make run-system` starts the whole system (shards and front-proxy);
+# `make test` runs every test (unit, integration, shard and system e2e).
 
 GO        ?= go
 BIN       ?= bin
 ROOT_DIR  ?= .kplane
 GOFLAGS_TEST ?= -count=1 -timeout=25m
 BENCH_ARGS ?=
+SYSTEM_DIR ?= .kplane-system
+SHARDS     ?= 2
+TOKEN_AUTH_FILE ?=
 
-.PHONY: all build run test test-unit test-e2e bench generate lint vet fmt
+.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt
 
 all: build
 
@@ -16,6 +20,11 @@ build:
 
 run: build
 	$(BIN)/shard --root-directory=$(ROOT_DIR)
+
+# The whole system in the foreground: root shard, $(SHARDS) shards in all,
+# front-proxy. KUBECONFIG=$(SYSTEM_DIR)/admin.kubeconfig talks to it.
+run-system: build
+	$(BIN)/run-system --dir=$(SYSTEM_DIR) --shards=$(SHARDS) $(if $(TOKEN_AUTH_FILE),--token-auth-file=$(TOKEN_AUTH_FILE))
 
 # go test re-vets every dependency; vet once, then test with -vet=off.
 vet:

@@ -7,8 +7,6 @@
 package rootdir
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/hex"
@@ -30,13 +28,14 @@ import (
 // Files kept in a root directory.
 const (
 	AdminKubeconfigFile   = "admin.kubeconfig"
-	ClientCACertFile      = "client-ca.crt"
-	ClientCAKeyFile       = "client-ca.key"
+	ClientCACertFile      = clientCAName + ".crt"
+	ClientCAKeyFile       = clientCAName + ".key"
 	ServiceAccountKeyFile = "service-account.key"
 	// ServingCertPairName names the serving certificate and key
 	// (<name>.crt, <name>.key), as kcp names them.
 	ServingCertPairName = "apiserver"
 	adminTokensFile     = ".admin-tokens.json"
+	clientCAName        = "client-ca"
 )
 
 // AdminTokens are the bearer tokens of the users in admin.kubeconfig.
@@ -114,30 +113,7 @@ func (d Dir) EnsureAdminTokens() (AdminTokens, error) {
 // EnsureClientCA creates a CA for client certificates once and returns the
 // path of its certificate.
 func (d Dir) EnsureClientCA() (string, error) {
-	certPath, keyPath := d.Path(ClientCACertFile), d.Path(ClientCAKeyFile)
-	if fileExists(certPath) && fileExists(keyPath) {
-		return certPath, nil
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: "kplane-client-ca"}, key)
-	if err != nil {
-		return "", fmt.Errorf("generate client CA: %w", err)
-	}
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(keyPath, keyPEM, 0o600); err != nil {
-		return "", err
-	}
-	certPEM, err := certutil.EncodeCertificates(cert)
-	if err != nil {
-		return "", err
-	}
-	return certPath, os.WriteFile(certPath, certPEM, 0o644)
+	return d.EnsureCA(clientCAName, "kplane-client-ca")
 }
 
 // EnsureServiceAccountKey creates the key that signs service account tokens

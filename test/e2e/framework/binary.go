@@ -127,3 +127,7 @@ func RepoRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// BuildCommand returns the path of the binary of ./cmd/<name> outside of a
+// test (TestMain), building it once per test process.
+func BuildCommand(name string) (string, error) { return commandBinary(name) }

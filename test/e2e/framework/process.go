@@ -32,7 +32,7 @@ type Process struct {
 	// WorkDir is the process's working directory and holds its log.
 	WorkDir string
 	// ReadyURL is polled (without TLS verification: the CA may not exist
-	// yet) until it answers 200.
+	// yet) until it answers 200; empty waits for ReadyFiles alone.
 	ReadyURL string
 	// ReadyFiles must exist before the process counts as ready (an admin
 	// kubeconfig the process writes, say).
@@ -112,20 +112,22 @@ func (p *Process) waitReady(run *runningProcess) error {
 			return false, fmt.Errorf("%s exited before it was ready: %v", p.Name, run.waitErr)
 		default:
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.ReadyURL, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			last = fmt.Sprintf("%d: %s", resp.StatusCode, body)
-			return false, nil
+		if p.ReadyURL != "" {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.ReadyURL, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				last = err.Error()
+				return false, nil
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				last = fmt.Sprintf("%d: %s", resp.StatusCode, body)
+				return false, nil
+			}
 		}
 		if p.ReadyFiles != nil {
 			for _, f := range p.ReadyFiles() {

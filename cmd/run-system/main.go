@@ -1,0 +1,55 @@
+// Command run-system starts the whole system locally in the foreground:
+// the root shard, more shards and the front-proxy, on free loopback ports,
+// with data under --dir. It writes <dir>/admin.kubeconfig (through the
+// front-proxy) and <dir>/ready once every process is ready, and stops every
+// process on SIGTERM or SIGINT. A process that exits is reported and the
+// others keep running; SIGHUP starts the exited ones again.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/system"
+)
+
+func main() {
+	self, _ := os.Executable()
+	bin := filepath.Dir(self)
+	o := system.Options{}
+	flag.StringVar(&o.Dir, "dir", ".kplane-system", "directory for every process's data, logs and kubeconfigs")
+	flag.IntVar(&o.Shards, "shards", 2, "number of shards, root included")
+	flag.StringVar(&o.TokenAuthFile, "token-auth-file", "", "kube-apiserver token file given to the front-proxy and every shard")
+	flag.StringVar(&o.ShardBinary, "shard-binary", filepath.Join(bin, "shard"), "shard program")
+	flag.StringVar(&o.FrontProxyBinary, "front-proxy-binary", filepath.Join(bin, "front-proxy"), "front-proxy program")
+	klog.InitFlags(nil)
+	flag.Parse()
+	o.ShardArgs = flag.Args()
+
+	ctx, stop := signal.NotifyContext(klog.NewContext(context.Background(), klog.Background()), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	s, err := system.Start(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "run-system:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("System ready: front-proxy %s\n  export KUBECONFIG=%s\n", s.URL(), filepath.Join(o.Dir, system.AdminKubeconfigFile))
+	// SIGHUP starts again the processes that exited.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	restart := make(chan struct{})
+	go func() {
+		for range hup {
+			restart <- struct{}{}
+		}
+	}()
+	s.Wait(ctx, restart)
+	s.Stop()
+}

@@ -1,0 +1,345 @@
+package frontproxy
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Index maps workspace paths to logical clusters and logical clusters to
+// the shards that serve them. It follows the Shard objects of root, and on
+// every shard the Workspaces (parent cluster and name to child cluster) and
+// LogicalClusters (which clusters the shard hosts) with wildcard watches,
+// so that a workspace created or deleted anywhere is routable or gone as
+// soon as its shard reports it.
+type Index struct {
+	// shardConfig returns the client configuration for a shard's base URL.
+	shardConfig func(baseURL string) (*rest.Config, error)
+
+	mu sync.RWMutex
+	// shards are the watched shards by name.
+	shards map[string]*shardWatch
+	// clusters maps a hosted logical cluster to its shard.
+	clusters map[logicalcluster.Name]string
+	// children maps a parent cluster and workspace name to the workspace.
+	children map[logicalcluster.Name]map[string]child
+	// ctx ends every shard's watches.
+	ctx context.Context
+	// rootSynced tells whether the Shards of root are listed.
+	rootSynced func() bool
+}
+
+// child is what the index keeps of a Workspace.
+type child struct {
+	cluster logicalcluster.Name
+	phase   corev1alpha1.LogicalClusterPhaseType
+	// shard reported the workspace (the parent's shard).
+	shard string
+}
+
+// shardWatch is one shard and the watches of its objects.
+type shardWatch struct {
+	name    string
+	baseURL *url.URL
+	stop    context.CancelFunc
+	// synced tells whether both informers have their initial list.
+	synced func() bool
+}
+
+// NewIndex returns an empty index; shardConfig returns the credentials to
+// watch a shard at a base URL with (privileged: wildcard list and watch).
+func NewIndex(shardConfig func(baseURL string) (*rest.Config, error)) *Index {
+	return &Index{
+		shardConfig: shardConfig,
+		shards:      map[string]*shardWatch{},
+		clusters:    map[logicalcluster.Name]string{},
+		children:    map[logicalcluster.Name]map[string]child{},
+	}
+}
+
+// Run follows the Shards of root with the client of root until ctx ends.
+func (x *Index) Run(ctx context.Context, root *rest.Config) error {
+	client, err := kcpclient.RESTClient(kcpclient.ClusterConfig(root, logicalcluster.Root), corev1alpha1.SchemeGroupVersion)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.ctx = ctx
+	x.mu.Unlock()
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: cache.NewListWatchFromClient(client, "shards", metav1.NamespaceAll, fields.Everything()),
+		ObjectType:    &corev1alpha1.Shard{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj interface{}) { x.shardChanged(obj.(*corev1alpha1.Shard)) },
+			UpdateFunc: func(_, obj interface{}) { x.shardChanged(obj.(*corev1alpha1.Shard)) },
+			DeleteFunc: func(obj interface{}) {
+				if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = t.Obj
+				}
+				if s, ok := obj.(*corev1alpha1.Shard); ok {
+					x.removeShard(s.Name)
+				}
+			},
+		},
+	})
+	x.mu.Lock()
+	x.rootSynced = informer.HasSynced
+	x.mu.Unlock()
+	informer.RunWithContext(ctx)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for name := range x.shards {
+		x.removeShardLocked(name)
+	}
+	return nil
+}
+
+// HasSynced tells whether the Shards of root and every shard's objects
+// are listed.
+func (x *Index) HasSynced() bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.rootSynced == nil || !x.rootSynced() {
+		return false
+	}
+	for _, s := range x.shards {
+		if !s.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// shardChanged starts watching a new shard, or a shard that moved.
+func (x *Index) shardChanged(s *corev1alpha1.Shard) {
+	u, err := url.Parse(s.Spec.BaseURL)
+	if err != nil || u.Host == "" {
+		klog.Background().Error(err, "Shard has no usable baseURL; not routing to it", "shard", s.Name, "baseURL", s.Spec.BaseURL)
+		x.removeShard(s.Name)
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if old := x.shards[s.Name]; old != nil {
+		if old.baseURL.String() == u.String() {
+			return
+		}
+		x.removeShardLocked(s.Name)
+	}
+	if x.ctx == nil || x.ctx.Err() != nil {
+		return
+	}
+	cfg, err := x.shardConfig(s.Spec.BaseURL)
+	if err != nil {
+		klog.Background().Error(err, "No client for shard", "shard", s.Name)
+		return
+	}
+	wildcard := kcpclient.ClusterConfig(cfg, logicalcluster.Wildcard)
+	core, err := kcpclient.RESTClient(wildcard, corev1alpha1.SchemeGroupVersion)
+	if err != nil {
+		klog.Background().Error(err, "No client for shard", "shard", s.Name)
+		return
+	}
+	tenancy, err := kcpclient.RESTClient(wildcard, tenancyv1alpha1.SchemeGroupVersion)
+	if err != nil {
+		klog.Background().Error(err, "No client for shard", "shard", s.Name)
+		return
+	}
+	lcs := wildcardinformer.New(cache.NewListWatchFromClient(core, "logicalclusters", metav1.NamespaceAll, fields.Everything()),
+		&corev1alpha1.LogicalCluster{}, "front-proxy-logicalclusters-"+s.Name)
+	workspaces := wildcardinformer.New(cache.NewListWatchFromClient(tenancy, "workspaces", metav1.NamespaceAll, fields.Everything()),
+		&tenancyv1alpha1.Workspace{}, "front-proxy-workspaces-"+s.Name)
+	lcs.AddHandler(logicalClusterHandler{x: x, shard: s.Name})
+	workspaces.AddHandler(workspaceHandler{x: x, shard: s.Name})
+	ctx, cancel := context.WithCancel(x.ctx)
+	x.shards[s.Name] = &shardWatch{name: s.Name, baseURL: u, stop: cancel, synced: func() bool { return lcs.HasSynced() && workspaces.HasSynced() }}
+	go lcs.Run(ctx)
+	go workspaces.Run(ctx)
+	klog.Background().Info("Routing to shard", "shard", s.Name, "baseURL", s.Spec.BaseURL)
+}
+
+func (x *Index) removeShard(name string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.removeShardLocked(name)
+}
+
+// removeShardLocked stops watching a shard and forgets what it reported.
+func (x *Index) removeShardLocked(name string) {
+	s := x.shards[name]
+	if s == nil {
+		return
+	}
+	s.stop()
+	delete(x.shards, name)
+	for cluster, shard := range x.clusters {
+		if shard == name {
+			delete(x.clusters, cluster)
+		}
+	}
+	for parent, byName := range x.children {
+		for ws, c := range byName {
+			if c.shard == name {
+				delete(byName, ws)
+			}
+		}
+		if len(byName) == 0 {
+			delete(x.children, parent)
+		}
+	}
+	klog.Background().Info("No longer routing to shard", "shard", name)
+}
+
+// Result is the outcome of resolving a path.
+type Result int
+
+const (
+	// Found: the path names a logical cluster on a known shard.
+	Found Result = iota
+	// NotFound: no workspace has that path (or the caller may not know).
+	NotFound
+	// Unavailable: the workspace exists but is not yet placed on a shard,
+	// or its shard is not reachable from the index yet.
+	Unavailable
+)
+
+// Target is where a resolved path is served.
+type Target struct {
+	Cluster logicalcluster.Name
+	Shard   string
+	BaseURL *url.URL
+}
+
+// Resolve maps a path (root:org:team) or a logical cluster name to its
+// logical cluster and shard.
+func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
+	segments := path.Segments()
+	if len(segments) == 0 {
+		return Target{}, NotFound
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	cluster := logicalcluster.Name(segments[0])
+	for _, name := range segments[1:] {
+		c, ok := x.children[cluster][name]
+		if !ok {
+			return Target{}, NotFound
+		}
+		if c.cluster == "" || c.phase == corev1alpha1.LogicalClusterPhaseScheduling {
+			return Target{}, Unavailable
+		}
+		cluster = c.cluster
+	}
+	shard, ok := x.clusters[cluster]
+	if !ok {
+		if len(segments) == 1 {
+			return Target{}, NotFound
+		}
+		// Scheduled, but its shard has not reported the logical cluster.
+		return Target{}, Unavailable
+	}
+	s := x.shards[shard]
+	if s == nil {
+		return Target{}, Unavailable
+	}
+	return Target{Cluster: cluster, Shard: shard, BaseURL: s.baseURL}, Found
+}
+
+// ShardURL returns the base URL of a shard, for /services and shard-level
+// requests.
+func (x *Index) ShardURL(name string) (*url.URL, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s := x.shards[name]
+	if s == nil {
+		return nil, false
+	}
+	return s.baseURL, true
+}
+
+type logicalClusterHandler struct {
+	x     *Index
+	shard string
+}
+
+func (h logicalClusterHandler) OnAdd(obj interface{})       { h.set(obj, false) }
+func (h logicalClusterHandler) OnUpdate(_, obj interface{}) { h.set(obj, false) }
+func (h logicalClusterHandler) OnDelete(obj interface{})    { h.set(obj, true) }
+
+func (h logicalClusterHandler) set(obj interface{}, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	lc, ok := obj.(*corev1alpha1.LogicalCluster)
+	if !ok {
+		return
+	}
+	cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
+	if !ok {
+		return
+	}
+	h.x.mu.Lock()
+	defer h.x.mu.Unlock()
+	if deleted {
+		if h.x.clusters[cluster] == h.shard {
+			delete(h.x.clusters, cluster)
+		}
+		return
+	}
+	h.x.clusters[cluster] = h.shard
+}
+
+type workspaceHandler struct {
+	x     *Index
+	shard string
+}
+
+func (h workspaceHandler) OnAdd(obj interface{})       { h.set(obj, false) }
+func (h workspaceHandler) OnUpdate(_, obj interface{}) { h.set(obj, false) }
+func (h workspaceHandler) OnDelete(obj interface{})    { h.set(obj, true) }
+
+func (h workspaceHandler) set(obj interface{}, deleted bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	ws, ok := obj.(*tenancyv1alpha1.Workspace)
+	if !ok {
+		return
+	}
+	parent, ok := logicalcluster.ObjectCluster(ws.Annotations)
+	if !ok {
+		return
+	}
+	h.x.mu.Lock()
+	defer h.x.mu.Unlock()
+	// A workspace being deleted takes no more requests.
+	if deleted || ws.DeletionTimestamp != nil {
+		delete(h.x.children[parent], ws.Name)
+		if len(h.x.children[parent]) == 0 {
+			delete(h.x.children, parent)
+		}
+		return
+	}
+	byName := h.x.children[parent]
+	if byName == nil {
+		byName = map[string]child{}
+		h.x.children[parent] = byName
+	}
+	byName[ws.Name] = child{cluster: logicalcluster.Name(ws.Spec.Cluster), phase: ws.Status.Phase, shard: h.shard}
+}
+
+// String describes a target for logs.
+func (t Target) String() string { return fmt.Sprintf("%s on shard %s", t.Cluster, t.Shard) }

@@ -1,0 +1,255 @@
+package frontproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// droppedGroups never reach a backend from outside: they are the shard's
+// own, privileged identities.
+var droppedGroups = sets.New(user.SystemPrivilegedGroup, "system:kcp:logical-cluster-admin", "system:kcp:external-logical-cluster-admin")
+
+var requestInfos = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+
+// proxy authenticates a request, finds its backend and forwards it with the
+// user as X-Remote-* headers.
+type proxy struct {
+	routes        []*route
+	index         *Index
+	authenticator authenticator.Request
+	// serviceAccounts verifies shard service account tokens, which are
+	// passed on for the shard to authenticate.
+	serviceAccounts *serviceAccountTokens
+	// proxies holds one reverse proxy per route.
+	proxies map[*route]*httputil.ReverseProxy
+}
+
+func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
+	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, proxies: map[*route]*httputil.ReverseProxy{}}
+	for _, r := range routes {
+		p.proxies[r] = &httputil.ReverseProxy{
+			Rewrite:   func(*httputil.ProxyRequest) {}, // the target is set on the request before
+			Transport: r.transport,
+			// Stream: watch events and chunks are flushed as they come.
+			FlushInterval: -1,
+			ErrorHandler:  p.backendError,
+		}
+	}
+	return p
+}
+
+// forwarded is what ServeHTTP learned about a request before proxying it.
+type forwarded struct {
+	target *url.URL
+	shard  string
+}
+
+type forwardedKey struct{}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	u, passToken, err := p.authenticate(req)
+	if err != nil {
+		klog.FromContext(req.Context()).V(4).Info("Authentication failed", "err", err)
+		responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
+		return
+	}
+	r := p.match(req.URL.Path)
+	if r == nil {
+		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{}, req.URL.Path), scheme.Codecs, schema.GroupVersion{}, w, req)
+		return
+	}
+	fwd := forwarded{}
+	if r.Path == ClustersPath {
+		if u == nil {
+			// Unauthenticated requests learn nothing about workspaces, not
+			// even whether a path exists.
+			responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
+			return
+		}
+		path, rest, ok := splitClusterPath(req.URL.Path)
+		switch {
+		case ok && path == string(logicalcluster.Wildcard):
+			responsewriters.ErrorNegotiated(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("requests across all logical clusters (/clusters/*) are not served by the front-proxy")),
+				scheme.Codecs, schema.GroupVersion{}, w, req)
+			return
+		case !ok:
+			p.denyAccess(w, req, u, rest)
+			return
+		}
+		parsed, err := logicalcluster.ParsePath(path)
+		if err != nil {
+			p.denyAccess(w, req, u, rest)
+			return
+		}
+		target, result := p.index.Resolve(parsed)
+		switch result {
+		case NotFound:
+			p.denyAccess(w, req, u, rest)
+			return
+		case Unavailable:
+			err := apierrors.NewTooManyRequests(fmt.Sprintf("workspace %s is not ready yet, retry", path), 1)
+			responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{}, w, req)
+			return
+		}
+		fwd.shard = target.Shard
+		fwd.target = withPath(target.BaseURL, "/clusters/"+string(target.Cluster)+rest)
+	} else {
+		fwd.target = withPath(r.backend, req.URL.Path)
+	}
+	fwd.target.RawQuery = req.URL.RawQuery
+
+	out := req.Clone(context.WithValue(req.Context(), forwardedKey{}, fwd))
+	out.URL = fwd.target
+	out.Host = fwd.target.Host
+	out.RequestURI = ""
+	setIdentity(out.Header, r, u, passToken)
+	p.proxies[r].ServeHTTP(w, out)
+}
+
+// authenticate returns the request's user (nil when it sent no
+// credentials) and whether its bearer token, a shard service account
+// token, is passed on for the shard to authenticate.
+func (p *proxy) authenticate(req *http.Request) (user.Info, bool, error) {
+	if p.serviceAccounts != nil {
+		if token, ok := bearerToken(req); ok {
+			if u, ok, err := p.serviceAccounts.authenticate(token); ok || err != nil {
+				return u, ok, err
+			}
+		}
+	}
+	resp, ok, err := p.authenticator.AuthenticateRequest(req)
+	if err != nil {
+		return nil, false, err
+	}
+	if !ok {
+		return nil, false, nil
+	}
+	return resp.User, false, nil
+}
+
+func bearerToken(req *http.Request) (string, bool) {
+	auth := strings.TrimSpace(req.Header.Get("Authorization"))
+	scheme, token, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// setIdentity replaces whatever identity headers a client sent with the
+// authenticated user. Privileged groups are dropped.
+func setIdentity(h http.Header, r *route, u user.Info, passToken bool) {
+	for name := range h {
+		if strings.HasPrefix(strings.ToLower(name), "x-remote-") {
+			delete(h, name)
+		}
+	}
+	if !passToken {
+		h.Del("Authorization")
+	}
+	if u == nil || passToken {
+		return
+	}
+	h.Set(r.UserHeader, u.GetName())
+	for _, g := range u.GetGroups() {
+		if !droppedGroups.Has(g) {
+			h.Add(r.GroupHeader, g)
+		}
+	}
+	for k, values := range u.GetExtra() {
+		name := r.ExtraHeaderPrefix + url.PathEscape(k)
+		for _, v := range values {
+			h.Add(name, v)
+		}
+	}
+}
+
+// match returns the route of the longest mapping path that serves path.
+func (p *proxy) match(path string) *route {
+	for _, r := range p.routes {
+		if r.Path == ClustersPath {
+			if strings.HasPrefix(path, ClustersPath) {
+				return r
+			}
+			continue
+		}
+		if r.matches(path) {
+			return r
+		}
+	}
+	return nil
+}
+
+// withPath returns base with path appended to its own.
+func withPath(base *url.URL, path string) *url.URL {
+	u := *base
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.RawPath = ""
+	return &u
+}
+
+// splitClusterPath splits /clusters/<path>/<rest>.
+func splitClusterPath(p string) (path, rest string, ok bool) {
+	trimmed := strings.TrimPrefix(p, ClustersPath)
+	path, rest, _ = strings.Cut(trimmed, "/")
+	if path == "" {
+		return "", "/" + rest, false
+	}
+	return path, "/" + rest, true
+}
+
+// denyAccess answers a path that is unknown, or that the user may not
+// know of, exactly as a shard answers a workspace the user has no access
+// to: existence does not leak.
+func (p *proxy) denyAccess(w http.ResponseWriter, req *http.Request, u user.Info, rest string) {
+	inner := req.Clone(req.Context())
+	inner.URL = &url.URL{Path: rest, RawQuery: req.URL.RawQuery}
+	info, err := requestInfos.NewRequestInfo(inner)
+	if err != nil {
+		info = &apirequest.RequestInfo{Path: rest, Verb: strings.ToLower(req.Method)}
+	}
+	ctx := apirequest.WithRequestInfo(apirequest.WithUser(req.Context(), u), info)
+	attrs, err := genericapifilters.GetAuthorizerAttributes(ctx)
+	if err != nil {
+		responsewriters.ErrorNegotiated(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(workspacecontent.DenyReason)), scheme.Codecs, schema.GroupVersion{}, w, req)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache, private")
+	responsewriters.Forbidden(attrs, w, req.WithContext(ctx), workspacecontent.DenyReason, scheme.Codecs)
+}
+
+// backendError answers when a backend cannot be reached: the shard's
+// workspaces are unavailable, nothing else is.
+func (p *proxy) backendError(w http.ResponseWriter, req *http.Request, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	fwd, _ := req.Context().Value(forwardedKey{}).(forwarded)
+	what := "backend " + req.URL.Host
+	if fwd.shard != "" {
+		what = "shard " + fwd.shard
+	}
+	klog.FromContext(req.Context()).V(2).Info("Proxying failed", "target", req.URL.Host, "err", err)
+	status := apierrors.NewServiceUnavailable(fmt.Sprintf("%s is not reachable: %v", what, err))
+	responsewriters.ErrorNegotiated(status, scheme.Codecs, schema.GroupVersion{}, w, req)
+}

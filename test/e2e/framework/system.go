@@ -1,0 +1,220 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/system"
+)
+
+// System is the whole system started by the project's launcher
+// (cmd/run-system, as `make run-system` starts it): the root shard, more
+// shards and the front-proxy.
+type System struct {
+	Process
+	// Dir is the system directory (data, logs, kubeconfigs).
+	Dir        string
+	tokenUsers []TokenUser
+}
+
+// StartSystem starts a system of shards shards (root included) that
+// accepts users, and stops it when the test ends.
+func StartSystem(t testing.TB, shards int, users ...TokenUser) *System {
+	t.Helper()
+	s, err := NewSystem(t.TempDir(), shards, CommandBinary(t, "run-system"), CommandBinary(t, "shard"), CommandBinary(t, "front-proxy"), users...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatalf("%v\n%s", err, s.LogTail(40))
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("stop system: %v", err)
+		}
+	})
+	return s
+}
+
+// NewSystem prepares a system in dir without starting it; tests sharing
+// one system per package start it from TestMain.
+func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary string, users ...TokenUser) (*System, error) {
+	users, err := completeTokenUsers(users)
+	if err != nil {
+		return nil, err
+	}
+	s := &System{Dir: filepath.Join(dir, "system"), tokenUsers: users}
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := writeTokenFile(tokens, users); err != nil {
+		return nil, err
+	}
+	s.Process = Process{
+		Name:    "run-system",
+		Binary:  launcher,
+		WorkDir: dir,
+		Args: func() []string {
+			return []string{"--dir=" + s.Dir, "--shards=" + strconv.Itoa(shards), "--token-auth-file=" + tokens,
+				"--shard-binary=" + shardBinary, "--front-proxy-binary=" + proxyBinary}
+		},
+		ReadyFiles: func() []string { return []string{filepath.Join(s.Dir, system.ReadyFile)} },
+	}
+	return s, nil
+}
+
+// Kubeconfig is admin.kubeconfig of the front-proxy (contexts root, base).
+func (s *System) Kubeconfig() string { return filepath.Join(s.Dir, system.AdminKubeconfigFile) }
+
+// ShardDir is the root directory of a shard.
+func (s *System) ShardDir(name string) string { return filepath.Join(s.Dir, name) }
+
+// ShardLog is the log of a shard process.
+func (s *System) ShardLog(name string) string { return filepath.Join(s.Dir, name+".log") }
+
+type systemPorts struct {
+	FrontProxy int               `json:"frontProxy"`
+	Shards     map[string][3]int `json:"shards"`
+}
+
+func (s *System) ports(t testing.TB) systemPorts {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.Dir, "ports.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p systemPorts
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// URL is the front-proxy's URL.
+func (s *System) URL(t testing.TB) string {
+	return fmt.Sprintf("https://127.0.0.1:%d", s.ports(t).FrontProxy)
+}
+
+// ShardURL is a shard's own URL.
+func (s *System) ShardURL(t testing.TB, name string) string {
+	p, ok := s.ports(t).Shards[name]
+	if !ok {
+		t.Fatalf("no shard %s in the system", name)
+	}
+	return fmt.Sprintf("https://127.0.0.1:%d", p[0])
+}
+
+// AdminConfig is kcp-admin through the front-proxy, in a workspace (a
+// path or a logical cluster name; "" for the base URL).
+func (s *System) AdminConfig(t testing.TB, cluster string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: s.Kubeconfig()}, &clientcmd.ConfigOverrides{CurrentContext: "base"}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cluster != "" {
+		cfg.Host = logicalcluster.Path(cluster).URL(cfg.Host)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// UserConfig is a token user through the front-proxy, in a workspace.
+func (s *System) UserConfig(t testing.TB, user, cluster string) *rest.Config {
+	t.Helper()
+	cfg := s.AdminConfig(t, cluster)
+	cfg.BearerToken = ""
+	for _, u := range s.tokenUsers {
+		if u.Name == user {
+			cfg.BearerToken = u.Token
+		}
+	}
+	if cfg.BearerToken == "" {
+		t.Fatalf("no token user %q", user)
+	}
+	return cfg
+}
+
+// ShardAdminConfig is system:masters directly on a shard (never through
+// the front-proxy), in a logical cluster.
+func (s *System) ShardAdminConfig(t testing.TB, shard, cluster string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.Dir, "system-admin.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Host = s.ShardURL(t, shard)
+	if cluster != "" {
+		cfg.Host = logicalcluster.Path(cluster).URL(cfg.Host)
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg
+}
+
+// UserToken is the bearer token of a token user.
+func (s *System) UserToken(user string) string {
+	for _, u := range s.tokenUsers {
+		if u.Name == user {
+			return u.Token
+		}
+	}
+	return ""
+}
+
+// StopProcess stops one process of the system (a shard, the front-proxy)
+// by its PID, as an outage would; RestartExited starts it again.
+func (s *System) StopProcess(t testing.TB, name string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.Dir, name+".pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop %s (pid %d): %v", name, pid, err)
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, stopTimeout, true, func(context.Context) (bool, error) {
+		return proc.Signal(syscall.Signal(0)) != nil, nil
+	}); err != nil {
+		t.Fatalf("%s (pid %d) did not exit: %v", name, pid, err)
+	}
+}
+
+// RestartExited asks the launcher (SIGHUP) to start the exited processes
+// again and waits until the named one answers /readyz.
+func (s *System) RestartExited(t testing.TB, name, readyURL string) {
+	t.Helper()
+	s.mu.Lock()
+	run := s.proc
+	s.mu.Unlock()
+	if run == nil {
+		t.Fatal("the system is not running")
+	}
+	if err := run.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	p := Process{Name: name, ReadyURL: readyURL}
+	if err := p.waitReady(run); err != nil {
+		t.Fatalf("%s after restart: %v", name, err)
+	}
+}
