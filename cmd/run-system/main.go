@@ -26,6 +26,7 @@ func main() {
 	o := system.Options{}
 	flag.StringVar(&o.Dir, "dir", ".kplane-system", "directory for every process's data, logs and kubeconfigs")
 	flag.IntVar(&o.Shards, "shards", 2, "number of shards, root included")
+	flag.IntVar(&o.FrontProxies, "front-proxies", 1, "number of front-proxies (stateless, side by side; admin.kubeconfig names the first)")
 	flag.StringVar(&o.TokenAuthFile, "token-auth-file", "", "kube-apiserver token file given to the front-proxy and every shard")
 	flag.StringVar(&o.ShardBinary, "shard-binary", filepath.Join(bin, "shard"), "shard program")
 	flag.StringVar(&o.FrontProxyBinary, "front-proxy-binary", filepath.Join(bin, "front-proxy"), "front-proxy program")

@@ -26,7 +26,10 @@ import (
 // so two exports of the same group and resource never share data. As the
 // schema is the same in every binding workspace, one serving state (and
 // watch cache) per schema and identity serves all of them; the request's
-// logical cluster picks the keys.
+// logical cluster picks the keys. A bound resource that the shard serves
+// itself (kcp's system exports publish Workspaces, WorkspaceTypes and
+// Shards) stays the built-in one: it is not served, listed in discovery or
+// OpenAPI, or deleted here.
 
 // BoundResource is a resource that an APIBinding serves in a logical
 // cluster.
@@ -180,9 +183,11 @@ func (h *crHandler) releaseUnusedBound() {
 // DeleteBoundInstances deletes the instances of group/resource that a
 // binding of cluster serves, and returns how many remain (instances with
 // finalizers of their own stay until those are removed). The APIBinding
-// controller calls it before it lets a deleted binding go.
+// controller calls it before it lets a deleted binding go. A resource the
+// shard serves itself has no bound instances: its objects are the built-in
+// ones and stay.
 func (s *Server) DeleteBoundInstances(ctx context.Context, cluster logicalcluster.Name, group, resource string) (int, error) {
-	if s.handler.bound == nil {
+	if s.handler.bound == nil || s.native.get().serves(group, resource) {
 		return 0, nil
 	}
 	br, ok := s.handler.bound.Get(cluster, group, resource)

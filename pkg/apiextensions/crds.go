@@ -31,6 +31,9 @@ type crdIndex struct {
 	informer *wildcardinformer.Informer
 	// bound are the resources of APIBindings; nil serves none.
 	bound BoundAPIs
+	// native are the APIs the shard serves itself, nil until they are
+	// installed.
+	native func() *nativeAPIs
 }
 
 // NewInformer returns the wildcard informer of the CustomResourceDefinitions
@@ -84,18 +87,43 @@ func (i *crdIndex) hasAny(cluster logicalcluster.Name) bool {
 // the schemas its APIBindings bind (as CRDs), for discovery and OpenAPI.
 func (i *crdIndex) served(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition {
 	crds := i.list(cluster)
-	if i.bound == nil {
-		return crds
-	}
-	for _, br := range i.bound.List(cluster) {
+	for _, br := range i.boundServed(cluster) {
 		crds = append(crds, br.CRD)
 	}
 	return crds
 }
 
-// hasAnyServed tells whether a cluster has CRDs or bound resources.
+// boundServed returns the resources the APIBindings of a cluster serve as
+// custom resources. A bound resource that the shard serves itself (kcp's
+// system exports bind Workspaces, WorkspaceTypes and Shards) is the
+// built-in one: it is in the built-in discovery and OpenAPI already.
+func (i *crdIndex) boundServed(cluster logicalcluster.Name) []BoundResource {
+	if i.bound == nil {
+		return nil
+	}
+	all := i.bound.List(cluster)
+	native := i.nativeAPIs()
+	out := all[:0:0]
+	for _, br := range all {
+		if !native.serves(br.CRD.Spec.Group, br.CRD.Spec.Names.Plural) {
+			out = append(out, br)
+		}
+	}
+	return out
+}
+
+// nativeAPIs returns the APIs the shard serves itself, or nil.
+func (i *crdIndex) nativeAPIs() *nativeAPIs {
+	if i.native == nil {
+		return nil
+	}
+	return i.native()
+}
+
+// hasAnyServed tells whether a cluster has CRDs or bound resources that it
+// serves as custom resources.
 func (i *crdIndex) hasAnyServed(cluster logicalcluster.Name) bool {
-	return i.hasAny(cluster) || (i.bound != nil && len(i.bound.List(cluster)) > 0)
+	return i.hasAny(cluster) || len(i.boundServed(cluster)) > 0
 }
 
 // byName returns the CRDs of that name in all clusters, sorted by cluster.

@@ -125,7 +125,7 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 
 	crd := h.crds.get(cluster, crdName(info.APIGroup, info.Resource))
 	if crd == nil {
-		if h.bound != nil {
+		if h.bound != nil && !h.crds.nativeAPIs().serves(info.APIGroup, info.Resource) {
 			if br, ok := h.bound.Get(cluster, info.APIGroup, info.Resource); ok {
 				h.serveBound(w, req, info, br)
 				return

@@ -96,6 +96,7 @@ func New(c Config) (*Server, error) {
 
 	etcd := &sharedEtcd{}
 	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
+	crds.native = s.native.get
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
 	watchCache := c.Etcd.EnableWatchCache
 	s.handler = newCRHandler(crds, &servingInfoBuilder{

@@ -40,29 +40,59 @@ const nameMustMatchGroup = `must be spec.names.plural+"."+spec.group`
 type nativeAPIs struct {
 	groups sets.Set[string]
 	core   sets.Set[string]
+	// resources are the resources of groups, as <resource>.<group>.
+	resources sets.Set[string]
+}
+
+// serves tells whether the shard serves group/resource itself: requests for
+// it never reach the custom resource handler.
+func (n *nativeAPIs) serves(group, resource string) bool {
+	if n == nil {
+		return false
+	}
+	if group == "" {
+		return n.core.Has(resource)
+	}
+	return n.resources.Has(resource + "." + group)
 }
 
 // nativeAPIsOf reads the served APIs from the installed web services.
 func nativeAPIsOf(services []*restful.WebService) *nativeAPIs {
-	n := &nativeAPIs{groups: sets.New[string](), core: sets.New[string]()}
+	n := &nativeAPIs{groups: sets.New[string](), core: sets.New[string](), resources: sets.New[string]()}
 	for _, ws := range services {
 		root := strings.Trim(ws.RootPath(), "/")
 		switch parts := strings.Split(root, "/"); {
 		case root == "api/v1":
 			for _, r := range ws.Routes() {
-				if resource := coreResourceOfPath(strings.TrimPrefix(r.Path, "/api/v1/")); resource != "" {
+				if resource := resourceOfRoute(root, r.Path); resource != "" {
 					n.core.Insert(resource)
 				}
 			}
 		case len(parts) >= 2 && parts[0] == "apis":
 			n.groups.Insert(parts[1])
+			for _, r := range ws.Routes() {
+				if resource := resourceOfRoute(root, r.Path); resource != "" {
+					n.resources.Insert(resource + "." + parts[1])
+				}
+			}
 		}
 	}
 	return n
 }
 
-// coreResourceOfPath returns the resource of a route below /api/v1/.
-func coreResourceOfPath(p string) string {
+// resourceOfRoute returns the resource of a route of the web service at
+// root (api/v1, apis/<group>/<version>), or "" for the root itself.
+func resourceOfRoute(root, path string) string {
+	rel, ok := strings.CutPrefix(path, "/"+root+"/")
+	if !ok {
+		return ""
+	}
+	return resourceOfRoutePath(rel)
+}
+
+// resourceOfRoutePath returns the resource of a route path relative to the
+// root of its group version.
+func resourceOfRoutePath(p string) string {
 	segs := strings.Split(strings.Trim(p, "/"), "/")
 	if segs[0] == "watch" {
 		segs = segs[1:]

@@ -83,8 +83,8 @@ func TestCoreResourceOfRoutePath(t *testing.T) {
 		"namespaces/{namespace}/serviceaccounts/{name}/token": "serviceaccounts",
 		"{name}": "",
 	} {
-		if got := coreResourceOfPath(path); got != want {
-			t.Errorf("coreResourceOfPath(%q) = %q, want %q", path, got, want)
+		if got := resourceOfRoutePath(path); got != want {
+			t.Errorf("resourceOfRoutePath(%q) = %q, want %q", path, got, want)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // Package bootstrap creates what a fresh root shard needs, idempotently on
-// every start: the root logical cluster, the built-in WorkspaceTypes, the
-// shard's own Shard object and the RBAC that lets users in.
+// every start: the root logical cluster, kcp's system exports of its own
+// kinds (with identities that never change once created) and root's
+// bindings to them, the built-in WorkspaceTypes, the shard's own Shard
+// object and the RBAC that lets users in.
 package bootstrap
 
 import (
@@ -43,8 +45,10 @@ type Shard struct {
 	Labels      map[string]string
 }
 
-// Root bootstraps the root shard through loopback clients.
-func Root(ctx context.Context, loopback *rest.Config, shard Shard) error {
+// Root bootstraps the root shard through loopback clients. identities
+// (from --root-identities-file) become the identities of root's exports
+// that have none yet.
+func Root(ctx context.Context, loopback *rest.Config, shard Shard, identities []Identity) error {
 	kcp, err := kcpclient.New(loopback)
 	if err != nil {
 		return err
@@ -53,6 +57,23 @@ func Root(ctx context.Context, loopback *rest.Config, shard Shard) error {
 		return err
 	}
 	if err := rootLogicalCluster(ctx, kcp); err != nil {
+		return err
+	}
+	root, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(loopback, logicalcluster.Root))
+	if err != nil {
+		return err
+	}
+	// The policy of the tenancy export is in place before root binds it.
+	if err := systemExportsRBAC(ctx, root); err != nil {
+		return err
+	}
+	if err := seedIdentities(ctx, root, identities); err != nil {
+		return err
+	}
+	if err := ensureSystemExports(ctx, kcp); err != nil {
+		return err
+	}
+	if err := bindRootAPIs(ctx, kcp); err != nil {
 		return err
 	}
 	for _, wt := range builtinTypes() {
@@ -151,14 +172,17 @@ func builtinTypes() []*tenancyv1alpha1.WorkspaceType {
 		}),
 		workspaceType(tenancyv1alpha1.UniversalWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			DefaultChildWorkspaceType: &universal,
+			DefaultAPIBindings:        defaultTenancyBinding,
 		}),
 		workspaceType(tenancyv1alpha1.OrganizationWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{ref(tenancyv1alpha1.RootWorkspaceTypeName)}},
 			DefaultChildWorkspaceType: &universal,
+			DefaultAPIBindings:        defaultTenancyBinding,
 		}),
 		workspaceType(tenancyv1alpha1.TeamWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{organization, team}},
 			DefaultChildWorkspaceType: &universal,
+			DefaultAPIBindings:        defaultTenancyBinding,
 		}),
 		workspaceType(tenancyv1alpha1.HomeWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{None: true},

@@ -1,8 +1,9 @@
 // Package clusterpath finds the logical cluster of a request: it parses
 // /clusters/<name|path|*>/... (the shard, the front-proxy and the
 // virtual-workspace server address logical clusters the same way) and
-// provides the HTTP filters that put the cluster into the request context
-// and guard wildcard and unresolved requests.
+// provides the HTTP filters that put the cluster into the request context,
+// guard wildcard and unresolved requests, and resolve identity-qualified
+// wildcard requests for the kinds the shard serves itself.
 package clusterpath
 
 import (

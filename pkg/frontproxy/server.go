@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -74,6 +75,13 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 		return nil
 	}))
 	mux.Handle("/metrics", legacyregistry.Handler())
+	if o.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/", newProxy(routes, s.index, authn, sa))
 	s.handler = mux
 	return s, nil

@@ -27,6 +27,7 @@ import (
 	kcpopenapi "github.com/kplane-dev/kplane/pkg/apis/generated/openapi"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
+	"github.com/kplane-dev/kplane/pkg/bootstrap"
 
 	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
 	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
@@ -45,10 +46,10 @@ import (
 	"github.com/kplane-dev/kplane/pkg/clusterpath"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
+	"github.com/kplane-dev/kplane/pkg/rootshard"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
-	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
 // Config is the shard's server configuration: the options, the generic
@@ -103,6 +104,9 @@ type wildcardInformers struct {
 	admission  percluster.Informers
 	// resourceQuotas are read by quota admission and the quota controller.
 	resourceQuotas *wildcardinformer.Informer
+	// root are root's objects read from the root shard, on a shard that
+	// does not host root; nil on the root shard.
+	root *rootshard.Informers
 }
 
 func (i wildcardInformers) all() []*wildcardinformer.Informer {
@@ -182,10 +186,15 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if informers.kcp, err = newKCPInformers(wildcardConfig); err != nil {
 		return nil, err
 	}
+	if informers.root, err = newRootShardInformers(o); err != nil {
+		return nil, err
+	}
+	global := informers.global()
+	informers.rbac.GlobalClusterRoles, informers.rbac.GlobalClusterRoleBindings = global.clusterRoles, global.clusterRoleBindings
 	informers.admission = percluster.NewInformers(wildcardClient.AdmissionregistrationV1().RESTClient())
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
 	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
-	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer)
+	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer, global.apiExports)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +214,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	}
 	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
 	namespaces := namespaceGetter{informer: informers.namespaces, client: loopback.CoreV1().RESTClient()}
-	types := workspacetypes.Resolver{ResolvePath: informers.kcp.resolvePath, Get: informers.kcp.workspaceType}
+	types := informers.workspaceTypes()
+	otherWorkspaces := informers.inOtherShardsWorkspaces(genericConfig.Authorization.Authorizer, rbacAuthorizer)
 	// Webhooks and admission policies run per logical cluster, in
 	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
 	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission}
@@ -214,8 +224,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
 		lcadmission.New(),
 		systemstatus.New(),
-		wsadmission.New(types, informers.kcp.logicalCluster, genericConfig.Authorization.Authorizer),
-		apibindingadmission.New(informers.kcp.resolvePath, genericConfig.Authorization.Authorizer),
+		wsadmission.New(types, informers.kcp.logicalCluster, otherWorkspaces),
+		apibindingadmission.New(informers.kcp.resolvePath, otherWorkspaces),
 		percluster.Reinvoking(clusterAdmission[0], clusterAdmission[1]),
 		clusterAdmission[2], clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)
@@ -234,9 +244,17 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}
+	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
+	// qualify wildcard requests for them; on a shard without root they are
+	// read from the root shard.
+	rootExports := []*wildcardinformer.Informer{informers.kcp.apiExports}
+	if informers.root != nil {
+		rootExports = append(rootExports, informers.root.APIExports)
+	}
+	systemExportIdentity := bootstrap.SystemExportIdentity(rootExports...)
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 		// Core group custom resources are served below /api too.
-		apiHandler = config.apiExtensions.server.WrapAPIHandler(apiHandler)
+		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.

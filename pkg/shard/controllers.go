@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
 	apibindingcontroller "github.com/kplane-dev/kplane/pkg/controllers/apibinding"
@@ -25,9 +26,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
-	"github.com/kplane-dev/kplane/pkg/shardlookup"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
-	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
 // shardClient returns a client for a shard's baseURL that acts as
@@ -37,7 +36,7 @@ func (c *Server) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, erro
 	if client, ok := c.shardClients.Load(shard.Spec.BaseURL); ok {
 		return client.(*kcpclient.Client), nil
 	}
-	cfg, err := c.logicalClusterAdminConfig()
+	cfg, err := c.logicalClusterAdminConfig(shard.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -50,10 +49,12 @@ func (c *Server) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, erro
 	return actual.(*kcpclient.Client), nil
 }
 
-// logicalClusterAdminConfig returns the credentials for other shards:
-// --logical-cluster-admin-kubeconfig, or this shard's own token and serving
-// CA.
-func (c *Server) logicalClusterAdminConfig() (*rest.Config, error) {
+// logicalClusterAdminConfig returns the credentials for a shard:
+// --logical-cluster-admin-kubeconfig, or, for this shard only, its own
+// token and serving CA. Another shard accepts only credentials it was given
+// (a token or client certificate in group system:kcp:logical-cluster-admin),
+// never this shard's own token.
+func (c *Server) logicalClusterAdminConfig(shardName string) (*rest.Config, error) {
 	if path := c.Options.LogicalClusterAdminKubeconfig; path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		if err != nil {
@@ -61,6 +62,10 @@ func (c *Server) logicalClusterAdminConfig() (*rest.Config, error) {
 		}
 		cfg.QPS = -1
 		return cfg, nil
+	}
+	if shardName != c.Options.ShardName {
+		return nil, fmt.Errorf("shard %s is another shard: creating logical clusters there needs --logical-cluster-admin-kubeconfig with credentials in group %s that it accepts",
+			shardName, authorization.LogicalClusterAdminGroup)
 	}
 	ca, err := c.servingCA()
 	if err != nil {
@@ -104,16 +109,18 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
 		ResolvePath: kcp.resolvePath, ClusterPath: kcp.clusterPath, Client: local,
-		DeleteInstances: c.apiExtensions.server.DeleteBoundInstances,
+		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
+		GlobalAPIExports: c.Informers.global().apiExports, GlobalAPIResourceSchemas: c.Informers.global().apiResourceSchemas,
 	})
 	if err != nil {
 		return err
 	}
 	defaultAPIBindings, err := defaultapibinding.New(defaultapibinding.Config{
 		LogicalClusters: kcp.logicalClusters, APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, WorkspaceTypes: kcp.workspaceTypes,
-		ResolvePath: kcp.resolvePath,
-		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
-		Client:      local,
+		ResolvePath:      kcp.resolvePath,
+		Types:            c.Informers.workspaceTypes(),
+		Client:           local,
+		GlobalAPIExports: c.Informers.global().apiExports, GlobalWorkspaceTypes: c.Informers.global().workspaceTypes,
 	})
 	if err != nil {
 		return err
@@ -123,13 +130,16 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	workspaces := wscontroller.New(wscontroller.Config{
-		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: shardlookup.Root{Informer: kcp.shards},
-		Types:       workspacetypes.Resolver{ResolvePath: kcp.resolvePath, Get: kcp.workspaceType},
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
+		Types:       c.Informers.workspaceTypes(),
 		Local:       local,
 		ShardClient: c.shardClient,
 		ShardName:   c.Options.ShardName,
 	})
 
+	if err := c.addRootShard(gs); err != nil {
+		return err
+	}
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
 	started := newStartupCheck("kplane-controllers")
 	if err := gs.AddReadyzChecks(started); err != nil {
@@ -150,8 +160,11 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go apiExports.Run(ctx, 4)
 			go func() {
 				// Naming conflicts with CRDs are only seen once they are listed.
+				// Binding is a status write per binding, like the workspace
+				// controllers' work: 4 workers capped a burst near 150/s
+				// (test/bench --bindings).
 				if wildcardinformer.WaitForSync(ctx, c.apiExtensions.crds) == nil {
-					apiBindings.Run(ctx, 4)
+					apiBindings.Run(ctx, 32)
 				}
 			}()
 			go defaultAPIBindings.Run(ctx, 4)
@@ -161,7 +174,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 				return
 			}
 			err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-				if err := bootstrap.Root(ctx, loopback, shard); err != nil {
+				if err := bootstrap.Root(ctx, loopback, shard, c.Options.rootIdentities); err != nil {
 					klog.FromContext(ctx).Error(err, "Bootstrapping root failed, retrying")
 					return false, nil
 				}
@@ -175,9 +188,10 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	})
 }
 
-// waitForInformers blocks until the wildcard informers have listed.
+// waitForInformers blocks until the wildcard informers, and on a shard
+// without root the informers of root's objects, have listed.
 func (c *Server) waitForInformers(ctx context.Context) error {
-	return wildcardinformer.WaitForSync(ctx, c.Informers.all()...)
+	return wildcardinformer.WaitForSync(ctx, c.Informers.withRoot()...)
 }
 
 // rootReady tells whether root has been bootstrapped (its LogicalCluster is

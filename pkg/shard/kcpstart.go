@@ -69,6 +69,32 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EmbeddedEtcdDirectory, "embedded-etcd-directory", o.EmbeddedEtcdDirectory, "Directory of the embedded etcd's data (default <root-directory>/etcd).")
 }
 
+// addShardingFlags registers kcp's names of the flags that connect shards:
+// --root-shard-kubeconfig-file is --root-shard-kubeconfig;
+// --external-logical-cluster-admin-kubeconfig (kcp's credentials for the
+// front-proxy) is accepted and ignored, since this shard reaches other
+// shards directly at their baseURL with --logical-cluster-admin-kubeconfig.
+func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfig *string) {
+	fs.StringVar(rootShardKubeconfig, "root-shard-kubeconfig-file", *rootShardKubeconfig, "kcp's name of --root-shard-kubeconfig.")
+	fs.Var(ignoredFlag{name: "external-logical-cluster-admin-kubeconfig", warnings: &o.warnings,
+		why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"},
+		"external-logical-cluster-admin-kubeconfig", "kcp's credentials for reaching other shards through the front-proxy; accepted and ignored (see --logical-cluster-admin-kubeconfig).")
+}
+
+// ignoredFlag accepts a kcp flag whose setting changes nothing here and
+// records a warning saying so.
+type ignoredFlag struct {
+	name, why, value string
+	warnings         *[]string
+}
+
+func (f ignoredFlag) String() string { return f.value }
+func (f ignoredFlag) Type() string   { return "string" }
+func (f ignoredFlag) Set(v string) error {
+	*f.warnings = append(*f.warnings, fmt.Sprintf("--%s is accepted and ignored: %s", f.name, f.why))
+	return nil
+}
+
 // batteries resolves --batteries-included as kcp does: a list without + or
 // - replaces the default, + and - modify it.
 func (o *kcpStartOptions) batteries() (sets.Set[string], error) {

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	mutatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
@@ -23,7 +24,9 @@ import (
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
+	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
@@ -51,11 +54,24 @@ type Options struct {
 	// system:kcp:logical-cluster-admin) this shard uses to create and delete
 	// LogicalClusters on other shards; the server of each request is the
 	// Shard's baseURL. Empty: this shard's own logical-cluster-admin token,
-	// trusting its own serving certificate (a single shard).
+	// trusting its own serving certificate, which only this shard accepts:
+	// workspaces can then be placed on this shard alone.
 	LogicalClusterAdminKubeconfig string
+	// RootIdentitiesFile is kcp's --root-identities-file: YAML
+	// {identities: [{export, identity}]} whose keys become the identities of
+	// root's APIExports on the first start (an identity never changes).
+	RootIdentitiesFile string
+	// RootShardKubeconfig reaches the root shard from a shard that does not
+	// host root: it registers this shard's Shard object there and reads
+	// root's Shards, WorkspaceTypes and APIExports (kept in the root
+	// directory, so later starts do without root). Required unless this is
+	// the root shard.
+	RootShardKubeconfig string
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
+	// rootIdentities are the identities of RootIdentitiesFile.
+	rootIdentities []bootstrap.Identity
 	// tokens are the admin users' tokens, from the root directory.
 	tokens rootdir.AdminTokens
 
@@ -81,6 +97,10 @@ func NewOptions() *Options {
 	// One fairness configuration for all tenants is not what a multi-tenant
 	// shard wants; max-in-flight limits apply instead.
 	cp.Features.EnablePriorityAndFairness = false
+	// Other shards and the front-proxy keep watches open on a shard: end
+	// them as it shuts down, instead of the HTTP server waiting up to a
+	// minute for them.
+	cp.GenericServerRunOptions.ShutdownWatchTerminationGracePeriod = 5 * time.Second
 	cp.Authentication.ServiceAccounts.Issuers = []string{"https://kplane.default.svc"}
 	tokenGetter := &serviceaccount.TokenGetter{}
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = tokenGetter.Factory
@@ -104,8 +124,13 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.BaseURL, "shard-base-url", o.BaseURL, "URL other components use to reach this shard (default https://<bind-address>:<secure-port>).")
 	fs.StringVar(&o.ExternalURL, "shard-external-url", o.ExternalURL, "URL written into Workspace spec.URL, usually the front-proxy's (default: --shard-base-url).")
 	fs.StringVar(&o.LogicalClusterAdminKubeconfig, "logical-cluster-admin-kubeconfig", o.LogicalClusterAdminKubeconfig,
-		"Kubeconfig with the system:kcp:logical-cluster-admin credentials used to create LogicalClusters on other shards (its server is replaced by each Shard's baseURL). Default: this shard's own token and serving CA.")
+		"Kubeconfig with the system:kcp:logical-cluster-admin credentials used to create LogicalClusters on other shards (its server is replaced by each Shard's baseURL). Default: this shard's own token and serving CA, which reach this shard only.")
+	fs.StringVar(&o.RootShardKubeconfig, "root-shard-kubeconfig", o.RootShardKubeconfig,
+		"Kubeconfig of the root shard, for a shard other than root: it registers its Shard there and reads root's Shards, WorkspaceTypes, APIExports and RBAC (copies kept in the root directory let it start without root later). kcp: --root-shard-kubeconfig-file.")
+	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
+		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	o.kcpStart.addFlags(fs)
+	o.kcpStart.addShardingFlags(fs, &o.RootShardKubeconfig)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)
 }
@@ -219,6 +244,15 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 	if o.tokens == (rootdir.AdminTokens{}) {
 		return CompletedOptions{}, fmt.Errorf("root directory %s was not prepared: call PrepareRootDirectory first", o.RootDirectory)
 	}
+	if o.RootIdentitiesFile != "" {
+		data, err := os.ReadFile(o.RootIdentitiesFile)
+		if err != nil {
+			return CompletedOptions{}, fmt.Errorf("--root-identities-file: %w", err)
+		}
+		if o.rootIdentities, err = bootstrap.ParseIdentities(data); err != nil {
+			return CompletedOptions{}, fmt.Errorf("--root-identities-file %s: %w", o.RootIdentitiesFile, err)
+		}
+	}
 	cp := o.ControlPlane
 	if embeddedEtcdURL != "" {
 		cp.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdURL}
@@ -260,6 +294,12 @@ func validateOwn(o *Options) error {
 	}
 	if _, err := o.kcpStart.batteries(); err != nil {
 		return err
+	}
+	if o.ShardName != corev1alpha1.RootShard && o.RootShardKubeconfig == "" {
+		return fmt.Errorf("--root-shard-kubeconfig is required for shard %q: a shard other than root registers itself in root and reads root's shards and workspace types", o.ShardName)
+	}
+	if o.ShardName == corev1alpha1.RootShard && o.RootShardKubeconfig != "" {
+		return fmt.Errorf("--root-shard-kubeconfig is for shards other than root; this shard is root (--shard-name)")
 	}
 	for _, name := range o.ControlPlane.Admission.GenericAdmission.EnablePlugins {
 		if perClusterAdmissionPlugins.Has(name) {

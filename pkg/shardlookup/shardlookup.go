@@ -1,7 +1,7 @@
 // Package shardlookup finds the Shard objects that workspaces are scheduled
-// to. Today they are read from the root logical cluster of this shard;
-// with the cache server, shards that do not host root read the replicated
-// copies through the same interface.
+// to, in the root logical cluster: the root shard reads its own, a shard
+// without root reads an informer of the root shard's (pkg/rootshard), and
+// later the cache server's replicated copies, through the same interface.
 package shardlookup
 
 import (
@@ -18,8 +18,8 @@ type Source interface {
 	List() ([]*corev1alpha1.Shard, error)
 }
 
-// Root reads the Shard objects of the root logical cluster from a wildcard
-// informer of Shards.
+// Root reads the Shard objects of the root logical cluster from an informer
+// of Shards: the shard's wildcard informer, or one of the root shard.
 type Root struct {
 	Informer *wildcardinformer.Informer
 }

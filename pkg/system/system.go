@@ -67,6 +67,9 @@ type Options struct {
 	Shards int
 	// TokenAuthFile (optional) is given to the front-proxy and every shard.
 	TokenAuthFile string
+	// FrontProxies is the number of front-proxies (default 1); they are
+	// stateless and interchangeable, admin.kubeconfig names the first.
+	FrontProxies int
 	// ShardBinary and FrontProxyBinary are the programs to run.
 	ShardBinary, FrontProxyBinary string
 	// ShardArgs are extra flags for every shard.
@@ -83,8 +86,10 @@ func ShardName(i int) string {
 
 // ports are the loopback ports of every process, kept across restarts.
 type ports struct {
-	FrontProxy int               `json:"frontProxy"`
-	Shards     map[string][3]int `json:"shards"` // secure, etcd client, etcd peer
+	FrontProxy int `json:"frontProxy"`
+	// MoreFrontProxies are the ports of the second and later front-proxies.
+	MoreFrontProxies []int             `json:"moreFrontProxies,omitempty"`
+	Shards           map[string][3]int `json:"shards"` // secure, etcd client, etcd peer
 }
 
 // tokens are the system's own bearer tokens.
@@ -120,6 +125,19 @@ type child struct {
 // URL is the front-proxy's URL.
 func (s *System) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.ports.FrontProxy) }
 
+// proxyPorts are the ports of every front-proxy, the first one first.
+func (s *System) proxyPorts() []int {
+	return append([]int{s.ports.FrontProxy}, s.ports.MoreFrontProxies...)
+}
+
+// proxyName names the i-th front-proxy: front-proxy, front-proxy-2, ...
+func proxyName(i int) string {
+	if i == 0 {
+		return "front-proxy"
+	}
+	return "front-proxy-" + strconv.Itoa(i+1)
+}
+
 // ShardURL is a shard's base URL.
 func (s *System) ShardURL(name string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d", s.ports.Shards[name][0])
@@ -129,6 +147,9 @@ func (s *System) ShardURL(name string) string {
 func Start(ctx context.Context, o Options) (*System, error) {
 	if o.Shards < 1 {
 		return nil, errors.New("at least one shard (root) is needed")
+	}
+	if o.FrontProxies < 1 {
+		o.FrontProxies = 1
 	}
 	dir, err := rootdir.Open(o.Dir)
 	if err != nil {
@@ -163,11 +184,15 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
-	if err := s.start(ctx, "front-proxy", o.FrontProxyBinary, s.proxyArgs()); err != nil {
-		return nil, err
+	for i, port := range s.proxyPorts() {
+		if err := s.start(ctx, proxyName(i), o.FrontProxyBinary, s.proxyArgs(port)); err != nil {
+			return nil, err
+		}
 	}
-	if err := s.waitReady(ctx, "front-proxy", s.URL(), s.proxyServingCert(), ""); err != nil {
-		return nil, err
+	for i, port := range s.proxyPorts() {
+		if err := s.waitReady(ctx, proxyName(i), fmt.Sprintf("https://127.0.0.1:%d", port), s.proxyServingCert(), ""); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.writeAdminKubeconfig(); err != nil {
 		return nil, err
@@ -211,8 +236,8 @@ func (s *System) prepare() error {
 		return err
 	}
 	for i := 0; i < s.o.Shards; i++ {
-		if _, ok := s.ports.Shards[ShardName(i)]; !ok {
-			// More shards than last time.
+		if _, ok := s.ports.Shards[ShardName(i)]; !ok || len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 {
+			// More shards or front-proxies than last time.
 			if err := s.pickPorts(); err != nil {
 				return err
 			}
@@ -260,7 +285,23 @@ func (s *System) prepare() error {
 	if err := os.WriteFile(d.Path("shards-ca.crt"), bundle, 0o644); err != nil {
 		return err
 	}
+	if err := s.writeMapping(); err != nil {
+		return err
+	}
 	return s.writeSystemKubeconfigs()
+}
+
+// writeMapping writes the front-proxies' mapping file: /clusters/ routes
+// by the index, with the front-proxy's client certificate and every
+// shard's serving certificate.
+func (s *System) writeMapping() error {
+	mapping := fmt.Sprintf(`- path: /clusters/
+  backend: %s
+  backend_server_ca: %s
+  proxy_client_cert: %s
+  proxy_client_key: %s
+`, s.ShardURL("root"), s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
+	return os.WriteFile(s.dir.Path("mapping.yaml"), []byte(mapping), 0o644)
 }
 
 func csvLine(token, user, group string) string {
@@ -339,6 +380,13 @@ func (s *System) pickPorts() error {
 			return err
 		}
 	}
+	for len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 {
+		p, err := next()
+		if err != nil {
+			return err
+		}
+		s.ports.MoreFrontProxies = append(s.ports.MoreFrontProxies, p)
+	}
 	for i := 0; i < s.o.Shards; i++ {
 		name := ShardName(i)
 		if _, ok := s.ports.Shards[name]; ok {
@@ -403,21 +451,14 @@ func (s *System) shardArgs(name string) []string {
 	return append(args, s.o.ShardArgs...)
 }
 
-func (s *System) proxyArgs() []string {
-	mapping := fmt.Sprintf(`- path: /clusters/
-  backend: %s
-  backend_server_ca: %s
-  proxy_client_cert: %s
-  proxy_client_key: %s
-`, s.ShardURL("root"), s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
-	_ = os.WriteFile(s.dir.Path("mapping.yaml"), []byte(mapping), 0o644)
+func (s *System) proxyArgs(port int) []string {
 	var saKeys []string
 	for i := 0; i < s.o.Shards; i++ {
 		saKeys = append(saKeys, s.dir.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
 	}
 	return []string{
 		"--bind-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(s.ports.FrontProxy),
+		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + s.proxyServingCert(),
 		"--tls-private-key-file=" + s.dir.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key")),
 		"--mapping-file=" + s.dir.Path("mapping.yaml"),

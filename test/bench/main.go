@@ -1,6 +1,6 @@
 // Command bench measures a shard: start-up, workspaces per second (flat and
-// as a tree), memory per workspace, metric series, request latency and
-// deletion. It prints a table and one JSON line. It starts its own shard
+// as a tree), memory per workspace, metric series, request latency,
+// APIBindings (one export bound in many workspaces) and deletion. It prints a table and one JSON line. It starts its own shard
 // unless --kubeconfig points at a running one.
 package main
 
@@ -25,6 +25,14 @@ type options struct {
 	treeDepth    int
 	memoryPoints string
 	requests     int
+	// bindings is the number of workspaces that bind one export; 0 skips
+	// the bindings run.
+	bindings          int
+	objectsPerBinding int
+	// mode is shard (one shard) or system (shards and the front-proxy,
+	// system.go).
+	mode   string
+	system systemOptions
 }
 
 func main() {
@@ -37,10 +45,23 @@ func main() {
 	flag.IntVar(&o.treeDepth, "tree-depth", 4, "depth of the tree run")
 	flag.StringVar(&o.memoryPoints, "memory-points", "1000,5000", "idle workspace counts at which memory is measured")
 	flag.IntVar(&o.requests, "requests", 2000, "configmap GETs and CREATEs for the latency run")
+	flag.IntVar(&o.bindings, "bindings", 1000, "workspaces that bind one APIExport in the bindings run (0 skips it)")
+	flag.IntVar(&o.objectsPerBinding, "objects-per-binding", 10, "objects of the bound resource created in each binding workspace")
+	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go)")
+	o.system.addFlags(flag.CommandLine)
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
-	r, err := run(ctx, o)
+	runMode := run
+	switch o.mode {
+	case "shard":
+	case "system":
+		runMode = runSystem
+	default:
+		fmt.Fprintf(os.Stderr, "bench: --mode must be shard or system, not %q\n", o.mode)
+		os.Exit(2)
+	}
+	r, err := runMode(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -49,7 +70,7 @@ func main() {
 }
 
 // results are the numbers the benchmark reports; JSON keys are fixed by
-// issue 6 and docs/performance.md.
+// issues 6 and 13 and docs/performance.md.
 type results struct {
 	StartToReadySeconds  float64       `json:"start_to_ready_seconds"`
 	RSSIdleBytes         int64         `json:"rss_idle_bytes"`
@@ -76,6 +97,33 @@ type results struct {
 	Memory               []memoryPoint `json:"memory"`
 	Workspaces           int           `json:"workspaces"`
 	Concurrency          int           `json:"concurrency"`
+
+	// The bindings run (issue 13).
+	Bindings                  int           `json:"bindings"`
+	ObjectsPerBinding         int           `json:"objects_per_binding"`
+	BindingsPerSec            float64       `json:"bindings_per_sec"`
+	BindingBoundP50Ms         float64       `json:"binding_bound_p50_ms"`
+	BindingBoundP99Ms         float64       `json:"binding_bound_p99_ms"`
+	APIBindingReconciles      int           `json:"apibinding_reconciles"`
+	APIBindingQueueWaitMeanMs float64       `json:"apibinding_queue_wait_mean_ms"`
+	APIBindingWorkMeanMs      float64       `json:"apibinding_work_mean_ms"`
+	BindingMemory             []memoryPoint `json:"binding_memory"` // before and after binding
+	HeapBytesPerBinding       float64       `json:"heap_bytes_per_binding"`
+	RSSBytesPerBinding        float64       `json:"rss_bytes_per_binding"`
+	GoroutinesBeforeBindings  int           `json:"goroutines_before_bindings"`
+	GoroutinesAfterBindings   int           `json:"goroutines_after_bindings"`
+	GoroutinesPerBinding      float64       `json:"goroutines_per_binding"`
+	BoundSchemaFirstListMs    float64       `json:"bound_schema_first_list_ms"`
+	HeapBytesPerBoundObject   float64       `json:"heap_bytes_per_bound_object"`
+	WildcardIdentityListMs    float64       `json:"wildcard_identity_list_ms"`
+	WildcardIdentityListItems int           `json:"wildcard_identity_list_items"`
+	FreshFirstRequestP50Ms    float64       `json:"fresh_binding_first_request_p50_ms"`
+	FreshFirstRequestP99Ms    float64       `json:"fresh_binding_first_request_p99_ms"`
+	FreshBindingRetries       int           `json:"fresh_binding_retries"`
+	FreshCacheWaitMeanMs      float64       `json:"fresh_binding_cache_wait_mean_ms"`
+
+	// The system mode (issue 14), set only by --mode=system.
+	*systemResults
 }
 
 type memoryPoint struct {
@@ -86,6 +134,13 @@ type memoryPoint struct {
 
 func (r results) print(w *os.File) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if r.systemResults != nil {
+		r.systemResults.print(tw)
+		tw.Flush()
+		b, _ := json.Marshal(r.systemResults)
+		fmt.Fprintln(w, string(b))
+		return
+	}
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	row("workspaces / concurrency", fmt.Sprintf("%d / %d", r.Workspaces, r.Concurrency))
@@ -101,6 +156,25 @@ func (r results) print(w *os.File) {
 	row("configmap GET", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetP50Ms, r.GetP99Ms))
 	row("configmap CREATE", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.CreateP50Ms, r.CreateP99Ms))
 	row("wildcard LIST configmaps", fmt.Sprintf("%.0f ms (%d items)", r.WildcardListMs, r.WildcardListItems))
+	if r.Bindings > 0 {
+		row("bindings / objects per binding", fmt.Sprintf("%d / %d", r.Bindings, r.ObjectsPerBinding))
+		row("bindings/s to Bound", fmt.Sprintf("%.1f (create to Bound p50 %.0f ms, p99 %.0f ms)", r.BindingsPerSec, r.BindingBoundP50Ms, r.BindingBoundP99Ms))
+		row("APIBinding controller", fmt.Sprintf("%d reconciles, mean %.1f ms queued, %.1f ms working", r.APIBindingReconciles, r.APIBindingQueueWaitMeanMs, r.APIBindingWorkMeanMs))
+		if len(r.BindingMemory) == 2 {
+			before, after := r.BindingMemory[0], r.BindingMemory[1]
+			row("memory before / after binding", fmt.Sprintf("RSS %s / %s, heap %s / %s", mib(before.RSSBytes), mib(after.RSSBytes), mib(before.HeapBytes), mib(after.HeapBytes)))
+		}
+		row("bytes per binding", fmt.Sprintf("RSS %.1f KiB, heap %.1f KiB (the APIBinding in etcd's watch cache, informers and indexes, one LIST per workspace, the schema's serving state once; no objects)",
+			r.RSSBytesPerBinding/1024, r.HeapBytesPerBinding/1024))
+		row("goroutines before / after binding", fmt.Sprintf("%d / %d (%.3f per binding)", r.GoroutinesBeforeBindings, r.GoroutinesAfterBindings, r.GoroutinesPerBinding))
+		row("first LIST of the bound schema", fmt.Sprintf("%.1f ms (builds its serving state)", r.BoundSchemaFirstListMs))
+		row("fresh binding: Bound to first LIST", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d refused before served; mean wait for a fresh watch cache %.1f ms)",
+			r.FreshFirstRequestP50Ms, r.FreshFirstRequestP99Ms, r.FreshBindingRetries, r.FreshCacheWaitMeanMs))
+		if r.ObjectsPerBinding > 0 {
+			row("heap per bound object", fmt.Sprintf("%.1f KiB", r.HeapBytesPerBoundObject/1024))
+		}
+		row("wildcard LIST by identity", fmt.Sprintf("%.0f ms (%d items)", r.WildcardIdentityListMs, r.WildcardIdentityListItems))
+	}
 	row("delete all workspaces", fmt.Sprintf("%.1f s, after: RSS %s, heap %s", r.DeleteAllSeconds, mib(r.RSSAfterDeleteBytes), mib(r.HeapAfterDeleteBytes)))
 	tw.Flush()
 	b, _ := json.Marshal(r)

@@ -89,6 +89,13 @@ func run(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 
+	if o.bindings > 0 {
+		step(fmt.Sprintf("binding one export in %d workspaces", o.bindings))
+		if err := b.bindings(ctx, t, &r, o, flat); err != nil {
+			return r, err
+		}
+	}
+
 	step(fmt.Sprintf("deleting all %d workspaces", b.count()))
 	start := time.Now()
 	if err := b.deleteAll(ctx); err != nil {

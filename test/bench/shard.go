@@ -178,6 +178,61 @@ func (t *target) memory() (rss, heap int64) {
 	return t.rss(), heap
 }
 
+// gauge returns the value of an unlabelled metric on /metrics, or -1.
+func (t *target) gauge(name string) int {
+	m, err := t.get("/metrics")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(m, "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+			return int(f)
+		}
+	}
+	return -1
+}
+
+// histogramMark is the sum and count of a histogram on /metrics at one
+// moment, over the series whose labels contain labels.
+type histogramMark struct {
+	name, labels string
+	sum, count   float64
+}
+
+// mark reads a histogram, see histogramMark.
+func (t *target) mark(name, labels string) histogramMark {
+	m := histogramMark{name: name, labels: labels}
+	text, err := t.get("/metrics")
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 || !strings.Contains(fields[0], labels) {
+			continue
+		}
+		v, _ := strconv.ParseFloat(fields[1], 64)
+		switch {
+		case strings.HasPrefix(fields[0], name+"_sum{"):
+			m.sum += v
+		case strings.HasPrefix(fields[0], name+"_count{"):
+			m.count += v
+		}
+	}
+	return m
+}
+
+// meanMsSince returns the mean in milliseconds of the observations (in
+// seconds) made since m, and how many there were.
+func (t *target) meanMsSince(m histogramMark) (float64, int) {
+	now := t.mark(m.name, m.labels)
+	if now.count <= m.count {
+		return 0, 0
+	}
+	return (now.sum - m.sum) / (now.count - m.count) * 1000, int(now.count - m.count)
+}
+
 // metricSeries counts the samples on /metrics.
 func (t *target) metricSeries() int {
 	m, err := t.get("/metrics")

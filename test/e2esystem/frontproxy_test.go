@@ -462,3 +462,32 @@ func TestShardOutageOnlyFailsItsWorkspaces(t *testing.T) {
 	restarted = true
 	eventuallyOK(ctx, t, "workspace on shard-1 after its restart", func(ctx context.Context) error { return get(ctx, "root:"+onBeta.Name) })
 }
+
+// TestFrontProxiesAreStatelessAndInterchangeable: what one front-proxy
+// writes, the other one serves.
+func TestFrontProxiesAreStatelessAndInterchangeable(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	urls := sys.ProxyURLs(t)
+	if len(urls) < 2 {
+		t.Fatalf("the system runs %d front-proxies, want 2", len(urls))
+	}
+	org := readyWorkspace(ctx, t, "root", uniqueName("twoproxies"), "organization", "")
+	path := "root:" + org.Name
+	via := func(i int) kubernetes.Interface {
+		cfg := sys.AdminConfig(t, "")
+		cfg.Host = logicalcluster.Path(path).URL(urls[i])
+		return kube(t, cfg)
+	}
+	eventuallyOK(ctx, t, "create through the first front-proxy", func(ctx context.Context) error {
+		_, err := via(0).CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
+	eventuallyOK(ctx, t, "read through the second front-proxy", func(ctx context.Context) error {
+		_, err := via(1).CoreV1().ConfigMaps("default").Get(ctx, "shared", metav1.GetOptions{})
+		return err
+	})
+}

@@ -51,6 +51,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	sys.FrontProxies = 2
 	if err := sys.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "start system: %v\n%s\n", err, sys.LogTail(60))
 		return 1

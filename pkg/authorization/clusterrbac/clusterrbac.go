@@ -7,6 +7,8 @@
 // system:admin (the bootstrap roles: cluster-admin, admin, edit, view, ...),
 // and the ClusterRoleBindings of system:admin (bootstrap bindings such as
 // system:discovery for system:authenticated) apply in every cluster.
+// ClusterRoles and ClusterRoleBindings of logical clusters other shards host
+// (root's, on a shard without root) come from global informers.
 package clusterrbac
 
 import (
@@ -29,6 +31,10 @@ type Informers struct {
 	RoleBindings        *wildcardinformer.Informer
 	ClusterRoles        *wildcardinformer.Informer
 	ClusterRoleBindings *wildcardinformer.Informer
+	// GlobalClusterRoles and GlobalClusterRoleBindings hold those of
+	// logical clusters other shards host (kcp's replicated RBAC); nil when
+	// there are none.
+	GlobalClusterRoles, GlobalClusterRoleBindings *wildcardinformer.Informer
 }
 
 // HasSynced tells whether all informers have listed once.
@@ -73,8 +79,15 @@ func (g getters) ListRoleBindings(ctx context.Context, namespace string) ([]*rba
 }
 
 func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	for _, cluster := range []logicalcluster.Name{clusterOf(ctx), BootstrapCluster} {
-		obj, exists, err := g.ClusterRoles.Get(cluster, "", name)
+	cluster := clusterOf(ctx)
+	for _, source := range []struct {
+		cluster  logicalcluster.Name
+		informer *wildcardinformer.Informer
+	}{{cluster, g.ClusterRoles}, {cluster, g.GlobalClusterRoles}, {BootstrapCluster, g.ClusterRoles}} {
+		if source.informer == nil {
+			continue
+		}
+		obj, exists, err := source.informer.Get(source.cluster, "", name)
 		if err != nil {
 			return nil, err
 		}
@@ -94,6 +107,15 @@ func (g getters) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.Cluster
 	var out []*rbacv1.ClusterRoleBinding
 	for _, c := range clusters {
 		objs, err := g.ClusterRoleBindings.List(c, "")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, o.(*rbacv1.ClusterRoleBinding))
+		}
+	}
+	if g.GlobalClusterRoleBindings != nil {
+		objs, err := g.GlobalClusterRoleBindings.List(cluster, "")
 		if err != nil {
 			return nil, err
 		}

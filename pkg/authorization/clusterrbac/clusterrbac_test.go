@@ -83,3 +83,41 @@ func TestRBACReadsOnlyTheRequestsClusterPlusBootstrapPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestRBACOfClustersOnOtherShardsComesFromGlobalInformers(t *testing.T) {
+	readSecrets := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}
+	bindTo := func(m metav1.ObjectMeta, role, user string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: m, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	}
+	a := New(Informers{
+		Roles:        informer(t, &rbacv1.Role{}),
+		RoleBindings: informer(t, &rbacv1.RoleBinding{}),
+		ClusterRoles: informer(t, &rbacv1.ClusterRole{},
+			&rbacv1.ClusterRole{ObjectMeta: named(in(BootstrapCluster), "", "bootstrap-reader"), Rules: readSecrets}),
+		ClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
+			bindTo(named(in("local"), "", "erin-reads"), "root-reader", "erin")),
+		// root lives on another shard: its role and bindings are global.
+		GlobalClusterRoles: informer(t, &rbacv1.ClusterRole{},
+			&rbacv1.ClusterRole{ObjectMeta: named(in("root"), "", "root-reader"), Rules: readSecrets}),
+		GlobalClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
+			bindTo(named(in("root"), "", "frank-reads"), "root-reader", "frank"),
+			bindTo(named(in("root"), "", "gina-reads"), "bootstrap-reader", "gina")),
+	})
+	for _, tc := range []struct {
+		user    string
+		cluster logicalcluster.Name
+		want    authorizer.Decision
+	}{
+		{"frank", "root", authorizer.DecisionAllow},      // global binding to a global role
+		{"gina", "root", authorizer.DecisionAllow},       // global binding to a bootstrap role
+		{"frank", "local", authorizer.DecisionNoOpinion}, // root's bindings stay in root
+		{"erin", "local", authorizer.DecisionNoOpinion},  // root's roles are not local's
+	} {
+		ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
+		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
+		if got, _, err := a.Authorize(ctx, attr); err != nil || got != tc.want {
+			t.Errorf("%s in %s: %v %v, want %v", tc.user, tc.cluster, got, err, tc.want)
+		}
+	}
+}

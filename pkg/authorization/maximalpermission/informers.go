@@ -35,7 +35,10 @@ func boundResourceIndex(obj interface{}) ([]string, error) {
 
 // NewForInformers returns the authorizer over the shard's wildcard
 // informers of APIBindings and APIExports (it adds an index to bindings).
-func NewForInformers(bindings, exports *wildcardinformer.Informer, rbac authorizer.Authorizer) (*Authorizer, error) {
+// Exports the shard's informer does not have are looked up in
+// globalExports, the exports of logical clusters other shards host (root's,
+// on a shard without root); nil ones are skipped.
+func NewForInformers(bindings, exports *wildcardinformer.Informer, rbac authorizer.Authorizer, globalExports ...*wildcardinformer.Informer) (*Authorizer, error) {
 	if err := bindings.AddIndexers(cache.Indexers{byBoundResource: boundResourceIndex}); err != nil {
 		return nil, err
 	}
@@ -51,7 +54,7 @@ func NewForInformers(bindings, exports *wildcardinformer.Informer, rbac authoriz
 		return out, nil
 	}
 	getExport := func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {
-		obj, exists, err := exports.Get(cluster, "", name)
+		obj, exists, err := wildcardinformer.First(cluster, "", name, append([]*wildcardinformer.Informer{exports}, globalExports...)...)
 		if err != nil || !exists {
 			return nil, err
 		}

@@ -73,6 +73,11 @@ type Config struct {
 	// DeleteInstances deletes the objects of a bound resource in a
 	// cluster and returns how many remain; a deleted binding waits for it.
 	DeleteInstances func(ctx context.Context, cluster logicalcluster.Name, group, resource string) (int, error)
+	// GlobalAPIExports and GlobalAPIResourceSchemas hold exports and
+	// schemas of logical clusters other shards host (root's, on a shard
+	// without root); they are read when the shard's own informers do not
+	// have an object. nil when there are none.
+	GlobalAPIExports, GlobalAPIResourceSchemas *wildcardinformer.Informer
 }
 
 // Controller reconciles the APIBindings of all logical clusters of the
@@ -80,7 +85,8 @@ type Config struct {
 type Controller struct {
 	loop     *loop.Loop
 	bindings *wildcardinformer.Informer
-	exports  *wildcardinformer.Informer
+	// exports are the shard's own and the global exports.
+	exports []*wildcardinformer.Informer
 	// clusterPath returns the canonical path of a cluster, or "".
 	clusterPath func(logicalcluster.Name) logicalcluster.Path
 	// getAPIBinding reads an APIBinding; nil when it is gone.
@@ -103,7 +109,7 @@ func New(c Config) (*Controller, error) {
 	}
 	ctrl := &Controller{
 		bindings:    c.APIBindings,
-		exports:     c.APIExports,
+		exports:     present(c.APIExports, c.GlobalAPIExports),
 		clusterPath: c.ClusterPath,
 		getAPIBinding: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIBinding, error) {
 			obj, exists, err := c.APIBindings.Get(cluster, "", name)
@@ -119,14 +125,14 @@ func New(c Config) (*Controller, error) {
 		binding: &bindingReconciler{
 			resolvePath: c.ResolvePath,
 			getAPIExport: func(cluster logicalcluster.Name, name string) *apisv1alpha2.APIExport {
-				obj, exists, err := c.APIExports.Get(cluster, "", name)
+				obj, exists, err := wildcardinformer.First(cluster, "", name, c.APIExports, c.GlobalAPIExports)
 				if err != nil || !exists {
 					return nil
 				}
 				return obj.(*apisv1alpha2.APIExport)
 			},
 			getAPIResourceSchema: func(cluster logicalcluster.Name, name string) *apisv1alpha1.APIResourceSchema {
-				obj, exists, err := c.APIResourceSchemas.Get(cluster, "", name)
+				obj, exists, err := wildcardinformer.First(cluster, "", name, c.APIResourceSchemas, c.GlobalAPIResourceSchemas)
 				if err != nil || !exists {
 					return nil
 				}
@@ -161,10 +167,25 @@ func New(c Config) (*Controller, error) {
 	}
 	ctrl.loop = loop.New("apibinding", ctrl.reconcile)
 	c.APIBindings.AddHandler(bindingHandler{ctrl})
-	c.APIExports.AddHandler(funcHandler(ctrl.enqueueForExport))
-	c.APIResourceSchemas.AddHandler(funcHandler(ctrl.enqueueForSchema))
+	for _, inf := range ctrl.exports {
+		inf.AddHandler(funcHandler(ctrl.enqueueForExport))
+	}
+	for _, inf := range present(c.APIResourceSchemas, c.GlobalAPIResourceSchemas) {
+		inf.AddHandler(funcHandler(ctrl.enqueueForSchema))
+	}
 	c.CRDs.AddHandler(funcHandler(func(obj interface{}) { ctrl.enqueueUnsettled(objectCluster(obj), "") }))
 	return ctrl, nil
+}
+
+// present returns the informers that are not nil.
+func present(informers ...*wildcardinformer.Informer) []*wildcardinformer.Informer {
+	out := make([]*wildcardinformer.Informer, 0, len(informers))
+	for _, inf := range informers {
+		if inf != nil {
+			out = append(out, inf)
+		}
+	}
+	return out
 }
 
 func listBindings(inf *wildcardinformer.Informer, cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
@@ -267,13 +288,15 @@ func (c *Controller) enqueueForSchema(obj interface{}) {
 	if cluster == "" {
 		return
 	}
-	objs, _ := c.exports.List(cluster, "")
-	for _, o := range objs {
-		export := o.(*apisv1alpha2.APIExport)
-		for _, r := range export.Spec.Resources {
-			if r.Schema == name {
-				c.enqueueForExport(export)
-				break
+	for _, inf := range c.exports {
+		objs, _ := inf.List(cluster, "")
+		for _, o := range objs {
+			export := o.(*apisv1alpha2.APIExport)
+			for _, r := range export.Spec.Resources {
+				if r.Schema == name {
+					c.enqueueForExport(export)
+					break
+				}
 			}
 		}
 	}

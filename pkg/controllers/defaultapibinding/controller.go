@@ -68,6 +68,12 @@ type Config struct {
 	// Client creates APIBindings and writes LogicalCluster status as the
 	// shard's loopback identity, which may bind any export.
 	Client *kcpclient.Client
+	// GlobalAPIExports and GlobalWorkspaceTypes hold exports and types of
+	// logical clusters other shards host (root's, on a shard without
+	// root): exports are read from them when the shard's own informer does
+	// not have one, and changes to either requeue waiting clusters. nil
+	// when there are none.
+	GlobalAPIExports, GlobalWorkspaceTypes *wildcardinformer.Informer
 }
 
 // Controller reconciles the LogicalClusters of the shard that wait for
@@ -105,7 +111,7 @@ func New(c Config) (*Controller, error) {
 				if !ok {
 					return nil
 				}
-				obj, exists, err := c.APIExports.Get(exportCluster, "", name)
+				obj, exists, err := wildcardinformer.First(exportCluster, "", name, c.APIExports, c.GlobalAPIExports)
 				if err != nil || !exists {
 					return nil
 				}
@@ -149,8 +155,11 @@ func New(c Config) (*Controller, error) {
 	}))
 	// A missing export or type may have appeared, or a type may list other
 	// bindings now.
-	c.APIExports.AddHandler(enqueuePending{ctrl})
-	c.WorkspaceTypes.AddHandler(enqueuePending{ctrl})
+	for _, inf := range []*wildcardinformer.Informer{c.APIExports, c.WorkspaceTypes, c.GlobalAPIExports, c.GlobalWorkspaceTypes} {
+		if inf != nil {
+			inf.AddHandler(enqueuePending{ctrl})
+		}
+	}
 	return ctrl, nil
 }
 

@@ -1,6 +1,7 @@
 // Package workspace schedules Workspaces onto shards and mirrors their
 // logical cluster's lifecycle. It runs on the shard of the parent workspace:
-// it picks a shard, creates the child's LogicalCluster there (as
+// it picks the least loaded shard that matches spec.location.selector
+// (shardLoad), creates the child's LogicalCluster there (as
 // system:kcp:logical-cluster-admin, through the shard's baseURL), records
 // spec.cluster and spec.URL, copies phase and initializers back, and on
 // deletion deletes the LogicalCluster before releasing the Workspace.
@@ -36,6 +37,8 @@ type Controller struct {
 	shardName string
 	// deletion deletes the logical clusters of deleted workspaces.
 	deletion *deletionReconciler
+	// load counts the workspaces per shard for placing new ones.
+	load *shardLoad
 }
 
 // Config holds the controller's dependencies.
@@ -53,6 +56,7 @@ func New(cfg Config) *Controller {
 	c := &Controller{
 		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
 		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName,
+		load: newShardLoad(),
 	}
 	c.deletion = &deletionReconciler{
 		getLogicalCluster:    c.getLogicalCluster,
@@ -68,6 +72,7 @@ func New(cfg Config) *Controller {
 		},
 	}
 	c.loop = loop.New("workspace", c.reconcile)
+	c.workspaces.AddHandler(c.load)
 	c.workspaces.AddHandler(c.loop.Handler(nil))
 	// A LogicalCluster's changes go to the Workspace that owns it.
 	c.logicalClusters.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {

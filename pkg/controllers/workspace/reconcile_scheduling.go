@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"math/rand/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 	"github.com/kplane-dev/kplane/pkg/workspacetypes"
 )
 
@@ -50,7 +50,8 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		parentPath = parent.Path()
 	}
 
-	shard, err := c.pickShard(ws)
+	key := wildcardinformer.Key(parent, "", ws.Name)
+	shard, err := c.pickShard(key, ws)
 	if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
 		return c.setUnschedulable(ctx, parent, ws, invalid.Error())
 	}
@@ -60,6 +61,12 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	if shard == nil {
 		return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
 	}
+	scheduled := false
+	defer func() {
+		if !scheduled {
+			c.load.forget(key)
+		}
+	}()
 
 	if ws.Spec.Type == nil {
 		return loop.RequeueAfter(time.Second)
@@ -112,7 +119,11 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		}
 		ws.Labels[corev1alpha1.RegionLabel] = region
 	}
-	return c.update(ctx, parent, ws)
+	if err := c.update(ctx, parent, ws); err != nil {
+		return err
+	}
+	scheduled = true
+	return nil
 }
 
 // lifecycleOf returns the initializers and terminators of a workspace whose
@@ -170,9 +181,11 @@ func setScheduledAnnotations(ws *tenancyv1alpha1.Workspace, shardName string, cl
 	ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey] = string(cluster)
 }
 
-// pickShard chooses among the shards matching the workspace's selector. A
-// selector that does not parse is an invalidSelectorError.
-func (c *Controller) pickShard(ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
+// pickShard chooses the least loaded of the shards that match the
+// workspace's selector and are not marked unschedulable, and assumes the
+// workspace of key placed there (see shardLoad). A selector that does not
+// parse is an invalidSelectorError.
+func (c *Controller) pickShard(key string, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
 	selector := labels.Everything()
 	if ws.Spec.Location != nil && ws.Spec.Location.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(ws.Spec.Location.Selector)
@@ -187,14 +200,11 @@ func (c *Controller) pickShard(ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Sha
 	}
 	var candidates []*corev1alpha1.Shard
 	for _, s := range shards {
-		if selector.Matches(labels.Set(s.Labels)) {
+		if _, unschedulable := s.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey]; !unschedulable && selector.Matches(labels.Set(s.Labels)) {
 			candidates = append(candidates, s)
 		}
 	}
-	if len(candidates) == 0 {
-		return nil, nil
-	}
-	return candidates[rand.IntN(len(candidates))], nil
+	return c.load.pick(key, candidates), nil
 }
 
 // invalidSelectorError is a spec.location.selector that does not parse.

@@ -27,8 +27,10 @@ import (
 type System struct {
 	Process
 	// Dir is the system directory (data, logs, kubeconfigs).
-	Dir        string
-	tokenUsers []TokenUser
+	Dir string
+	// FrontProxies is the number of front-proxies to start (default 1).
+	FrontProxies int
+	tokenUsers   []TokenUser
 }
 
 // StartSystem starts a system of shards shards (root included) that
@@ -68,6 +70,7 @@ func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary string
 		WorkDir: dir,
 		Args: func() []string {
 			return []string{"--dir=" + s.Dir, "--shards=" + strconv.Itoa(shards), "--token-auth-file=" + tokens,
+				"--front-proxies=" + strconv.Itoa(max(1, s.FrontProxies)),
 				"--shard-binary=" + shardBinary, "--front-proxy-binary=" + proxyBinary}
 		},
 		ReadyFiles: func() []string { return []string{filepath.Join(s.Dir, system.ReadyFile)} },
@@ -85,8 +88,9 @@ func (s *System) ShardDir(name string) string { return filepath.Join(s.Dir, name
 func (s *System) ShardLog(name string) string { return filepath.Join(s.Dir, name+".log") }
 
 type systemPorts struct {
-	FrontProxy int               `json:"frontProxy"`
-	Shards     map[string][3]int `json:"shards"`
+	FrontProxy       int               `json:"frontProxy"`
+	MoreFrontProxies []int             `json:"moreFrontProxies"`
+	Shards           map[string][3]int `json:"shards"`
 }
 
 func (s *System) ports(t testing.TB) systemPorts {
@@ -105,6 +109,16 @@ func (s *System) ports(t testing.TB) systemPorts {
 // URL is the front-proxy's URL.
 func (s *System) URL(t testing.TB) string {
 	return fmt.Sprintf("https://127.0.0.1:%d", s.ports(t).FrontProxy)
+}
+
+// ProxyURLs are the URLs of every front-proxy, the first one first.
+func (s *System) ProxyURLs(t testing.TB) []string {
+	p := s.ports(t)
+	urls := []string{fmt.Sprintf("https://127.0.0.1:%d", p.FrontProxy)}
+	for _, port := range p.MoreFrontProxies {
+		urls = append(urls, fmt.Sprintf("https://127.0.0.1:%d", port))
+	}
+	return urls
 }
 
 // ShardURL is a shard's own URL.

@@ -19,6 +19,10 @@ const (
 	// RegionLabel is the region of a Shard; it is copied to the workspaces
 	// scheduled onto it.
 	RegionLabel = "region"
+
+	// ShardUnschedulableAnnotationKey on a Shard keeps new workspaces off
+	// it, whatever its value.
+	ShardUnschedulableAnnotationKey = "experimental.core.kcp.io/unschedulable"
 )
 
 // Shard describes a server on which logical clusters live. Shards are

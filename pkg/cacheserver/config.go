@@ -1,0 +1,139 @@
+package cacheserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+
+	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/kplane-dev/kplane/pkg/version"
+)
+
+// Config is the cache server's configuration: the generic server (serving,
+// authentication, authorization, health) and the storage of the replicas.
+type Config struct {
+	Generic *genericapiserver.Config
+	// Access names who may write and read.
+	Access Access
+
+	// restOptions store replicas as unstructured JSON.
+	restOptions generic.RESTOptionsGetter
+	// standalone are the options of a cache-server process; nil for a
+	// cache server embedded in another process.
+	standalone *CompletedOptions
+}
+
+type completedConfig struct {
+	Generic     genericapiserver.CompletedConfig
+	Access      Access
+	restOptions generic.RESTOptionsGetter
+	standalone  *CompletedOptions
+}
+
+// CompletedConfig is a Config with every default filled in; only it builds
+// a Server.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+// Complete fills in the defaults of the generic server. Call it once.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{&completedConfig{
+		Generic:     c.Generic.Complete(nil),
+		Access:      c.Access,
+		restOptions: c.restOptions,
+		standalone:  c.standalone,
+	}}
+}
+
+// NewConfig builds the configuration of a cache-server process: its own
+// listener, client-certificate, token and admin-token authentication, and
+// the etcd of the options.
+func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
+	gc := genericapiserver.NewConfig(codecs)
+	if err := o.SecureServing.ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
+		return nil, err
+	}
+	authConfig, err := o.Authentication.ToAuthenticationConfig()
+	if err != nil {
+		return nil, err
+	}
+	if authConfig.ClientCAContentProvider != nil {
+		if err := gc.Authentication.ApplyClientCert(authConfig.ClientCAContentProvider, gc.SecureServing); err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+	}
+	authn, _, _, _, err := authConfig.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	authenticators := []authenticator.Request{adminAuthenticator(o.tokens)}
+	if authn != nil {
+		authenticators = append(authenticators, authn)
+	}
+	c, err := newConfig(gc, unionauth.New(authenticators...), o.Etcd, o.Access)
+	if err != nil {
+		return nil, err
+	}
+	c.standalone = &o
+	return c, nil
+}
+
+// NewEmbeddedConfig builds the configuration of a cache server that runs in
+// another process (a shard): no listener of its own, the host's
+// authenticator, and etcd (with its own prefix, DefaultEtcdPrefix, so that
+// it may be the host's etcd). Mount Server.Handler below ServicePrefix.
+func NewEmbeddedConfig(authn authenticator.Request, etcd *genericoptions.EtcdOptions, access Access) (*Config, error) {
+	return newConfig(genericapiserver.NewConfig(codecs), authn, etcd, access)
+}
+
+// newConfig makes a generic server configuration the cache server:
+// authorization by access, the replicas' storage in etcd, and the handler
+// chain that parses the shard and the cluster off every path.
+func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *genericoptions.EtcdOptions, access Access) (*Config, error) {
+	gc.EffectiveVersion = version.Project(compatibility.DefaultBuildEffectiveVersion())
+	// Shards keep watches open on the cache server: end them as it shuts
+	// down instead of the HTTP server waiting for them.
+	gc.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+	gc.Authentication.Authenticator = authn
+	gc.Authorization.Authorizer = access.Authorizer()
+	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
+	// Health and readiness checks of etcd.
+	if err := etcd.ApplyTo(gc); err != nil {
+		return nil, err
+	}
+	gc.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+		chain := genericapiserver.DefaultBuildHandlerChain(withWildcardVerbs(apiHandler, c.Serializer), c)
+		return withScope(chain, c.Serializer)
+	}
+	return &Config{
+		Generic: gc,
+		Access:  access,
+		restOptions: restOptionsGetter{
+			delegate:   apiextensionsoptions.NewCRDRESTOptionsGetter(*etcd, gc.ResourceTransformers, gc.StorageObjectCountTracker),
+			watchCache: etcd.EnableWatchCache,
+		},
+	}, nil
+}
+
+// adminAuthenticator accepts the admin token of the root directory as
+// cache-admin in system:masters.
+func adminAuthenticator(t rootdir.AdminTokens) authenticator.Request {
+	tokens := tokenfile.New(map[string]*user.DefaultInfo{
+		t.ShardAdmin: {Name: "cache-admin", Groups: []string{user.SystemPrivilegedGroup}},
+	})
+	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens))
+}

@@ -1,0 +1,44 @@
+package cacheserver
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Kind is one kind the cache server stores replicas of, in the one version
+// shards replicate it in.
+type Kind struct {
+	// Resource is the group, version and plural resource name.
+	Resource schema.GroupVersionResource
+	// Kind and Singular name one object.
+	Kind     string
+	Singular string
+	// Namespaced kinds live in namespaces of their logical cluster.
+	Namespaced bool
+}
+
+// GroupVersionKind returns the kind's group, version and kind.
+func (k Kind) GroupVersionKind() schema.GroupVersionKind {
+	return k.Resource.GroupVersion().WithKind(k.Kind)
+}
+
+// ListGroupVersionKind returns the kind of a list of k.
+func (k Kind) ListGroupVersionKind() schema.GroupVersionKind {
+	return k.Resource.GroupVersion().WithKind(k.Kind + "List")
+}
+
+// Kinds are what shards replicate: what a workspace on one shard needs from
+// a workspace on another. apis.kcp.io APIExports are served as v1alpha2,
+// the version shards store and read them in; a schema-less copy cannot be
+// converted to another version.
+var Kinds = []Kind{
+	{Resource: schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha2", Resource: "apiexports"}, Kind: "APIExport", Singular: "apiexport"},
+	{Resource: schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}, Kind: "APIResourceSchema", Singular: "apiresourceschema"},
+	{Resource: schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}, Kind: "APIExportEndpointSlice", Singular: "apiexportendpointslice"},
+	{Resource: schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspacetypes"}, Kind: "WorkspaceType", Singular: "workspacetype"},
+	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}, Kind: "Shard", Singular: "shard"},
+	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}, Kind: "LogicalCluster", Singular: "logicalcluster"},
+	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole", Singular: "clusterrole"},
+	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, Kind: "ClusterRoleBinding", Singular: "clusterrolebinding"},
+	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, Kind: "Role", Singular: "role", Namespaced: true},
+	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, Kind: "RoleBinding", Singular: "rolebinding", Namespaced: true},
+}

@@ -1,0 +1,232 @@
+package cacheserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+const (
+	// ServicePrefix starts every URL of the cache server's API.
+	ServicePrefix = "/services/cache"
+	// ShardAnnotationKey names the shard a replica came from; the cache
+	// server sets it (with kcp.io/cluster) on every object it stores.
+	ShardAnnotationKey = "kcp.io/shard"
+
+	shardsPrefix = "/shards/"
+)
+
+// Shard names the shard a replica came from: a shard name, or
+// WildcardShard for all shards (list and watch only).
+type Shard string
+
+// WildcardShard addresses the replicas of all shards.
+const WildcardShard Shard = "*"
+
+// IsWildcard tells whether s addresses all shards.
+func (s Shard) IsWildcard() bool { return s == WildcardShard }
+
+// shardName is kcp's shape of a shard name in a cache server path.
+var shardName = regexp.MustCompile(`^[a-z0-9-:]{1,61}$`)
+
+// ValidateShard returns an error a user can act on when s is neither a
+// shard name nor the wildcard.
+func ValidateShard(s string) error {
+	if s == string(WildcardShard) || shardName.MatchString(s) {
+		return nil
+	}
+	return fmt.Errorf("invalid shard %q: must be * or 1 to 61 lower-case alphanumerics, '-' or ':'", s)
+}
+
+// Path returns the URL path of the API of the replicas of one shard and one
+// logical cluster (either may be the wildcard):
+// /services/cache/shards/<shard>/clusters/<cluster>.
+func Path(shard Shard, cluster logicalcluster.Name) string {
+	return ServicePrefix + shardsPrefix + string(shard) + cluster.RequestPath()
+}
+
+// URL returns base (a server URL, with or without a trailing slash)
+// followed by Path(shard, cluster): the host of a client that reads or
+// writes those replicas.
+func URL(base string, shard Shard, cluster logicalcluster.Name) string {
+	return strings.TrimSuffix(base, "/") + Path(shard, cluster)
+}
+
+type shardKey struct{}
+
+// WithShard returns a copy of ctx that carries the shard of a request.
+func WithShard(ctx context.Context, s Shard) context.Context {
+	return context.WithValue(ctx, shardKey{}, s)
+}
+
+// ShardFromContext returns the shard a request addresses, and false when
+// the context carries none.
+func ShardFromContext(ctx context.Context) (Shard, bool) {
+	s, ok := ctx.Value(shardKey{}).(Shard)
+	return s, ok && s != ""
+}
+
+// scope is what a request path addresses: a shard and a logical cluster
+// (either may be the wildcard) and the path below them.
+type scope struct {
+	shard   Shard
+	cluster logicalcluster.Name
+	rest    string
+	// prefix is what was taken off the path.
+	prefix string
+}
+
+// isProcessPath tells whether p is a process-wide endpoint, served without
+// a shard and a cluster: health and metrics.
+func isProcessPath(p string) bool {
+	for _, root := range []string{"/healthz", "/livez", "/readyz", "/metrics"} {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// isShardLevelPath tells whether p serves process-wide data that no shard
+// or cluster scope may reach (kcp answers 501 for them).
+func isShardLevelPath(p string) bool {
+	return p == "/metrics" || strings.HasPrefix(p, "/metrics/") || p == "/debug" || strings.HasPrefix(p, "/debug/")
+}
+
+// parsePath splits a request path into its shard, cluster and the rest.
+// /services/cache may be left off. ok is false (with a nil error) for the
+// process-wide paths, which have no scope.
+func parsePath(p string) (s scope, ok bool, err error) {
+	trimmed := p
+	if trimmed == ServicePrefix || strings.HasPrefix(trimmed, ServicePrefix+"/") {
+		trimmed = strings.TrimPrefix(trimmed, ServicePrefix)
+		if trimmed == "" {
+			trimmed = "/"
+		}
+	}
+	if isProcessPath(trimmed) {
+		return scope{}, false, nil
+	}
+	if !strings.HasPrefix(trimmed, shardsPrefix) {
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no shard: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+	}
+	after := strings.TrimPrefix(trimmed, shardsPrefix)
+	i := strings.IndexByte(after, '/')
+	if i < 0 {
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+	}
+	shard, below := after[:i], after[i:]
+	if err := ValidateShard(shard); err != nil {
+		return scope{}, false, apierrors.NewBadRequest(err.Error())
+	}
+	if !strings.HasPrefix(below, logicalcluster.ClustersPrefix) {
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+	}
+	after = strings.TrimPrefix(below, logicalcluster.ClustersPrefix)
+	cluster, rest := after, "/"
+	if i := strings.IndexByte(after, '/'); i >= 0 {
+		cluster, rest = after[:i], after[i:]
+	}
+	if cluster != string(logicalcluster.Wildcard) {
+		if err := logicalcluster.ValidateName(cluster); err != nil {
+			return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("%v (the cache server addresses logical clusters by name, never by workspace path)", err))
+		}
+	}
+	for _, seg := range strings.Split(rest, "/") {
+		if seg == ".." || seg == "." {
+			return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q must not contain %q segments", p, seg))
+		}
+	}
+	return scope{
+		shard:   Shard(shard),
+		cluster: logicalcluster.Name(cluster),
+		rest:    rest,
+		prefix:  p[:len(p)-len(rest)],
+	}, true, nil
+}
+
+// withScope takes /services/cache/shards/<shard>/clusters/<cluster> off
+// the request path and puts shard and cluster into the request context. It
+// runs before the generic filters, so that request info, authorization and
+// storage all see the path below the scope. Health and metrics are served
+// without a scope; anything else without one is a bad request.
+func withScope(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.URL.RawPath != "" {
+			// An escaped character in the scope would let two spellings
+			// address one shard; names never need one.
+			if sc, ok, err := parsePath(req.URL.RawPath); err == nil && ok && strings.Contains(sc.prefix, "%") {
+				responsewriters.ErrorNegotiated(apierrors.NewBadRequest(fmt.Sprintf("shard and logical cluster in %q must not contain encoded characters", req.URL.RawPath)), s, schema.GroupVersion{}, w, req)
+				return
+			}
+		}
+		sc, ok, err := parsePath(req.URL.Path)
+		if err != nil {
+			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		if !ok {
+			if strings.HasPrefix(req.URL.Path, ServicePrefix+"/") {
+				req = req.Clone(req.Context())
+				stripPrefix(req, ServicePrefix)
+			}
+			handler.ServeHTTP(w, req)
+			return
+		}
+		if isShardLevelPath(sc.rest) {
+			responsewriters.ErrorNegotiated(&apierrors.StatusError{ErrStatus: metav1.Status{
+				Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: "NotImplemented",
+				Message: fmt.Sprintf("%s is a process-wide endpoint, not available at shard or cluster scope: request it without %s/shards/<shard>/clusters/<cluster>", sc.rest, ServicePrefix),
+			}}, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		ctx := logicalcluster.WithCluster(WithShard(req.Context(), sc.shard), sc.cluster)
+		req = req.Clone(ctx)
+		stripPrefix(req, sc.prefix)
+		handler.ServeHTTP(w, req)
+	})
+}
+
+// stripPrefix takes prefix off the path, the raw path and the request URI.
+func stripPrefix(req *http.Request, prefix string) {
+	req.URL.Path = strings.TrimPrefix(req.URL.Path, prefix)
+	if req.URL.Path == "" {
+		req.URL.Path = "/"
+	}
+	if req.URL.RawPath != "" {
+		req.URL.RawPath = strings.TrimPrefix(req.URL.RawPath, prefix)
+	}
+	req.RequestURI = strings.TrimPrefix(req.RequestURI, prefix)
+	if req.RequestURI == "" || req.RequestURI[0] == '?' {
+		req.RequestURI = "/" + req.RequestURI
+	}
+}
+
+// withWildcardVerbs answers 405 to anything but list and watch for all
+// shards or all clusters. It runs after request info is known.
+func withWildcardVerbs(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		shard, _ := ShardFromContext(req.Context())
+		cluster, _ := logicalcluster.ClusterFromContext(req.Context())
+		if shard.IsWildcard() || cluster.IsWildcard() {
+			if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest && info.Verb != "list" && info.Verb != "watch" {
+				err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb)
+				err.ErrStatus.Message = fmt.Sprintf("%s across all shards or all logical clusters (*) is not supported: only list and watch are; name the shard and the cluster of the replica", info.Verb)
+				responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
+				return
+			}
+		}
+		handler.ServeHTTP(w, req)
+	})
+}

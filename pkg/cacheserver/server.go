@@ -1,0 +1,178 @@
+package cacheserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/util/notfoundhandler"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+)
+
+// Run starts a cache server with the given options and serves until ctx is
+// done.
+func Run(ctx context.Context, o *Options) error {
+	if err := o.validateOwn(); err != nil {
+		return err
+	}
+	if err := o.PrepareRootDirectory(); err != nil {
+		return err
+	}
+	var etcdURL string
+	if o.EmbeddedEtcd() {
+		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{
+			Directory:  o.EtcdDirectory(),
+			ClientPort: o.EmbeddedEtcdClientPort,
+			PeerPort:   o.EmbeddedEtcdPeerPort,
+		})
+		if err != nil {
+			return err
+		}
+		defer etcd.Close()
+		etcdURL = etcd.ClientURL
+		// etcd failing after start-up stops the cache server with its
+		// error instead of leaving it up without storage.
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		go func() {
+			select {
+			case err, ok := <-etcd.Err():
+				if ok && err != nil {
+					stop(fmt.Errorf("embedded etcd stopped: %w", err))
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	completed, err := o.Complete(etcdURL)
+	if err != nil {
+		return err
+	}
+	if err := completed.Validate(); err != nil {
+		return err
+	}
+	config, err := NewConfig(ctx, completed)
+	if err != nil {
+		return err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	if err := server.Run(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// Server is a cache server: the generic API server with the replicated
+// kinds installed.
+type Server struct {
+	CompletedConfig
+	GenericAPIServer *genericapiserver.GenericAPIServer
+}
+
+// New creates the cache server with every replicated kind installed.
+func (c CompletedConfig) New() (*Server, error) {
+	gs, err := c.Generic.New("kplane-cache-server", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	a, err := newAPIs(apisConfig{
+		restOptions:         c.restOptions,
+		authorizer:          c.Generic.Authorization.Authorizer,
+		maxRequestBodyBytes: c.Generic.MaxRequestBodyBytes,
+		minRequestTimeout:   time.Duration(c.Generic.MinRequestTimeout) * time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Destroy runs once the server no longer serves.
+	gs.RegisterDestroyFunc(a.destroy)
+	for _, group := range a.groupList() {
+		gs.DiscoveryGroupManager.AddGroup(group)
+		if gs.AggregatedDiscoveryGroupManager != nil {
+			for _, v := range group.Versions {
+				gs.AggregatedDiscoveryGroupManager.AddGroupVersion(group.Name, a.aggregatedDiscovery(schema.GroupVersion{Group: group.Name, Version: v.Version}))
+			}
+		}
+	}
+	notFound := notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	gs.Handler.NonGoRestfulMux.HandlePrefix("/apis/", a.serve(notFound))
+
+	if o := c.standalone; o != nil {
+		gs.AddPostStartHookOrDie("kplane-cache-kubeconfigs", func(genericapiserver.PostStartHookContext) error {
+			return writeKubeconfigs(*o)
+		})
+	}
+	return &Server{CompletedConfig: c, GenericAPIServer: gs}, nil
+}
+
+// Handler serves the whole cache server: path parsing, authentication,
+// authorization and the replicated kinds. A process that embeds the cache
+// server mounts it below ServicePrefix.
+func (s *Server) Handler() http.Handler { return s.GenericAPIServer.Handler }
+
+// Run serves until ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// writeKubeconfigs writes the admin kubeconfig (system:masters by token)
+// and, when the client CA was generated here, the writer kubeconfig (a
+// client certificate in the first writer group), both trusting the serving
+// certificate.
+func writeKubeconfigs(o CompletedOptions) error {
+	ca, err := os.ReadFile(o.SecureServing.ServerCert.CertKey.CertFile)
+	if err != nil {
+		return fmt.Errorf("read serving certificate: %w", err)
+	}
+	var errs []error
+	admin := &clientcmdapi.AuthInfo{Token: o.tokens.ShardAdmin}
+	if err := writeKubeconfig(o.AdminKubeconfigPath(), o.BaseURL, ca, "cache-admin", admin); err != nil {
+		errs = append(errs, err)
+	}
+	if o.writerCert != "" {
+		writer := &clientcmdapi.AuthInfo{}
+		if writer.ClientCertificateData, err = os.ReadFile(o.writerCert); err != nil {
+			errs = append(errs, err)
+		} else if writer.ClientKeyData, err = os.ReadFile(o.writerKey); err != nil {
+			errs = append(errs, err)
+		} else if err := writeKubeconfig(o.WriterKubeconfigPath(), o.BaseURL, ca, "cache-writer", writer); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		klog.Background().Info("Wrote kubeconfigs", "admin", o.AdminKubeconfigPath(), "writer", o.writerCert != "")
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// writeKubeconfig writes a kubeconfig with one cluster, user and context,
+// all named "cache" but the user.
+func writeKubeconfig(path, server string, ca []byte, userName string, auth *clientcmdapi.AuthInfo) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cache"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[userName] = auth
+	cfg.Contexts["cache"] = &clientcmdapi.Context{Cluster: "cache", AuthInfo: userName}
+	cfg.CurrentContext = "cache"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
