@@ -331,6 +331,20 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		listNames(ctx, t, wildcard(rivalIdentity), "wildcard by the rival's identity", "d-1")
 	})
 
+	t.Run("DeletingTheExportLeavesBoundWorkspacesServing", func(t *testing.T) {
+		if err := kcp.delete(ctx, rival.path(), apiExportsGVR, "widgets"); err != nil {
+			t.Fatalf("delete the rival's export: %v", err)
+		}
+		b := waitForBinding(ctx, t, kcp, d.path(), "widgets", "says the export is gone", func(b *apisv1alpha2.APIBinding) bool {
+			return conditionReason(b, apisv1alpha2.APIExportValid, corev1.ConditionFalse, apisv1alpha2.APIExportNotFoundReason)
+		})
+		if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound || len(b.Status.BoundResources) != 1 {
+			t.Errorf("binding after its export was deleted: %+v", b.Status)
+		}
+		listNames(ctx, t, inD.widgets(""), "widgets in d after the export is gone", "d-1")
+		createWidget(ctx, t, inD.widgets("default"), widget("d-2", map[string]interface{}{}))
+	})
+
 	t.Run("DeletingABindingDeletesItsObjects", func(t *testing.T) {
 		if err := kcp.delete(ctx, c.path(), apiBindingsGVR, "widgets"); err != nil {
 			t.Fatalf("delete binding: %v", err)
