@@ -17,6 +17,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/rest"
 
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	"github.com/kplane-dev/kplane/pkg/version"
@@ -92,12 +93,30 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 	return c, nil
 }
 
+// Embedding is what a process that runs the cache server in-process (a
+// shard) gives it.
+type Embedding struct {
+	// Authenticator authenticates the host's clients.
+	Authenticator authenticator.Request
+	// Loopback is the host's loopback client configuration.
+	Loopback *rest.Config
+	// ExternalAddress is the host's host:port, as discovery reports it.
+	ExternalAddress string
+	// Etcd stores the replicas; with the prefix DefaultEtcdPrefix it may be
+	// the host's etcd.
+	Etcd   *genericoptions.EtcdOptions
+	Access Access
+}
+
 // NewEmbeddedConfig builds the configuration of a cache server that runs in
-// another process (a shard): no listener of its own, the host's
-// authenticator, and etcd (with its own prefix, DefaultEtcdPrefix, so that
-// it may be the host's etcd). Mount Server.Handler below ServicePrefix.
-func NewEmbeddedConfig(authn authenticator.Request, etcd *genericoptions.EtcdOptions, access Access) (*Config, error) {
-	return newConfig(genericapiserver.NewConfig(codecs), authn, etcd, access)
+// another process: no listener of its own, the host's authenticator and
+// loopback client. Mount Server.Handler below ServicePrefix, and call
+// Server.GenericAPIServer.Destroy when the host stops serving.
+func NewEmbeddedConfig(e Embedding) (*Config, error) {
+	gc := genericapiserver.NewConfig(codecs)
+	gc.LoopbackClientConfig = rest.CopyConfig(e.Loopback)
+	gc.ExternalAddress = e.ExternalAddress
+	return newConfig(gc, e.Authenticator, e.Etcd, e.Access)
 }
 
 // newConfig makes a generic server configuration the cache server:

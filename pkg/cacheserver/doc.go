@@ -27,7 +27,6 @@
 //
 // The server is a generic API server: Options -> Config -> Server as the
 // shard. Its handler (Server.Handler) is the whole chain from path parsing
-// to storage, so a shard can later mount it in-process below
-// /services/cache/ with its own etcd and authenticator (see
-// Config.ForEmbedding).
+// to storage, so a shard can mount it in-process below /services/cache/
+// with its etcd and authenticator (NewEmbeddedConfig).
 package cacheserver

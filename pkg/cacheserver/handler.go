@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
@@ -57,8 +58,8 @@ type resourceHandlers struct {
 type apisConfig struct {
 	// restOptions store replicas as unstructured JSON under their keys.
 	restOptions generic.RESTOptionsGetter
-	// authorizer answers the field manager's and dry-run checks of request
-	// scopes.
+	// authorizer authorizes what a request implies beyond its verb (an
+	// update that would create).
 	authorizer          authorizer.Authorizer
 	maxRequestBodyBytes int64
 	minRequestTimeout   time.Duration
@@ -96,12 +97,19 @@ func newAPIs(c apisConfig) (*apis, error) {
 	for gv, resources := range resourceLists {
 		sort.Slice(resources, func(i, j int) bool { return resources[i].Name < resources[j].Name })
 		a.versions[gv] = discovery.NewAPIVersionHandler(codecs, gv, discovery.APIResourceListerFunc(func() []metav1.APIResource { return resources }))
-		version := metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version}
 		group := a.groups[gv.Group]
 		group.Name = gv.Group
-		group.Versions = append(group.Versions, version)
-		group.PreferredVersion = version
+		group.Versions = append(group.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: gv.Version})
 		a.groups[gv.Group] = group
+	}
+	// Versions newest first, as Kubernetes orders them; the newest is
+	// preferred.
+	for name, group := range a.groups {
+		sort.Slice(group.Versions, func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(group.Versions[i].Version, group.Versions[j].Version) > 0
+		})
+		group.PreferredVersion = group.Versions[0]
+		a.groups[name] = group
 	}
 	ok = true
 	return a, nil
@@ -150,7 +158,7 @@ func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, err
 	// No admission: the cache server stores what shards replicate.
 	admit := admission.NewChainHandler()
 	patchTypes := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
-	verbs := map[string]http.HandlerFunc{
+	byVerb := map[string]http.HandlerFunc{
 		"get":              handlers.GetResource(storage, scope),
 		"list":             handlers.ListResource(storage, storage, scope, false, c.minRequestTimeout),
 		"watch":            handlers.ListResource(storage, storage, scope, true, c.minRequestTimeout),
@@ -160,11 +168,11 @@ func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, err
 		"delete":           handlers.DeleteResource(storage, true, scope, admit),
 		"deletecollection": handlers.DeleteCollection(storage, true, scope, admit),
 	}
-	verbs["create"] = withCreateMeta(verbs["create"], c.maxRequestBodyBytes)
-	for verb, h := range verbs {
-		verbs[verb] = metrics.InstrumentHandlerFunc(strings.ToUpper(verb), gv.Group, gv.Version, k.Resource.Resource, "", "", metrics.APIServerComponent, false, "", h)
+	byVerb["create"] = withCreateMeta(byVerb["create"], c.maxRequestBodyBytes)
+	for verb, h := range byVerb {
+		byVerb[verb] = metrics.InstrumentHandlerFunc(strings.ToUpper(verb), gv.Group, gv.Version, k.Resource.Resource, "", "", metrics.APIServerComponent, false, "", h)
 	}
-	return &resourceHandlers{kind: k, verbs: verbs}, nil
+	return &resourceHandlers{kind: k, verbs: byVerb}, nil
 }
 
 // withCreateMeta reads the uid and creation time a writer sent with a

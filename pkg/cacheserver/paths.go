@@ -134,9 +134,10 @@ func parsePath(p string) (s scope, ok bool, err error) {
 		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
 	}
 	after = strings.TrimPrefix(below, logicalcluster.ClustersPrefix)
-	cluster, rest := after, "/"
+	cluster, rest, prefix := after, "/", p
 	if i := strings.IndexByte(after, '/'); i >= 0 {
 		cluster, rest = after[:i], after[i:]
+		prefix = p[:len(p)-len(rest)]
 	}
 	if cluster != string(logicalcluster.Wildcard) {
 		if err := logicalcluster.ValidateName(cluster); err != nil {
@@ -148,12 +149,7 @@ func parsePath(p string) (s scope, ok bool, err error) {
 			return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q must not contain %q segments", p, seg))
 		}
 	}
-	return scope{
-		shard:   Shard(shard),
-		cluster: logicalcluster.Name(cluster),
-		rest:    rest,
-		prefix:  p[:len(p)-len(rest)],
-	}, true, nil
+	return scope{shard: Shard(shard), cluster: logicalcluster.Name(cluster), rest: rest, prefix: prefix}, true, nil
 }
 
 // withScope takes /services/cache/shards/<shard>/clusters/<cluster> off
@@ -163,17 +159,15 @@ func parsePath(p string) (s scope, ok bool, err error) {
 // without a scope; anything else without one is a bad request.
 func withScope(handler http.Handler, s runtime.NegotiatedSerializer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.URL.RawPath != "" {
-			// An escaped character in the scope would let two spellings
-			// address one shard; names never need one.
-			if sc, ok, err := parsePath(req.URL.RawPath); err == nil && ok && strings.Contains(sc.prefix, "%") {
-				responsewriters.ErrorNegotiated(apierrors.NewBadRequest(fmt.Sprintf("shard and logical cluster in %q must not contain encoded characters", req.URL.RawPath)), s, schema.GroupVersion{}, w, req)
-				return
-			}
-		}
 		sc, ok, err := parsePath(req.URL.Path)
 		if err != nil {
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
+			return
+		}
+		// An escaped character in the scope would let two spellings address
+		// one shard; names never need one.
+		if ok && req.URL.RawPath != "" && !strings.HasPrefix(req.URL.RawPath, sc.prefix) {
+			responsewriters.ErrorNegotiated(apierrors.NewBadRequest(fmt.Sprintf("shard and logical cluster in %q must not contain encoded characters", req.URL.RawPath)), s, schema.GroupVersion{}, w, req)
 			return
 		}
 		if !ok {

@@ -21,7 +21,9 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
+	storeerr "k8s.io/apiserver/pkg/storage/errors"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/apiserver/pkg/util/dryrun"
 )
 
 // replicaStrategy stores replicas as their writers send them: object
@@ -132,10 +134,14 @@ func (s replicaStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Obje
 }
 
 func (replicaStrategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
 func (replicaStrategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }
-func (replicaStrategy) Canonicalize(runtime.Object)              {}
+
+func (replicaStrategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: a replica is created, then updated.
 func (replicaStrategy) AllowCreateOnUpdate(context.Context) bool { return false }
 
 // AllowUnconditionalUpdate lets a writer replace its replica without
@@ -228,66 +234,32 @@ func (i recordingObjectInfo) UpdatedObject(ctx context.Context, oldObj runtime.O
 }
 
 // Delete removes a replica at once. A replica's finalizers are its
-// original's data: nothing on the cache server acts on them, so they must
-// not hold a deletion.
+// original's data: nothing on the cache server acts on them, so they do not
+// hold a deletion (the generic registry would wait for them).
 func (r *replicaREST) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	dropped, err := r.dropFinalizers(ctx, name, options)
+	key, err := r.KeyFunc(ctx, name)
 	if err != nil {
 		return nil, false, err
 	}
-	if dropped && options != nil && options.Preconditions != nil {
-		// The update that dropped the finalizers checked the resource
-		// version and changed it.
-		options = options.DeepCopy()
-		options.Preconditions.ResourceVersion = nil
+	if options == nil {
+		options = &metav1.DeleteOptions{}
 	}
-	return r.Store.Delete(ctx, name, deleteValidation, options)
-}
-
-// dropFinalizers removes the finalizers of a replica, if it has any, and
-// tells whether it did.
-func (r *replicaREST) dropFinalizers(ctx context.Context, name string, options *metav1.DeleteOptions) (bool, error) {
-	obj, err := r.Store.Get(ctx, name, &metav1.GetOptions{})
+	var preconditions storage.Preconditions
+	if p := options.Preconditions; p != nil {
+		preconditions.UID, preconditions.ResourceVersion = p.UID, p.ResourceVersion
+	}
+	out := r.NewFunc()
+	if err := r.Storage.Delete(ctx, key, out, &preconditions, storage.ValidateObjectFunc(deleteValidation), dryrun.IsDryRun(options.DryRun), nil, storage.DeleteOptions{}); err != nil {
+		return nil, false, storeerr.InterpretDeleteError(err, r.DefaultQualifiedResource, name)
+	}
+	m, err := meta.Accessor(out)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	m, err := meta.Accessor(obj)
-	if err != nil || len(m.GetFinalizers()) == 0 {
-		return false, err
-	}
-	var preconditions *metav1.Preconditions
-	if options != nil {
-		preconditions = options.Preconditions
-	}
-	drop := rest.DefaultUpdatedObjectInfo(nil, func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
-		obj := old.DeepCopyObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, err
-		}
-		m.SetFinalizers(nil)
-		return obj, nil
-	})
-	_, _, err = r.Store.Update(ctx, name, preconditionedObjectInfo{UpdatedObjectInfo: drop, preconditions: preconditions},
-		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{DryRun: dryRun(options)})
-	return err == nil, err
+	return &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{
+		Name: m.GetName(), Group: r.DefaultQualifiedResource.Group, Kind: r.DefaultQualifiedResource.Resource, UID: m.GetUID(),
+	}}, true, nil
 }
-
-func dryRun(o *metav1.DeleteOptions) []string {
-	if o == nil {
-		return nil
-	}
-	return o.DryRun
-}
-
-// preconditionedObjectInfo carries a delete's preconditions to the update
-// that precedes it.
-type preconditionedObjectInfo struct {
-	rest.UpdatedObjectInfo
-	preconditions *metav1.Preconditions
-}
-
-func (i preconditionedObjectInfo) Preconditions() *metav1.Preconditions { return i.preconditions }
 
 // DeleteCollection deletes each selected replica as Delete does.
 func (r *replicaREST) DeleteCollection(ctx context.Context, deleteValidation rest.ValidateObjectFunc, options *metav1.DeleteOptions, listOptions *metainternalversion.ListOptions) (runtime.Object, error) {
@@ -305,14 +277,13 @@ func (r *replicaREST) DeleteCollection(ctx context.Context, deleteValidation res
 		if err != nil {
 			return nil, err
 		}
-		obj, _, err := r.Delete(ctx, m.GetName(), deleteValidation, options.DeepCopy())
-		if err != nil {
+		if _, _, err := r.Delete(ctx, m.GetName(), deleteValidation, options.DeepCopy()); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return nil, err
 		}
-		deleted = append(deleted, obj)
+		deleted = append(deleted, item)
 	}
 	if err := meta.SetList(listObj, deleted); err != nil {
 		return nil, err

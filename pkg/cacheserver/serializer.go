@@ -25,7 +25,7 @@ var codecs = serializer.NewCodecFactory(scheme)
 func init() {
 	unversioned := schema.GroupVersion{Version: "v1"}
 	metav1.AddToGroupVersion(scheme, unversioned)
-	scheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
+	scheme.AddUnversionedTypes(unversioned, &metav1.Status{}, &metav1.WatchEvent{}, &metav1.APIVersions{}, &metav1.APIGroupList{}, &metav1.APIGroup{}, &metav1.APIResourceList{})
 }
 
 // unstructuredCreator creates empty unstructured objects of a kind.

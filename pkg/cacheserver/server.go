@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	genericapifilters "k8s.io/apiserver/pkg/endpoints/filters"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	"k8s.io/client-go/tools/clientcmd"
@@ -112,7 +111,9 @@ func (c CompletedConfig) New() (*Server, error) {
 			}
 		}
 	}
-	notFound := notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
+	// The replicated kinds are known from the start: an unknown one is
+	// never a path still being installed.
+	notFound := notfoundhandler.New(c.Generic.Serializer, func(context.Context) bool { return true })
 	gs.Handler.NonGoRestfulMux.HandlePrefix("/apis/", a.serve(notFound))
 
 	if o := c.standalone; o != nil {
