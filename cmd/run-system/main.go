@@ -30,6 +30,7 @@ func main() {
 	flag.StringVar(&o.TokenAuthFile, "token-auth-file", "", "kube-apiserver token file given to the front-proxy and every shard")
 	flag.StringVar(&o.ShardBinary, "shard-binary", filepath.Join(bin, "shard"), "shard program")
 	flag.StringVar(&o.FrontProxyBinary, "front-proxy-binary", filepath.Join(bin, "front-proxy"), "front-proxy program")
+	flag.StringVar(&o.CacheServerBinary, "cache-server-binary", filepath.Join(bin, "cache-server"), "cache-server program (empty: no cache server)")
 	klog.InitFlags(nil)
 	flag.Parse()
 	o.ShardArgs = flag.Args()

@@ -55,6 +55,7 @@ const (
 	proxyClientCA       = "front-proxy-client-ca"
 	proxyClientCert     = "front-proxy-client"
 	frontProxyDir       = "front-proxy"
+	cacheServerName     = "cache"
 	// ProxyUser is the common name of the front-proxy's client certificate.
 	ProxyUser = "front-proxy"
 )
@@ -72,6 +73,9 @@ type Options struct {
 	FrontProxies int
 	// ShardBinary and FrontProxyBinary are the programs to run.
 	ShardBinary, FrontProxyBinary string
+	// CacheServerBinary, when set, runs a cache server too (in
+	// <dir>/cache; its writer kubeconfig is <dir>/cache/cache-writer.kubeconfig).
+	CacheServerBinary string
 	// ShardArgs are extra flags for every shard.
 	ShardArgs []string
 }
@@ -90,6 +94,8 @@ type ports struct {
 	// MoreFrontProxies are the ports of the second and later front-proxies.
 	MoreFrontProxies []int             `json:"moreFrontProxies,omitempty"`
 	Shards           map[string][3]int `json:"shards"` // secure, etcd client, etcd peer
+	// Cache are the cache server's ports (secure, etcd client, etcd peer).
+	Cache [3]int `json:"cache"`
 }
 
 // tokens are the system's own bearer tokens.
@@ -166,6 +172,14 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			s.Stop()
 		}
 	}()
+	if o.CacheServerBinary != "" {
+		if err := s.start(ctx, cacheServerName, o.CacheServerBinary, s.cacheArgs()); err != nil {
+			return nil, err
+		}
+		if err := s.waitReady(ctx, cacheServerName, s.CacheURL(), dir.Path(filepath.Join(cacheServerName, rootdir.ServingCertPairName+".crt")), ""); err != nil {
+			return nil, err
+		}
+	}
 	for i := 0; i < o.Shards; i++ {
 		name := ShardName(i)
 		if err := s.start(ctx, name, o.ShardBinary, s.shardArgs(name)); err != nil {
@@ -285,6 +299,15 @@ func (s *System) prepare() error {
 	if err := os.WriteFile(d.Path("shards-ca.crt"), bundle, 0o644); err != nil {
 		return err
 	}
+	if s.o.CacheServerBinary != "" {
+		cacheDir, err := rootdir.Open(d.Path(cacheServerName))
+		if err != nil {
+			return err
+		}
+		if _, _, err := cacheDir.EnsureServingCert("127.0.0.1", nil); err != nil {
+			return err
+		}
+	}
 	if err := s.writeMapping(); err != nil {
 		return err
 	}
@@ -380,6 +403,13 @@ func (s *System) pickPorts() error {
 			return err
 		}
 	}
+	if s.ports.Cache[0] == 0 {
+		for j := range s.ports.Cache {
+			if s.ports.Cache[j], err = next(); err != nil {
+				return err
+			}
+		}
+	}
 	for len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 {
 		p, err := next()
 		if err != nil {
@@ -466,6 +496,19 @@ func (s *System) proxyArgs(port int) []string {
 		"--token-auth-file=" + s.dir.Path("proxy-tokens.csv"),
 		"--client-ca-file=" + s.dir.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
+	}
+}
+
+// CacheURL is the cache server's URL.
+func (s *System) CacheURL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.ports.Cache[0]) }
+
+func (s *System) cacheArgs() []string {
+	return []string{
+		"--root-directory=" + s.dir.Path(cacheServerName),
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(s.ports.Cache[0]),
+		"--embedded-etcd-client-port=" + strconv.Itoa(s.ports.Cache[1]),
+		"--embedded-etcd-peer-port=" + strconv.Itoa(s.ports.Cache[2]),
 	}
 }
 

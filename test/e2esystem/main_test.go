@@ -39,14 +39,14 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binaries := map[string]string{}
-	for _, name := range []string{"run-system", "shard", "front-proxy"} {
+	for _, name := range []string{"run-system", "shard", "front-proxy", "cache-server"} {
 		if binaries[name], err = framework.BuildCommand(name); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}
 	users := framework.KCPTestTokenUsers()
-	sys, err = framework.NewSystem(dir, shards, binaries["run-system"], binaries["shard"], binaries["front-proxy"], users...)
+	sys, err = framework.NewSystem(dir, shards, binaries["run-system"], binaries["shard"], binaries["front-proxy"], binaries["cache-server"], users...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

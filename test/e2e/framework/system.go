@@ -37,7 +37,7 @@ type System struct {
 // accepts users, and stops it when the test ends.
 func StartSystem(t testing.TB, shards int, users ...TokenUser) *System {
 	t.Helper()
-	s, err := NewSystem(t.TempDir(), shards, CommandBinary(t, "run-system"), CommandBinary(t, "shard"), CommandBinary(t, "front-proxy"), users...)
+	s, err := NewSystem(t.TempDir(), shards, CommandBinary(t, "run-system"), CommandBinary(t, "shard"), CommandBinary(t, "front-proxy"), CommandBinary(t, "cache-server"), users...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func StartSystem(t testing.TB, shards int, users ...TokenUser) *System {
 
 // NewSystem prepares a system in dir without starting it; tests sharing
 // one system per package start it from TestMain.
-func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary string, users ...TokenUser) (*System, error) {
+func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary, cacheBinary string, users ...TokenUser) (*System, error) {
 	users, err := completeTokenUsers(users)
 	if err != nil {
 		return nil, err
@@ -71,7 +71,7 @@ func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary string
 		Args: func() []string {
 			return []string{"--dir=" + s.Dir, "--shards=" + strconv.Itoa(shards), "--token-auth-file=" + tokens,
 				"--front-proxies=" + strconv.Itoa(max(1, s.FrontProxies)),
-				"--shard-binary=" + shardBinary, "--front-proxy-binary=" + proxyBinary}
+				"--shard-binary=" + shardBinary, "--front-proxy-binary=" + proxyBinary, "--cache-server-binary=" + cacheBinary}
 		},
 		ReadyFiles: func() []string { return []string{filepath.Join(s.Dir, system.ReadyFile)} },
 	}
