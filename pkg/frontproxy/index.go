@@ -16,7 +16,6 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // Index maps workspace paths to logical clusters and logical clusters to
@@ -158,16 +157,18 @@ func (x *Index) shardChanged(s *corev1alpha1.Shard) {
 		klog.Background().Error(err, "No client for shard", "shard", s.Name)
 		return
 	}
-	lcs := wildcardinformer.New(cache.NewListWatchFromClient(core, "logicalclusters", metav1.NamespaceAll, fields.Everything()),
-		&corev1alpha1.LogicalCluster{}, "front-proxy-logicalclusters-"+s.Name)
-	workspaces := wildcardinformer.New(cache.NewListWatchFromClient(tenancy, "workspaces", metav1.NamespaceAll, fields.Everything()),
-		&tenancyv1alpha1.Workspace{}, "front-proxy-workspaces-"+s.Name)
-	lcs.AddHandler(logicalClusterHandler{x: x, shard: s.Name})
-	workspaces.AddHandler(workspaceHandler{x: x, shard: s.Name})
+	// The handlers keep what routing needs; the reflectors keep no copies
+	// of the objects (see handlerStore).
+	lcs := newHandlerStore(logicalClusterHandler{x: x, shard: s.Name}, deletedLogicalCluster)
+	workspaces := newHandlerStore(workspaceHandler{x: x, shard: s.Name}, deletedWorkspace)
+	lcReflector := cache.NewReflectorWithOptions(listOnly{cache.NewListWatchFromClient(core, "logicalclusters", metav1.NamespaceAll, fields.Everything())},
+		&corev1alpha1.LogicalCluster{}, lcs, cache.ReflectorOptions{Name: "front-proxy-logicalclusters-" + s.Name})
+	wsReflector := cache.NewReflectorWithOptions(listOnly{cache.NewListWatchFromClient(tenancy, "workspaces", metav1.NamespaceAll, fields.Everything())},
+		&tenancyv1alpha1.Workspace{}, workspaces, cache.ReflectorOptions{Name: "front-proxy-workspaces-" + s.Name})
 	ctx, cancel := context.WithCancel(x.ctx)
 	x.shards[s.Name] = &shardWatch{name: s.Name, baseURL: u, stop: cancel, synced: func() bool { return lcs.HasSynced() && workspaces.HasSynced() }}
-	go lcs.Run(ctx)
-	go workspaces.Run(ctx)
+	go lcReflector.RunWithContext(ctx)
+	go wsReflector.RunWithContext(ctx)
 	klog.Background().Info("Routing to shard", "shard", s.Name, "baseURL", s.Spec.BaseURL)
 }
 

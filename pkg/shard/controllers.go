@@ -100,6 +100,8 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
 		})
+	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
+	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local)
 	loopbackClient, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
@@ -167,7 +169,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 					apiBindings.Run(ctx, 32)
 				}
 			}()
-			go defaultAPIBindings.Run(ctx, 4)
+			go defaultAPIBindings.Run(ctx, 32)
 			go policyStatus.Run(ctx, 2)
 			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
 			if c.Options.ShardName != corev1alpha1.RootShard {

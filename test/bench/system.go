@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,8 +50,9 @@ const (
 
 // systemOptions are the flags of the system mode.
 type systemOptions struct {
-	frontProxyBinary string
-	shards           int
+	frontProxyBinary  string
+	cacheServerBinary string
+	shards            int
 	// workspaces are created flat through the proxy for workspaces/s and
 	// the proxy's memory reading.
 	workspaces         int
@@ -62,6 +64,7 @@ type systemOptions struct {
 
 func (s *systemOptions) addFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.frontProxyBinary, "front-proxy-binary", "bin/front-proxy", "front-proxy binary for --mode=system")
+	fs.StringVar(&s.cacheServerBinary, "cache-server-binary", "", "cache-server binary for --mode=system, started before the shards as make run-system does (empty: none)")
 	fs.IntVar(&s.shards, "system-shards", 2, "shards of --mode=system, root included")
 	fs.IntVar(&s.workspaces, "system-workspaces", 2000, "workspaces created flat through the front-proxy in --mode=system (workspaces/s and proxy memory; issue 14's memory point is 10000)")
 	fs.IntVar(&s.latencyConcurrency, "system-latency-concurrency", 1, "clients of the direct-vs-proxy latency run of --mode=system (each sends one request directly and one through the proxy in turn)")
@@ -80,7 +83,10 @@ type systemResults struct {
 
 	// Direct on the shard of the latency workspace against through the
 	// proxy, interleaved.
-	LatencyShard       string  `json:"system_latency_shard"`
+	LatencyShard string `json:"system_latency_shard"`
+	// LatencyMisplaced counts latency workspaces skipped because their
+	// LogicalCluster was not on exactly the shard they name.
+	LatencyMisplaced   int     `json:"system_latency_workspaces_misplaced"`
 	LatencyRequests    int     `json:"system_latency_requests"`
 	LatencyConcurrency int     `json:"system_latency_concurrency"`
 	DirectGetP50Ms     float64 `json:"system_direct_get_p50_ms"`
@@ -113,6 +119,11 @@ type systemResults struct {
 	WSReadyP50Ms       float64        `json:"system_ws_ready_p50_ms"`
 	WSReadyP99Ms       float64        `json:"system_ws_ready_p99_ms"`
 	WorkspacesPerShard map[string]int `json:"system_workspaces_per_shard"`
+	// ClustersOnSeveralShards counts root's Workspaces whose logical
+	// cluster has a LogicalCluster on more than one shard;
+	// WorkspacesNotOnNamedShard those whose named shard has none.
+	ClustersOnSeveralShards   int `json:"system_clusters_on_several_shards"`
+	WorkspacesNotOnNamedShard int `json:"system_workspaces_not_on_named_shard"`
 
 	// Proxy memory: idle, and with the workspaces (all shards' Workspaces
 	// and LogicalClusters in its index).
@@ -137,8 +148,9 @@ type systemResults struct {
 
 // systemRun holds the started system and its clients.
 type systemRun struct {
-	sys *system.System
-	dir string
+	sys    *system.System
+	dir    string
+	shards int
 	// proxy is kcp-admin through the front-proxy (admin.kubeconfig, base).
 	proxy *rest.Config
 	// masters is system:masters on the root shard; shardConfig moves it.
@@ -179,14 +191,14 @@ func runSystem(ctx context.Context, o options) (results, error) {
 	step(fmt.Sprintf("starting %d shards and the front-proxy", o.system.shards))
 	start := time.Now()
 	sys, err := system.Start(ctx, system.Options{Dir: dir, Shards: o.system.shards, FrontProxies: 1,
-		ShardBinary: o.shardBinary, FrontProxyBinary: o.system.frontProxyBinary})
+		ShardBinary: o.shardBinary, FrontProxyBinary: o.system.frontProxyBinary, CacheServerBinary: o.system.cacheServerBinary})
 	if err != nil {
 		return r, err
 	}
 	defer sys.Stop()
 	sr.StartToReadySeconds = time.Since(start).Seconds()
 
-	s := &systemRun{sys: sys, dir: dir}
+	s := &systemRun{sys: sys, dir: dir, shards: o.system.shards}
 	if s.proxy, err = contextConfig(filepath.Join(dir, system.AdminKubeconfigFile), "base"); err != nil {
 		return r, err
 	}
@@ -209,7 +221,7 @@ func runSystem(ctx context.Context, o options) (results, error) {
 	sr.ProxyRSSIdleBytes, sr.ProxyHeapIdleBytes, _ = s.proxyMemory()
 
 	step("direct and proxied configmap GET and CREATE, interleaved")
-	lat, err := s.newLatencyRun(ctx, b)
+	lat, err := s.newLatencyRun(ctx, b, sr)
 	if err != nil {
 		return r, err
 	}
@@ -229,9 +241,11 @@ func runSystem(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	sr.WSPerSecFlat, sr.WSReadyP50Ms, sr.WSReadyP99Ms = rate, percentile(ready, 50), percentile(ready, 99)
-	if sr.WorkspacesPerShard, err = s.workspacesPerShard(ctx, b); err != nil {
+	p, err := s.placements(ctx)
+	if err != nil {
 		return r, err
 	}
+	sr.WorkspacesPerShard, sr.ClustersOnSeveralShards, sr.WorkspacesNotOnNamedShard = p.perShard, p.onSeveral, p.notOnNamed
 	time.Sleep(2 * time.Second)
 	sr.ProxyRSSBytes, sr.ProxyHeapBytes, sr.ProxyGoroutines = s.proxyMemory()
 	if sr.Workspaces > 0 {
@@ -334,18 +348,59 @@ func (s *systemRun) proxyMemory() (rss, heap int64, goroutines int) {
 	return rss, heap, goroutines
 }
 
-// workspacesPerShard counts the Workspaces of root by the shard they were
-// scheduled to.
-func (s *systemRun) workspacesPerShard(ctx context.Context, b *bench) (map[string]int, error) {
-	list := &tenancyv1alpha1.WorkspaceList{}
-	if err := b.masters.List(ctx, logicalcluster.Root, kcpclient.Workspaces, list); err != nil {
+// placement is where the Workspaces of root and the LogicalClusters of
+// every shard are.
+type placement struct {
+	// hosts are the shards that have a LogicalCluster, by cluster.
+	hosts map[logicalcluster.Name][]string
+	// perShard counts the Workspaces of root by the shard they name.
+	perShard map[string]int
+	// onSeveral counts the clusters of root's Workspaces that have a
+	// LogicalCluster on more than one shard; notOnNamed those whose named
+	// shard has none.
+	onSeveral, notOnNamed int
+}
+
+// placements lists the LogicalClusters of every shard and the Workspaces
+// of root (as system:masters on each shard).
+func (s *systemRun) placements(ctx context.Context) (*placement, error) {
+	p := &placement{hosts: map[logicalcluster.Name][]string{}, perShard: map[string]int{}}
+	for i := 0; i < s.shards; i++ {
+		name := system.ShardName(i)
+		c, err := kcpclient.New(s.shardConfig(name))
+		if err != nil {
+			return nil, err
+		}
+		list := &corev1alpha1.LogicalClusterList{}
+		if err := c.List(ctx, logicalcluster.Wildcard, kcpclient.LogicalClusters, list); err != nil {
+			return nil, fmt.Errorf("list LogicalClusters of shard %s: %w", name, err)
+		}
+		for _, lc := range list.Items {
+			if cluster, ok := logicalcluster.ObjectCluster(lc.Annotations); ok {
+				p.hosts[cluster] = append(p.hosts[cluster], name)
+			}
+		}
+	}
+	root, err := kcpclient.New(s.masters)
+	if err != nil {
 		return nil, err
 	}
-	out := map[string]int{}
-	for _, ws := range list.Items {
-		out[ws.Annotations[corev1alpha1.ShardAnnotationKey]]++
+	list := &tenancyv1alpha1.WorkspaceList{}
+	if err := root.List(ctx, logicalcluster.Root, kcpclient.Workspaces, list); err != nil {
+		return nil, err
 	}
-	return out, nil
+	for _, ws := range list.Items {
+		named := ws.Annotations[corev1alpha1.ShardAnnotationKey]
+		p.perShard[named]++
+		hosts := p.hosts[logicalcluster.Name(ws.Spec.Cluster)]
+		if len(hosts) > 1 {
+			p.onSeveral++
+		}
+		if !slices.Contains(hosts, named) {
+			p.notOnNamed++
+		}
+	}
+	return p, nil
 }
 
 // latencyRun is one workspace reached directly on its shard and through
@@ -361,20 +416,39 @@ type latencyRun struct {
 
 // newLatencyRun creates the latency workspace through the proxy and
 // clients for it: directly on its shard by logical cluster name, and
-// through the proxy by path, as a user addresses it.
-func (s *systemRun) newLatencyRun(ctx context.Context, b *bench) (*latencyRun, error) {
-	ws, _, err := b.createOne(ctx, logicalcluster.Root, latencyWorkspace)
-	if err != nil {
-		return nil, err
-	}
-	l := &latencyRun{proxyCPU: func() time.Duration { return pidCPU(filepath.Join(s.dir, "front-proxy.pid")) }, shard: ws.Annotations[corev1alpha1.ShardAnnotationKey], cluster: logicalcluster.Name(ws.Spec.Cluster)}
-	if l.shard == "" {
-		return nil, fmt.Errorf("workspace %s names no shard", latencyWorkspace)
+// through the proxy by path, as a user addresses it. A workspace whose
+// LogicalCluster is not on exactly the shard it names (see placements) is
+// skipped for another.
+func (s *systemRun) newLatencyRun(ctx context.Context, b *bench, sr *systemResults) (*latencyRun, error) {
+	l := &latencyRun{proxyCPU: func() time.Duration { return pidCPU(filepath.Join(s.dir, "front-proxy.pid")) }}
+	var name string
+	for attempt := 0; l.shard == ""; attempt++ {
+		if attempt == 5 {
+			return nil, fmt.Errorf("no latency workspace placed on exactly one shard in %d attempts", attempt)
+		}
+		name = fmt.Sprintf("%s-%d", latencyWorkspace, attempt)
+		ws, _, err := b.createOne(ctx, logicalcluster.Root, name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.placements(ctx)
+		if err != nil {
+			return nil, err
+		}
+		l.cluster = logicalcluster.Name(ws.Spec.Cluster)
+		named, hosts := ws.Annotations[corev1alpha1.ShardAnnotationKey], p.hosts[l.cluster]
+		if len(hosts) == 1 && hosts[0] == named {
+			l.shard = named
+			continue
+		}
+		sr.LatencyMisplaced++
+		fmt.Fprintf(os.Stderr, "bench: workspace %s (cluster %s) names shard %q, its LogicalCluster is on %v; trying another\n", name, l.cluster, named, hosts)
 	}
 	direct := s.directConfig(l.shard)
 	direct.Host = l.cluster.Path().URL(direct.Host)
 	proxy := rest.CopyConfig(s.proxy)
-	proxy.Host = strings.TrimSuffix(proxy.Host, "/") + "/clusters/" + logicalcluster.Root.Path().Join(latencyWorkspace).String()
+	proxy.Host = strings.TrimSuffix(proxy.Host, "/") + "/clusters/" + logicalcluster.Root.Path().Join(name).String()
+	var err error
 	if l.direct, err = kubernetes.NewForConfig(direct); err != nil {
 		return nil, err
 	}
@@ -389,7 +463,7 @@ func (s *systemRun) newLatencyRun(ctx context.Context, b *bench) (*latencyRun, e
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("proxy does not serve %s: %w", latencyWorkspace, err)
+			return nil, fmt.Errorf("proxy does not serve %s: %w", name, err)
 		}
 		time.Sleep(pollPeriod)
 	}
@@ -699,6 +773,8 @@ func (sr *systemResults) print(tw *tabwriter.Writer) {
 	row("watch events/s", fmt.Sprintf("%.0f via proxy, %.0f direct (%d creates on the shard; proxy adds p50 %.2f ms, p99 %.2f ms per event)",
 		sr.ProxyWatchEventsPerSec, sr.DirectWatchEventsPerSec, sr.WatchEvents, sr.ProxyWatchDelayP50Ms, sr.ProxyWatchDelayP99Ms))
 	row("workspaces/s flat via proxy", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms), per shard %v", sr.WSPerSecFlat, sr.WSReadyP50Ms, sr.WSReadyP99Ms, sr.WorkspacesPerShard))
+	row("placement check", fmt.Sprintf("%d workspaces of root with a LogicalCluster on several shards, %d without one on the shard they name (%d latency workspaces skipped for that)",
+		sr.ClustersOnSeveralShards, sr.WorkspacesNotOnNamedShard, sr.LatencyMisplaced))
 	row("proxy idle RSS / heap", mib(sr.ProxyRSSIdleBytes)+" / "+mib(sr.ProxyHeapIdleBytes))
 	row(fmt.Sprintf("proxy at %d workspaces", sr.Workspaces), fmt.Sprintf("RSS %s, heap %s (no forced GC), %d goroutines; %.1f KiB RSS per workspace",
 		mib(sr.ProxyRSSBytes), mib(sr.ProxyHeapBytes), sr.ProxyGoroutines, sr.ProxyRSSBytesPerWS/1024))

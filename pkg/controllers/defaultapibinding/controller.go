@@ -1,11 +1,18 @@
 // Package defaultapibinding is the system:apibindings initializer, kcp's
 // "apibinder": a logical cluster whose type (or a type it extends) lists
 // spec.defaultAPIBindings is scheduled with the initializer
-// system:apibindings. While such a LogicalCluster is Initializing, this
+// system:apibindings. While such a LogicalCluster is Initializing (or
+// still Scheduling, while its content is bootstrapped), this
 // controller creates one APIBinding per distinct default export, waits until
 // each is Bound, and then removes system:apibindings from the
-// LogicalCluster's status.initializers, which lets it become Ready. How far
-// it got is the LogicalCluster's condition APIBindingsInitialized.
+// LogicalCluster's status.initializers; when it was the last one, the same
+// write makes the LogicalCluster Ready, as the LogicalCluster controller
+// would in the next. The LogicalCluster's condition APIBindingsInitialized
+// says what holds it (a missing export, what keeps a binding from binding)
+// and, at the end, that all are bound; bindings on their way cost no
+// status write. Bindings are created while the LogicalCluster is still
+// Scheduling, alongside its content bootstrap; its status is written only
+// once it is Initializing.
 //
 // Only LogicalClusters that still wait for system:apibindings are ever
 // queued: workspaces of types without default APIBindings cost nothing
@@ -50,9 +57,14 @@ func pendingIndex(obj interface{}) ([]string, error) {
 }
 
 // pending tells whether a LogicalCluster waits for system:apibindings: it is
-// Initializing, not being deleted, and still lists the initializer.
+// not being deleted, still lists the initializer, and is Initializing or
+// still Scheduling. Binding starts while the cluster's content is
+// bootstrapped (the phase Scheduling ends with that): the two chains of
+// writes overlap instead of adding up in every workspace's creation.
 func pending(lc *corev1alpha1.LogicalCluster) bool {
-	return lc.DeletionTimestamp == nil && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing &&
+	phase := lc.Status.Phase
+	return lc.DeletionTimestamp == nil &&
+		(phase == corev1alpha1.LogicalClusterPhaseInitializing || phase == corev1alpha1.LogicalClusterPhaseScheduling) &&
 		slices.Contains(lc.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
 }
 
@@ -199,6 +211,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	lc = lc.DeepCopy()
 	old := lc.Status.DeepCopy()
 	reconcileErr := c.bindings.reconcile(ctx, cluster, lc)
+	// While Scheduling, the LogicalCluster controller bootstraps the
+	// content and then writes the status: bindings are created meanwhile,
+	// the status is ours once it is Initializing (the phase change
+	// requeues it), so that neither write conflicts with the other.
+	if lc.Status.Phase == corev1alpha1.LogicalClusterPhaseScheduling {
+		return reconcileErr
+	}
 	if !apiequality.Semantic.DeepEqual(*old, lc.Status) {
 		if err := c.updateStatus(ctx, cluster, lc); err != nil {
 			if apierrors.IsNotFound(err) {

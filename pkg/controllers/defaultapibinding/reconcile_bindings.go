@@ -57,9 +57,10 @@ func (e defaultExport) String() string { return e.path.Join(e.name).String() }
 
 // reconcile brings lc, the LogicalCluster of cluster, one step further: it
 // creates the APIBindings that are missing, records in the condition
-// APIBindingsInitialized what is still missing or not bound, and removes
-// system:apibindings from the status once every binding is Bound. The
-// returned error asks for a retry.
+// APIBindingsInitialized what is missing or keeps a binding from binding,
+// and removes system:apibindings from the status once every binding is
+// Bound (making an Initializing cluster without other initializers Ready).
+// The returned error asks for a retry.
 func (r *bindingsReconciler) reconcile(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	logger := klog.FromContext(ctx).WithValues("cluster", cluster)
 	annotation := lc.Annotations[corev1alpha1.LogicalClusterTypeAnnotationKey]
@@ -111,26 +112,43 @@ func (r *bindingsReconciler) reconcile(ctx context.Context, cluster logicalclust
 	}
 
 	var waiting []string
+	reported := false
 	for _, e := range exports {
 		switch b := bindingOf(existing, cluster, e); {
 		case b == nil:
 			// Created above: the informer shows it soon, and its events
 			// requeue the cluster.
-			waiting = append(waiting, "for APIExport "+e.String())
+			waiting = append(waiting, BindingName(cluster, e.path, e.name)+" for APIExport "+e.String())
 		case b.Status.Phase != apisv1alpha2.APIBindingPhaseBound:
-			waiting = append(waiting, b.Name+notBoundBecause(b))
+			reason := notBoundBecause(b)
+			reported = reported || reason != ""
+			waiting = append(waiting, b.Name+" for APIExport "+e.String()+reason)
 		}
 	}
 	if len(waiting) > 0 {
-		slices.Sort(waiting)
-		markFalse(lc, tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings, conditionsv1alpha1.ConditionSeverityInfo,
-			"APIBinding(s) not yet fully bound: "+strings.Join(waiting, ", "))
+		// Bindings on their way (just created, or binding with nothing to
+		// report) are not worth a status write each: system:apibindings in
+		// status.initializers says the workspace waits, and every write
+		// here is one of the LogicalCluster and one of its Workspace in
+		// each workspace's creation. What keeps a binding from binding is
+		// recorded, and kept current once recorded.
+		if reported || lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceAPIBindingsInitialized) != nil {
+			slices.Sort(waiting)
+			markFalse(lc, tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings, conditionsv1alpha1.ConditionSeverityInfo,
+				"APIBinding(s) not yet fully bound: "+strings.Join(waiting, ", "))
+		}
 		return nil
 	}
 	conditionsv1alpha1.Set(lc, conditionsv1alpha1.Condition{Type: tenancyv1alpha1.WorkspaceAPIBindingsInitialized, Status: corev1.ConditionTrue})
 	lc.Status.Initializers = slices.DeleteFunc(slices.Clone(lc.Status.Initializers), func(i corev1alpha1.LogicalClusterInitializer) bool {
 		return i == tenancyv1alpha1.WorkspaceAPIBindingsInitializer
 	})
+	// The last initializer gone, an Initializing cluster is Ready: said in
+	// this write, the workspace is usable one write and one informer hop
+	// earlier than if the LogicalCluster controller said it next.
+	if len(lc.Status.Initializers) == 0 && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing {
+		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseReady
+	}
 	logger.V(2).Info("Default APIBindings are bound", "count", len(exports))
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
@@ -20,6 +22,7 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 const (
@@ -171,15 +174,13 @@ func TestDefaultBindingsAreCreatedOncePerExportOfTheTypeChain(t *testing.T) {
 		t.Errorf("widgets claims = %+v, want %+v", widgets.Spec.PermissionClaims, wantClaims)
 	}
 
-	// Not bound yet: the initializer stays, the condition says what it
-	// waits for.
+	// Not bound yet: the initializer stays; bindings on their way are not
+	// worth a condition.
 	if !slices.Contains(lc.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer) {
 		t.Errorf("initializers %v lost system:apibindings before the bindings are bound", lc.Status.Initializers)
 	}
-	c := condition(lc)
-	if c == nil || c.Status != corev1.ConditionFalse || c.Reason != tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings ||
-		!strings.Contains(c.Message, "root:org:provider:widgets") || !strings.Contains(c.Message, string(orgCluster)+":gadgets") {
-		t.Errorf("condition = %+v, want WaitingOnAPIBindings naming both exports", c)
+	if c := condition(lc); c != nil {
+		t.Errorf("condition = %+v after creating the bindings, want none yet", c)
 	}
 }
 
@@ -189,9 +190,13 @@ func TestInitializerIsRemovedOnlyWhenEveryDefaultBindingIsBound(t *testing.T) {
 	notBound := binding(gadgetsName, string(orgCluster), "gadgets", apisv1alpha2.APIBindingPhaseBinding)
 	notBound.Status.Conditions = conditionsv1alpha1.Conditions{{Type: apisv1alpha2.APIExportValid, Status: corev1.ConditionFalse, Reason: "APIResourceSchemaInvalid", Message: "APIResourceSchema v1.gadgets does not exist"}}
 	tests := []struct {
-		name        string
-		bindings    []*apisv1alpha2.APIBinding
+		name     string
+		bindings []*apisv1alpha2.APIBinding
+		// recorded: the condition says the workspace waits already.
+		recorded    bool
 		wantRemoved bool
+		// wantMessage are in the WaitingOnAPIBindings message; none: no
+		// condition is set.
 		wantMessage []string
 	}{
 		{
@@ -221,7 +226,15 @@ func TestInitializerIsRemovedOnlyWhenEveryDefaultBindingIsBound(t *testing.T) {
 				binding("elsewhere", "root:other:provider", "widgets", apisv1alpha2.APIBindingPhaseBound),
 				binding(gadgetsName, string(orgCluster), "gadgets", apisv1alpha2.APIBindingPhaseBound),
 			},
-			wantMessage: []string{"for APIExport root:org:provider:widgets"},
+		},
+		{
+			name: "a recorded wait is kept current",
+			bindings: []*apisv1alpha2.APIBinding{
+				binding("elsewhere", "root:other:provider", "widgets", apisv1alpha2.APIBindingPhaseBound),
+				binding(gadgetsName, string(orgCluster), "gadgets", apisv1alpha2.APIBindingPhaseBound),
+			},
+			recorded:    true,
+			wantMessage: []string{widgetsName + " for APIExport root:org:provider:widgets"},
 		},
 	}
 	for _, tc := range tests {
@@ -235,6 +248,9 @@ func TestInitializerIsRemovedOnlyWhenEveryDefaultBindingIsBound(t *testing.T) {
 				bindings: tc.bindings,
 			}
 			lc := initializing("root:org:leaf", "root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+			if tc.recorded {
+				markFalse(lc, tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings, conditionsv1alpha1.ConditionSeverityInfo, "APIBinding(s) not yet fully bound: earlier")
+			}
 			if err := w.reconciler().reconcile(context.Background(), ws, lc); err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -255,6 +271,12 @@ func TestInitializerIsRemovedOnlyWhenEveryDefaultBindingIsBound(t *testing.T) {
 			if tc.wantRemoved {
 				if c == nil || c.Status != corev1.ConditionTrue {
 					t.Errorf("condition = %+v, want True", c)
+				}
+				return
+			}
+			if len(tc.wantMessage) == 0 {
+				if c != nil {
+					t.Errorf("condition = %+v, want none while the bindings are on their way", c)
 				}
 				return
 			}
@@ -380,7 +402,7 @@ func TestBindingNameIsKCPs(t *testing.T) {
 	}
 }
 
-func TestOnlyInitializingClustersWaitingForTheInitializerArePending(t *testing.T) {
+func TestOnlyNewClustersWaitingForTheInitializerArePending(t *testing.T) {
 	now := metav1.Now()
 	tests := []struct {
 		name string
@@ -389,9 +411,14 @@ func TestOnlyInitializingClustersWaitingForTheInitializerArePending(t *testing.T
 	}{
 		{"initializing with system:apibindings", initializing("root:org:leaf", "root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer), true},
 		{"initializing without it: a type without default bindings", initializing("root:universal", "root:universal"), false},
-		{"still scheduling", func() *corev1alpha1.LogicalCluster {
+		{"still scheduling: its content is bootstrapped meanwhile", func() *corev1alpha1.LogicalCluster {
 			lc := initializing("root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
 			lc.Status.Phase = corev1alpha1.LogicalClusterPhaseScheduling
+			return lc
+		}(), true},
+		{"ready", func() *corev1alpha1.LogicalCluster {
+			lc := initializing("root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+			lc.Status.Phase = corev1alpha1.LogicalClusterPhaseReady
 			return lc
 		}(), false},
 		{"being deleted", func() *corev1alpha1.LogicalCluster {
@@ -408,5 +435,111 @@ func TestOnlyInitializingClustersWaitingForTheInitializerArePending(t *testing.T
 		if (len(keys) == 1) != tc.want {
 			t.Errorf("%s: index keys %v", tc.name, keys)
 		}
+	}
+}
+
+// TestBindingsOnTheirWayCostNoStatusWrite: creating the bindings, and
+// seeing them before the binding controller has written their status,
+// leave the LogicalCluster's status as it was; a binding that reports what
+// keeps it from binding is recorded.
+func TestBindingsOnTheirWayCostNoStatusWrite(t *testing.T) {
+	w := &world{
+		types: chain(),
+		exports: map[string]*apisv1alpha2.APIExport{
+			"root:org:provider:widgets":     export("widgets"),
+			string(orgCluster) + ":gadgets": export("gadgets"),
+		},
+	}
+	lc := initializing("root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+	before := lc.Status.DeepCopy()
+	if err := w.reconciler().reconcile(context.Background(), ws, lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(w.created) != 2 {
+		t.Fatalf("created %d bindings, want 2", len(w.created))
+	}
+	if !apiequality.Semantic.DeepEqual(*before, lc.Status) {
+		t.Errorf("creating the bindings changed the status: %+v", lc.Status)
+	}
+	w.bindings, w.created = w.created, nil
+	if err := w.reconciler().reconcile(context.Background(), ws, lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(w.created) != 0 || !apiequality.Semantic.DeepEqual(*before, lc.Status) {
+		t.Errorf("seeing the new bindings created %d more and changed the status: %+v", len(w.created), lc.Status)
+	}
+
+	w.bindings[0].Status.Conditions = conditionsv1alpha1.Conditions{{Type: apisv1alpha2.APIExportValid, Status: corev1.ConditionFalse, Message: "schema missing"}}
+	if err := w.reconciler().reconcile(context.Background(), ws, lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if c := condition(lc); c == nil || c.Reason != tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings || !strings.Contains(c.Message, "schema missing") {
+		t.Errorf("condition = %+v, want WaitingOnAPIBindings with the binding's reason", c)
+	}
+}
+
+// TestStatusIsWrittenOnceInitializingAndTheLastInitializerMakesItReady:
+// while the LogicalCluster is Scheduling (its content is bootstrapped) the
+// bindings are created but its status is not written; once Initializing,
+// removing the last initializer makes it Ready in the same write, and with
+// another initializer left it stays Initializing.
+func TestStatusIsWrittenOnceInitializingAndTheLastInitializerMakesItReady(t *testing.T) {
+	widgetsName := BindingName(ws, "root:org:provider", "widgets")
+	gadgetsName := BindingName(ws, logicalcluster.Path(orgCluster), "gadgets")
+	for _, tc := range []struct {
+		name         string
+		phase        corev1alpha1.LogicalClusterPhaseType
+		initializers []corev1alpha1.LogicalClusterInitializer
+		wantWrite    bool
+		wantPhase    corev1alpha1.LogicalClusterPhaseType
+	}{
+		{"scheduling", corev1alpha1.LogicalClusterPhaseScheduling, []corev1alpha1.LogicalClusterInitializer{tenancyv1alpha1.WorkspaceAPIBindingsInitializer}, false, ""},
+		{"initializing, the last initializer", corev1alpha1.LogicalClusterPhaseInitializing, []corev1alpha1.LogicalClusterInitializer{tenancyv1alpha1.WorkspaceAPIBindingsInitializer}, true, corev1alpha1.LogicalClusterPhaseReady},
+		{"initializing, another initializer left", corev1alpha1.LogicalClusterPhaseInitializing, []corev1alpha1.LogicalClusterInitializer{"root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer}, true, corev1alpha1.LogicalClusterPhaseInitializing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &world{
+				types: chain(),
+				exports: map[string]*apisv1alpha2.APIExport{
+					"root:org:provider:widgets":     export("widgets"),
+					string(orgCluster) + ":gadgets": export("gadgets"),
+				},
+				bindings: []*apisv1alpha2.APIBinding{
+					binding(widgetsName, "root:org:provider", "widgets", apisv1alpha2.APIBindingPhaseBound),
+					binding(gadgetsName, string(orgCluster), "gadgets", apisv1alpha2.APIBindingPhaseBound),
+				},
+			}
+			lc := initializing("root:org:leaf", tc.initializers...)
+			lc.Status.Phase = tc.phase
+			lcs := wildcardinformer.New(&cache.ListWatch{}, &corev1alpha1.LogicalCluster{}, "test-logicalclusters")
+			if err := lcs.Indexer().Add(lc); err != nil {
+				t.Fatal(err)
+			}
+			var written []*corev1alpha1.LogicalCluster
+			c := &Controller{
+				logicalClusters: lcs,
+				bindings:        w.reconciler(),
+				updateStatus: func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+					written = append(written, lc.DeepCopy())
+					return nil
+				},
+			}
+			if err := c.reconcile(context.Background(), wildcardinformer.Key(ws, "", corev1alpha1.LogicalClusterName)); err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if !tc.wantWrite {
+				if len(written) > 0 {
+					t.Errorf("wrote the status of a Scheduling LogicalCluster: %+v", written[0].Status)
+				}
+				return
+			}
+			if len(written) != 1 {
+				t.Fatalf("%d status writes, want 1", len(written))
+			}
+			got := written[0].Status
+			if got.Phase != tc.wantPhase || slices.Contains(got.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer) {
+				t.Errorf("wrote phase %s initializers %v, want phase %s without system:apibindings", got.Phase, got.Initializers, tc.wantPhase)
+			}
+		})
 	}
 }

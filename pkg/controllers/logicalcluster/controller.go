@@ -73,6 +73,27 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 	return c
 }
 
+// RequeueOnDeletionOf makes the deletion of an object of inf (a wildcard
+// informer of a kind whose objects carry finalizers, such as APIBindings)
+// look at its cluster again at once: a cluster being deleted may have been
+// waiting for it, and would otherwise wait for the requeue. Call before the
+// informers run.
+func (c *Controller) RequeueOnDeletionOf(inf *wildcardinformer.Informer) {
+	inf.AddHandler(requeueOnDelete{c})
+}
+
+// requeueOnDelete enqueues the LogicalCluster of a deleted object.
+type requeueOnDelete struct{ c *Controller }
+
+func (requeueOnDelete) OnAdd(interface{})                 {}
+func (requeueOnDelete) OnUpdate(interface{}, interface{}) {}
+func (h requeueOnDelete) OnDelete(obj interface{}) {
+	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
+		cluster, _, _, _ := wildcardinformer.SplitKey(key)
+		h.c.loop.Enqueue(wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName))
+	}
+}
+
 // forgetReleased drops a cluster from released once its LogicalCluster is
 // gone from the informer.
 type forgetReleased struct{ c *Controller }

@@ -1,0 +1,58 @@
+package logicalcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// TestDeletedObjectRequeuesItsCluster: the deletion of an object that
+// held its cluster's deletion (an APIBinding and its finalizer) looks at
+// the cluster's LogicalCluster again; adding or changing one does not.
+func TestDeletedObjectRequeuesItsCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys := make(chan string, 10)
+	c := &Controller{}
+	c.loop = loop.New("test-logicalcluster", func(_ context.Context, key string) error {
+		keys <- key
+		return nil
+	})
+	bindings := wildcardinformer.New(&cache.ListWatch{}, &apisv1alpha2.APIBinding{}, "test-apibindings")
+	c.RequeueOnDeletionOf(bindings)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.loop.Run(ctx, 1)
+	}()
+
+	b := &apisv1alpha2.APIBinding{ObjectMeta: metav1.ObjectMeta{Name: "tenancy.kcp.io-abcde", Annotations: map[string]string{logicalcluster.AnnotationKey: "c1"}}}
+	h := requeueOnDelete{c}
+	h.OnAdd(b)
+	h.OnUpdate(b, b)
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: wildcardinformer.Key("c2", "", "other"), Obj: b})
+	h.OnDelete(b)
+	for _, want := range []string{wildcardinformer.Key("c2", "", "cluster"), wildcardinformer.Key("c1", "", "cluster")} {
+		select {
+		case got := <-keys:
+			if got != want {
+				t.Errorf("reconciled %q, want %q", got, want)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%s was never reconciled", want)
+		}
+	}
+	cancel()
+	<-done
+	if len(keys) > 0 {
+		t.Errorf("more reconciles than deletions: %q", <-keys)
+	}
+}
