@@ -1,7 +1,9 @@
 // Command bench measures a shard: start-up, workspaces per second (flat and
 // as a tree), memory per workspace, metric series, request latency,
 // APIBindings (one export bound in many workspaces) and deletion. It prints a table and one JSON line. It starts its own shard
-// unless --kubeconfig points at a running one.
+// unless --kubeconfig points at a running one. With --mode=system it starts
+// the root shard, more shards and the front-proxy instead and measures what
+// the proxy adds (system.go).
 package main
 
 import (

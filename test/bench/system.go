@@ -127,8 +127,11 @@ type systemResults struct {
 
 	// Proxy memory: idle, and with the workspaces (all shards' Workspaces
 	// and LogicalClusters in its index).
-	ProxyRSSIdleBytes       int64            `json:"proxy_rss_idle_bytes"`
-	ProxyHeapIdleBytes      int64            `json:"proxy_heap_idle_bytes"`
+	ProxyRSSIdleBytes  int64 `json:"proxy_rss_idle_bytes"`
+	ProxyHeapIdleBytes int64 `json:"proxy_heap_idle_bytes"`
+	// ProxyRSSBeforeWSBytes is read after the latency and watch runs,
+	// before the workspaces: the base of the per-workspace slope.
+	ProxyRSSBeforeWSBytes   int64            `json:"proxy_rss_before_workspaces_bytes"`
 	ProxyRSSBytes           int64            `json:"proxy_rss_bytes"`
 	ProxyHeapBytes          int64            `json:"proxy_heap_bytes"`
 	ProxyRSSBytesPerWS      float64          `json:"proxy_rss_bytes_per_workspace"`
@@ -236,6 +239,7 @@ func runSystem(ctx context.Context, o options) (results, error) {
 
 	step(fmt.Sprintf("creating %d workspaces flat under root through the proxy", o.system.workspaces))
 	sr.Workspaces = o.system.workspaces
+	sr.ProxyRSSBeforeWSBytes, _, _ = s.proxyMemory()
 	rate, ready, err := b.createFlat(ctx, b.names("sys", o.system.workspaces))
 	if err != nil {
 		return r, err
@@ -249,9 +253,10 @@ func runSystem(ctx context.Context, o options) (results, error) {
 	time.Sleep(2 * time.Second)
 	sr.ProxyRSSBytes, sr.ProxyHeapBytes, sr.ProxyGoroutines = s.proxyMemory()
 	if sr.Workspaces > 0 {
-		sr.ProxyRSSBytesPerWS = float64(sr.ProxyRSSBytes-sr.ProxyRSSIdleBytes) / float64(sr.Workspaces)
-		if sr.Workspaces < rssGoal {
-			sr.ProxyRSSAt10kEstimate = sr.ProxyRSSIdleBytes + int64(sr.ProxyRSSBytesPerWS*rssGoal)
+		sr.ProxyRSSBytesPerWS = float64(sr.ProxyRSSBytes-sr.ProxyRSSBeforeWSBytes) / float64(sr.Workspaces)
+		// Below a thousand, page and heap growth steps dominate the slope.
+		if sr.Workspaces >= 1000 && sr.Workspaces < rssGoal {
+			sr.ProxyRSSAt10kEstimate = sr.ProxyRSSBytes + int64(sr.ProxyRSSBytesPerWS*float64(rssGoal-sr.Workspaces))
 		}
 	}
 	sr.ShardRSSBytes = map[string]int64{}
@@ -775,11 +780,11 @@ func (sr *systemResults) print(tw *tabwriter.Writer) {
 	row("workspaces/s flat via proxy", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms), per shard %v", sr.WSPerSecFlat, sr.WSReadyP50Ms, sr.WSReadyP99Ms, sr.WorkspacesPerShard))
 	row("placement check", fmt.Sprintf("%d workspaces of root with a LogicalCluster on several shards, %d without one on the shard they name (%d latency workspaces skipped for that)",
 		sr.ClustersOnSeveralShards, sr.WorkspacesNotOnNamedShard, sr.LatencyMisplaced))
-	row("proxy idle RSS / heap", mib(sr.ProxyRSSIdleBytes)+" / "+mib(sr.ProxyHeapIdleBytes))
+	row("proxy idle RSS / heap", mib(sr.ProxyRSSIdleBytes)+" / "+mib(sr.ProxyHeapIdleBytes)+"; RSS before the workspaces "+mib(sr.ProxyRSSBeforeWSBytes))
 	row(fmt.Sprintf("proxy at %d workspaces", sr.Workspaces), fmt.Sprintf("RSS %s, heap %s (no forced GC), %d goroutines; %.1f KiB RSS per workspace",
 		mib(sr.ProxyRSSBytes), mib(sr.ProxyHeapBytes), sr.ProxyGoroutines, sr.ProxyRSSBytesPerWS/1024))
 	if sr.ProxyRSSAt10kEstimate > 0 {
-		row("proxy RSS at 10,000 (linear estimate)", mib(sr.ProxyRSSAt10kEstimate))
+		row("proxy RSS at 10,000 (linear from here)", mib(sr.ProxyRSSAt10kEstimate))
 	}
 	for i := 0; i < sr.Shards; i++ {
 		name := system.ShardName(i)
