@@ -40,20 +40,9 @@ func Run(ctx context.Context, o *Options) error {
 		}
 		defer etcd.Close()
 		etcdURL = etcd.ClientURL
-		// etcd failing after start-up stops the cache server with its
-		// error instead of leaving it up without storage.
-		var stop context.CancelCauseFunc
-		ctx, stop = context.WithCancelCause(ctx)
-		defer stop(nil)
-		go func() {
-			select {
-			case err, ok := <-etcd.Err():
-				if ok && err != nil {
-					stop(fmt.Errorf("embedded etcd stopped: %w", err))
-				}
-			case <-ctx.Done():
-			}
-		}()
+		var stop func()
+		ctx, stop = etcd.CancelOnFailure(ctx)
+		defer stop()
 	}
 	completed, err := o.Complete(etcdURL)
 	if err != nil {

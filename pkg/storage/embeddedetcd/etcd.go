@@ -82,3 +82,20 @@ func (s *Server) Close() { s.etcd.Close() }
 
 // Err delivers the error that stopped etcd after it started serving.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
+// CancelOnFailure returns a context that ends with the error of s when the
+// embedded etcd fails after start-up, so that the process stops with that
+// error instead of serving without storage. Call stop when done.
+func (s *Server) CancelOnFailure(ctx context.Context) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case err, ok := <-s.Err():
+			if ok && err != nil {
+				cancel(fmt.Errorf("embedded etcd stopped: %w", err))
+			}
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
