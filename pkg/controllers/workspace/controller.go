@@ -127,11 +127,21 @@ func shardOf(ws *tenancyv1alpha1.Workspace) string {
 	return ws.Annotations[tenancyv1alpha1.WorkspaceShardHashAnnotationKey]
 }
 
+// clusterOf returns the logical cluster of a workspace: spec.cluster once
+// scheduled, before that the one its recorded placement names ("" for
+// none).
+func clusterOf(ws *tenancyv1alpha1.Workspace) logicalcluster.Name {
+	if ws.Spec.Cluster != "" {
+		return logicalcluster.Name(ws.Spec.Cluster)
+	}
+	return logicalcluster.Name(ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey])
+}
+
 // getLogicalCluster reads the LogicalCluster of a scheduled workspace, from
 // the informer when it is on this shard and through its shard otherwise.
 func (c *Controller) getLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error) {
 	shardName := shardOf(ws)
-	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	cluster := clusterOf(ws)
 	if shardName == "" || shardName == c.shardName {
 		obj, exists, err := c.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
 		if err != nil || !exists {

@@ -38,7 +38,9 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 	if !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
 		return nil
 	}
-	if ws.Spec.Cluster != "" {
+	// A workspace whose placement is recorded may have a LogicalCluster
+	// even before spec.cluster is set.
+	if clusterOf(ws) != "" {
 		lc, err := r.getLogicalCluster(ctx, ws)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
@@ -94,7 +96,7 @@ func (c *Controller) deleteLogicalCluster(ctx context.Context, ws *tenancyv1alph
 	if err != nil {
 		return err
 	}
-	err = client.Delete(ctx, logicalcluster.Name(ws.Spec.Cluster), kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
+	err = client.Delete(ctx, clusterOf(ws), kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -50,24 +50,6 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		parentPath = parent.Path()
 	}
 
-	key := wildcardinformer.Key(parent, "", ws.Name)
-	shard, err := c.pickShard(key, ws)
-	if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
-		return c.setUnschedulable(ctx, parent, ws, invalid.Error())
-	}
-	if err != nil {
-		return err
-	}
-	if shard == nil {
-		return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
-	}
-	scheduled := false
-	defer func() {
-		if !scheduled {
-			c.load.forget(key)
-		}
-	}()
-
 	if ws.Spec.Type == nil {
 		return loop.RequeueAfter(time.Second)
 	}
@@ -81,7 +63,19 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	}
 	initializers, terminators := lifecycleOf(types)
 
-	cluster := ClusterName(string(ws.UID))
+	// The placement is recorded on the Workspace before anything is created
+	// on the shard, as kcp does: a retry (an update conflict, a restart)
+	// then creates the LogicalCluster on the same shard instead of a second
+	// one on whichever shard is least loaded by then.
+	shardName, cluster := shardOf(ws), logicalcluster.Name(ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey])
+	if shardName == "" || cluster == "" {
+		return c.recordPlacement(ctx, parent, ws)
+	}
+	shard := c.shard(shardName)
+	if shard == nil {
+		return c.setUnschedulable(ctx, parent, ws, fmt.Sprintf("shard %q the workspace was placed on is not registered", shardName))
+	}
+
 	path := parentPath.Join(ws.Name)
 	lc := &corev1alpha1.LogicalCluster{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "LogicalCluster"},
@@ -103,7 +97,6 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		return fmt.Errorf("create LogicalCluster %s on shard %s: %w", cluster, shard.Name, err)
 	}
 
-	setScheduledAnnotations(ws, shard.Name, cluster)
 	ws.Spec.Cluster = string(cluster)
 	ws.Spec.URL = path.URL(shard.Spec.ExternalURL)
 	ws.Spec.Type = &ref
@@ -119,10 +112,29 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		}
 		ws.Labels[corev1alpha1.RegionLabel] = region
 	}
-	if err := c.update(ctx, parent, ws); err != nil {
+	return c.update(ctx, parent, ws)
+}
+
+// recordPlacement chooses the shard of an unplaced workspace and records it,
+// with the logical cluster's name, in the Workspace's annotations; the
+// update brings the workspace back to reconcileScheduling.
+func (c *Controller) recordPlacement(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
+	key := wildcardinformer.Key(parent, "", ws.Name)
+	shard, err := c.pickShard(key, ws)
+	if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
+		return c.setUnschedulable(ctx, parent, ws, invalid.Error())
+	}
+	if err != nil {
 		return err
 	}
-	scheduled = true
+	if shard == nil {
+		return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
+	}
+	setScheduledAnnotations(ws, shard.Name, ClusterName(string(ws.UID)))
+	if err := c.update(ctx, parent, ws); err != nil {
+		c.load.forget(key)
+		return err
+	}
 	return nil
 }
 

@@ -97,11 +97,11 @@ func (l *shardLoad) set(key, shard string) {
 	}
 }
 
-// scheduledShard is the shard a Workspace counts on: the one it was
-// scheduled to, once it has a logical cluster.
+// scheduledShard is the shard a Workspace counts on: the one its placement
+// records, from the moment it is recorded.
 func scheduledShard(obj interface{}) string {
 	ws, ok := obj.(*tenancyv1alpha1.Workspace)
-	if !ok || ws.Spec.Cluster == "" {
+	if !ok {
 		return ""
 	}
 	return shardOf(ws)

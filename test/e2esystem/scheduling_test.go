@@ -1,0 +1,105 @@
+package e2esystem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// TestEveryWorkspaceHasExactlyOneLogicalCluster: workspaces created at once
+// spread over the shards, and each one's LogicalCluster exists on the shard
+// its placement names and on no other, however the scheduler's writes race.
+func TestEveryWorkspaceHasExactlyOneLogicalCluster(t *testing.T) {
+	if shards < 2 {
+		t.Skip("needs a second shard (KPLANE_E2E_SYSTEM_SHARDS >= 2)")
+	}
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("spread"), "organization", "")
+	parent := logicalcluster.Name(org.Spec.Cluster)
+	c := kcp(t, sys.AdminConfig(t, ""))
+
+	const n, workers = 60, 8
+	names := make(chan string, n)
+	for i := range n {
+		names <- fmt.Sprintf("ws-%d", i)
+	}
+	close(names)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range names {
+				ws := &tenancyv1alpha1.Workspace{
+					TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+				}
+				if err := c.Create(ctx, parent, workspacesGVR, ws, &tenancyv1alpha1.Workspace{}); err != nil {
+					errs <- fmt.Errorf("create %s: %w", name, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	var list tenancyv1alpha1.WorkspaceList
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+		if err := c.List(ctx, parent, workspacesGVR, &list); err != nil {
+			return false, nil
+		}
+		for _, ws := range list.Items {
+			if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+				return false, nil
+			}
+		}
+		return len(list.Items) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d workspaces never all Ready: %v", n, err)
+	}
+
+	// Where each logical cluster exists, read on every shard directly.
+	found := map[string][]string{}
+	for i := range shards {
+		shard := "root"
+		if i > 0 {
+			shard = fmt.Sprintf("shard-%d", i)
+		}
+		var lcs corev1alpha1.LogicalClusterList
+		if err := kcp(t, sys.ShardAdminConfig(t, shard, "")).List(ctx, logicalcluster.Wildcard, kcpclient.LogicalClusters, &lcs); err != nil {
+			t.Fatalf("list LogicalClusters on %s: %v", shard, err)
+		}
+		for _, lc := range lcs.Items {
+			cluster := lc.Annotations[logicalcluster.AnnotationKey]
+			found[cluster] = append(found[cluster], shard)
+		}
+	}
+	perShard := map[string]int{}
+	for _, ws := range list.Items {
+		on := found[ws.Spec.Cluster]
+		if len(on) != 1 || on[0] != shardOf(&ws) {
+			t.Errorf("workspace %s placed on %q: its LogicalCluster %s is on %v", ws.Name, shardOf(&ws), ws.Spec.Cluster, on)
+		}
+		perShard[shardOf(&ws)]++
+	}
+	if len(perShard) < 2 {
+		t.Errorf("%d workspaces all went to one shard: %v", n, perShard)
+	}
+	t.Logf("placement of %d workspaces: %v", n, perShard)
+}
