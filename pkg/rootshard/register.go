@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
@@ -16,9 +17,9 @@ import (
 const registerRetry = 2 * time.Second
 
 // Register creates or updates the Shard object of shard in root on the root
-// shard the informers read, retrying until root answers or ctx is done.
-func (i *Informers) Register(ctx context.Context, shard bootstrap.Shard) error {
-	config := i.config
+// shard at config (its base URL), retrying until root answers or ctx is
+// done.
+func Register(ctx context.Context, config *rest.Config, shard bootstrap.Shard) error {
 	client, err := kcpclient.New(config)
 	if err != nil {
 		return err

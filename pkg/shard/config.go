@@ -32,6 +32,7 @@ import (
 	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
 	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/admission/namespacelifecycle"
+	"github.com/kplane-dev/kplane/pkg/admission/pathannotation"
 	"github.com/kplane-dev/kplane/pkg/admission/percluster"
 	"github.com/kplane-dev/kplane/pkg/admission/policy"
 	rqadmission "github.com/kplane-dev/kplane/pkg/admission/resourcequota"
@@ -43,10 +44,11 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
 	"github.com/kplane-dev/kplane/pkg/authorization/maximalpermission"
+	"github.com/kplane-dev/kplane/pkg/cacheserver"
 	"github.com/kplane-dev/kplane/pkg/clusterpath"
+	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
-	"github.com/kplane-dev/kplane/pkg/rootshard"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
@@ -67,6 +69,9 @@ type Config struct {
 	// clusterAdmission are the webhook and policy plugins, one instance per
 	// logical cluster with configuration.
 	clusterAdmission []*percluster.Plugins
+	// embeddedCache is the cache server served below /services/cache when
+	// the shard has no --cache-kubeconfig; nil otherwise.
+	embeddedCache *cacheserver.Server
 }
 
 type completedConfig struct {
@@ -75,6 +80,7 @@ type completedConfig struct {
 	Informers        wildcardInformers
 	apiExtensions    *apiExtensions
 	clusterAdmission []*percluster.Plugins
+	embeddedCache    *cacheserver.Server
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -92,6 +98,7 @@ func (c *Config) Complete() CompletedConfig {
 		Informers:        c.Informers,
 		apiExtensions:    c.apiExtensions,
 		clusterAdmission: c.clusterAdmission,
+		embeddedCache:    c.embeddedCache,
 	}}
 }
 
@@ -104,9 +111,11 @@ type wildcardInformers struct {
 	admission  percluster.Informers
 	// resourceQuotas are read by quota admission and the quota controller.
 	resourceQuotas *wildcardinformer.Informer
-	// root are root's objects read from the root shard, on a shard that
-	// does not host root; nil on the root shard.
-	root *rootshard.Informers
+	// global are every shard's replicated objects, read from the cache
+	// server.
+	global *globalinformers.Informers
+	// hostsRoot tells that this is the root shard.
+	hostsRoot bool
 }
 
 func (i wildcardInformers) all() []*wildcardinformer.Informer {
@@ -186,11 +195,13 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if informers.kcp, err = newKCPInformers(wildcardConfig); err != nil {
 		return nil, err
 	}
-	if informers.root, err = newRootShardInformers(o); err != nil {
+	if informers.global, err = newGlobalInformers(o, genericConfig.LoopbackClientConfig); err != nil {
 		return nil, err
 	}
-	global := informers.global()
+	informers.hostsRoot = o.ShardName == corev1alpha1.RootShard
+	global := informers.globals()
 	informers.rbac.GlobalClusterRoles, informers.rbac.GlobalClusterRoleBindings = global.clusterRoles, global.clusterRoleBindings
+	informers.rbac.Hosted = informers.hosted
 	informers.admission = percluster.NewInformers(wildcardClient.AdmissionregistrationV1().RESTClient())
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
 	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
@@ -222,10 +233,11 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	clusterAdmission := []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
+		pathannotation.New(informers.kcp.clusterPath),
 		lcadmission.New(),
 		systemstatus.New(),
 		wsadmission.New(types, informers.kcp.logicalCluster, otherWorkspaces),
-		apibindingadmission.New(informers.kcp.resolvePath, otherWorkspaces),
+		apibindingadmission.New(informers.resolveAnyPath, otherWorkspaces),
 		percluster.Reinvoking(clusterAdmission[0], clusterAdmission[1]),
 		clusterAdmission[2], clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)
@@ -240,18 +252,18 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	plugins = append(plugins, quotas)
 	genericConfig.AdmissionControl = plugins
 
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission}
+	embeddedCache, err := newEmbeddedCache(o, genericConfig)
+	if err != nil {
+		return nil, err
+	}
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}
 	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
 	// qualify wildcard requests for them; on a shard without root they are
-	// read from the root shard.
-	rootExports := []*wildcardinformer.Informer{informers.kcp.apiExports}
-	if informers.root != nil {
-		rootExports = append(rootExports, informers.root.APIExports)
-	}
-	systemExportIdentity := bootstrap.SystemExportIdentity(rootExports...)
+	// read from the cache server.
+	systemExportIdentity := bootstrap.SystemExportIdentity(informers.kcp.apiExports, informers.global.APIExports)
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 		// Core group custom resources are served below /api too.
 		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
@@ -260,7 +272,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(inner)
 		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
-		return clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath)
+		return withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache)
 	}
 	return config, nil
 }

@@ -110,19 +110,19 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	apiExports := apiexportcontroller.New(kcp.apiExports, local, loopbackClient.CoreV1().RESTClient())
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
-		ResolvePath: kcp.resolvePath, ClusterPath: kcp.clusterPath, Client: local,
+		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: local,
 		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
-		GlobalAPIExports: c.Informers.global().apiExports, GlobalAPIResourceSchemas: c.Informers.global().apiResourceSchemas,
+		GlobalAPIExports: c.Informers.globals().apiExports, GlobalAPIResourceSchemas: c.Informers.globals().apiResourceSchemas,
 	})
 	if err != nil {
 		return err
 	}
 	defaultAPIBindings, err := defaultapibinding.New(defaultapibinding.Config{
 		LogicalClusters: kcp.logicalClusters, APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, WorkspaceTypes: kcp.workspaceTypes,
-		ResolvePath:      kcp.resolvePath,
+		ResolvePath:      c.Informers.resolveAnyPath,
 		Types:            c.Informers.workspaceTypes(),
 		Client:           local,
-		GlobalAPIExports: c.Informers.global().apiExports, GlobalWorkspaceTypes: c.Informers.global().workspaceTypes,
+		GlobalAPIExports: c.Informers.globals().apiExports, GlobalWorkspaceTypes: c.Informers.globals().workspaceTypes,
 	})
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		ShardName:   c.Options.ShardName,
 	})
 
-	if err := c.addRootShard(gs); err != nil {
+	if err := c.addGlobal(gs); err != nil {
 		return err
 	}
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
@@ -191,9 +191,14 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 }
 
 // waitForInformers blocks until the wildcard informers, and on a shard
-// without root the informers of root's objects, have listed.
+// without root the informers of the cache server's replicas, have listed.
+// The root shard does not wait for the cache server: what it needs of root
+// it hosts.
 func (c *Server) waitForInformers(ctx context.Context) error {
-	return wildcardinformer.WaitForSync(ctx, c.Informers.withRoot()...)
+	if c.Informers.hostsRoot {
+		return wildcardinformer.WaitForSync(ctx, c.Informers.all()...)
+	}
+	return wildcardinformer.WaitForSync(ctx, c.Informers.withGlobal()...)
 }
 
 // rootReady tells whether root has been bootstrapped (its LogicalCluster is

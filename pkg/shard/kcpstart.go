@@ -71,11 +71,13 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 
 // addShardingFlags registers kcp's names of the flags that connect shards:
 // --root-shard-kubeconfig-file is --root-shard-kubeconfig;
+// --cache-server-kubeconfig-file is --cache-kubeconfig;
 // --external-logical-cluster-admin-kubeconfig (kcp's credentials for the
 // front-proxy) is accepted and ignored, since this shard reaches other
 // shards directly at their baseURL with --logical-cluster-admin-kubeconfig.
-func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfig *string) {
+func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfig, cacheKubeconfig *string) {
 	fs.StringVar(rootShardKubeconfig, "root-shard-kubeconfig-file", *rootShardKubeconfig, "kcp's name of --root-shard-kubeconfig.")
+	fs.StringVar(cacheKubeconfig, "cache-server-kubeconfig-file", *cacheKubeconfig, "kcp's deprecated name of --cache-kubeconfig.")
 	fs.Var(ignoredFlag{name: "external-logical-cluster-admin-kubeconfig", warnings: &o.warnings,
 		why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"},
 		"external-logical-cluster-admin-kubeconfig", "kcp's credentials for reaching other shards through the front-proxy; accepted and ignored (see --logical-cluster-admin-kubeconfig).")

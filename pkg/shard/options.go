@@ -67,6 +67,13 @@ type Options struct {
 	// directory, so later starts do without root). Required unless this is
 	// the root shard.
 	RootShardKubeconfig string
+	// CacheKubeconfig reaches the cache server (its base URL, with the
+	// credentials of a cache writer): the shard replicates its APIExports,
+	// schemas, WorkspaceTypes, Shards and marked RBAC there and reads
+	// everybody's. Empty: the shard serves the cache itself below
+	// /services/cache (the only choice of a shard that runs alone).
+	// Required unless this is the root shard.
+	CacheKubeconfig string
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -126,11 +133,13 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.LogicalClusterAdminKubeconfig, "logical-cluster-admin-kubeconfig", o.LogicalClusterAdminKubeconfig,
 		"Kubeconfig with the system:kcp:logical-cluster-admin credentials used to create LogicalClusters on other shards (its server is replaced by each Shard's baseURL). Default: this shard's own token and serving CA, which reach this shard only.")
 	fs.StringVar(&o.RootShardKubeconfig, "root-shard-kubeconfig", o.RootShardKubeconfig,
-		"Kubeconfig of the root shard, for a shard other than root: it registers its Shard there and reads root's Shards, WorkspaceTypes, APIExports and RBAC (copies kept in the root directory let it start without root later). kcp: --root-shard-kubeconfig-file.")
+		"Kubeconfig of the root shard, for a shard other than root: it registers its Shard there. kcp: --root-shard-kubeconfig-file.")
+	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig,
+		"Kubeconfig of the cache server (base URL and a cache writer's credentials): the shard replicates its APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC there and reads every shard's (copies kept in the root directory let it start without the cache later). Empty: the shard serves the cache in-process below /services/cache, for itself and other shards. Required for shards other than root.")
 	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	o.kcpStart.addFlags(fs)
-	o.kcpStart.addShardingFlags(fs, &o.RootShardKubeconfig)
+	o.kcpStart.addShardingFlags(fs, &o.RootShardKubeconfig, &o.CacheKubeconfig)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)
 }
@@ -297,6 +306,9 @@ func validateOwn(o *Options) error {
 	}
 	if o.ShardName != corev1alpha1.RootShard && o.RootShardKubeconfig == "" {
 		return fmt.Errorf("--root-shard-kubeconfig is required for shard %q: a shard other than root registers itself in root and reads root's shards and workspace types", o.ShardName)
+	}
+	if o.ShardName != corev1alpha1.RootShard && o.CacheKubeconfig == "" {
+		return fmt.Errorf("--cache-kubeconfig is required for shard %q: a shard other than root reads root's shards, workspace types and exports from the cache server (the root shard serves one below /services/cache when it runs without --cache-kubeconfig)", o.ShardName)
 	}
 	if o.ShardName == corev1alpha1.RootShard && o.RootShardKubeconfig != "" {
 		return fmt.Errorf("--root-shard-kubeconfig is for shards other than root; this shard is root (--shard-name)")

@@ -43,6 +43,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/cacheserver"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
 
@@ -477,6 +478,14 @@ func (s *System) shardArgs(name string) []string {
 	}
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
+	}
+	// Every shard replicates to and reads from the cache server; without
+	// one, from the cache the root shard serves in-process.
+	switch {
+	case s.o.CacheServerBinary != "":
+		args = append(args, "--cache-kubeconfig="+s.dir.Path(filepath.Join(cacheServerName, cacheserver.WriterKubeconfigFile)))
+	case name != ShardName(0):
+		args = append(args, "--cache-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
 	}
 	return append(args, s.o.ShardArgs...)
 }

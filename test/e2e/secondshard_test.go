@@ -35,7 +35,8 @@ type twoShards struct {
 }
 
 // startTwoShards starts root and then beta with --root-shard-kubeconfig
-// pointing at root's admin.kubeconfig.
+// and --cache-kubeconfig pointing at root's admin.kubeconfig (root serves
+// the cache in-process).
 func startTwoShards(t *testing.T) twoShards {
 	t.Helper()
 	cert, key := framework.SharedServingCert(t)
@@ -58,6 +59,8 @@ func startTwoShards(t *testing.T) twoShards {
 	beta := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(append(common,
 		"--shard-name=beta",
 		"--root-shard-kubeconfig="+root.s.Kubeconfig(),
+		// root serves the cache in-process.
+		"--cache-kubeconfig="+root.s.Kubeconfig(),
 		"--shard-external-url="+external,
 	)...))}
 	return twoShards{root: root, beta: beta, betaExternalURL: external}
@@ -257,7 +260,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 		t.Fatalf("APIExport root:tenancy.kcp.io: %v (identity %q)", err, export.Status.IdentityHash)
 	}
 	identity := export.Status.IdentityHash
-	if _, err := os.Stat(filepath.Join(beta.s.RootDir(), "root-shard", "apiexports.apis.kcp.io.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(beta.s.RootDir(), "global", "apiexports.apis.kcp.io.json")); err != nil {
 		t.Errorf("beta keeps no copy of root's APIExports: %v", err)
 	}
 

@@ -33,8 +33,17 @@ type Informers struct {
 	ClusterRoleBindings *wildcardinformer.Informer
 	// GlobalClusterRoles and GlobalClusterRoleBindings hold those of
 	// logical clusters other shards host (kcp's replicated RBAC); nil when
-	// there are none.
+	// there are none. They are read only for clusters Hosted says this
+	// shard does not host: a hosted cluster's RBAC is its own, never a
+	// replica that may be stale.
 	GlobalClusterRoles, GlobalClusterRoleBindings *wildcardinformer.Informer
+	// Hosted tells whether this shard hosts a logical cluster; nil: all.
+	Hosted func(logicalcluster.Name) bool
+}
+
+// global tells whether the replicated RBAC of cluster counts.
+func (i Informers) global(cluster logicalcluster.Name) bool {
+	return i.Hosted != nil && !i.Hosted(cluster)
 }
 
 // HasSynced tells whether all informers have listed once.
@@ -84,7 +93,7 @@ func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.Clust
 		cluster  logicalcluster.Name
 		informer *wildcardinformer.Informer
 	}{{cluster, g.ClusterRoles}, {cluster, g.GlobalClusterRoles}, {BootstrapCluster, g.ClusterRoles}} {
-		if source.informer == nil {
+		if source.informer == nil || (source.informer == g.GlobalClusterRoles && !g.global(cluster)) {
 			continue
 		}
 		obj, exists, err := source.informer.Get(source.cluster, "", name)
@@ -114,7 +123,7 @@ func (g getters) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.Cluster
 			out = append(out, o.(*rbacv1.ClusterRoleBinding))
 		}
 	}
-	if g.GlobalClusterRoleBindings != nil {
+	if g.GlobalClusterRoleBindings != nil && g.global(cluster) {
 		objs, err := g.GlobalClusterRoleBindings.List(cluster, "")
 		if err != nil {
 			return nil, err

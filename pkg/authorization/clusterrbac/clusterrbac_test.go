@@ -102,7 +102,10 @@ func TestRBACOfClustersOnOtherShardsComesFromGlobalInformers(t *testing.T) {
 			&rbacv1.ClusterRole{ObjectMeta: named(in("root"), "", "root-reader"), Rules: readSecrets}),
 		GlobalClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
 			bindTo(named(in("root"), "", "frank-reads"), "root-reader", "frank"),
-			bindTo(named(in("root"), "", "gina-reads"), "bootstrap-reader", "gina")),
+			bindTo(named(in("root"), "", "gina-reads"), "bootstrap-reader", "gina"),
+			// A stale replica of local's own RBAC never counts on local's shard.
+			bindTo(named(in("local"), "", "hank-reads"), "bootstrap-reader", "hank")),
+		Hosted: func(c logicalcluster.Name) bool { return c == "local" },
 	})
 	for _, tc := range []struct {
 		user    string
@@ -113,6 +116,7 @@ func TestRBACOfClustersOnOtherShardsComesFromGlobalInformers(t *testing.T) {
 		{"gina", "root", authorizer.DecisionAllow},       // global binding to a bootstrap role
 		{"frank", "local", authorizer.DecisionNoOpinion}, // root's bindings stay in root
 		{"erin", "local", authorizer.DecisionNoOpinion},  // root's roles are not local's
+		{"hank", "local", authorizer.DecisionNoOpinion},  // a hosted cluster's replicas are ignored
 	} {
 		ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
 		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}

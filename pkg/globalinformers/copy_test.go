@@ -1,4 +1,4 @@
-package rootshard
+package globalinformers
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
-// fakeRoot is a root shard whose Shards can be listed, or not.
+// fakeRoot is a source (the cache server) whose Shards can be listed, or not.
 type fakeRoot struct {
 	mu     sync.Mutex
 	shards []string
@@ -124,16 +124,16 @@ func TestCopyOfRootsObjectsServesWhileRootIsAway(t *testing.T) {
 	if obj, _, _ := inf.Get(logicalcluster.Root, "", "beta"); obj.(*corev1alpha1.Shard).Spec.BaseURL != "https://beta" {
 		t.Errorf("beta from the copy: %+v, want its baseURL", obj)
 	}
-	if _, err := lw.Watch(metav1.ListOptions{}); !errors.Is(err, errListRootFirst) {
-		t.Errorf("watch after a list of the copy: %v, want %v", err, errListRootFirst)
+	if _, err := lw.Watch(metav1.ListOptions{}); !errors.Is(err, errListSourceFirst) {
+		t.Errorf("watch after a list of the copy: %v, want %v", err, errListSourceFirst)
 	}
 	// Relisting while root is still away keeps what the informer holds
 	// instead of serving the copy again.
 	if _, err := lw.List(metav1.ListOptions{}); err == nil {
 		t.Errorf("second list with root away served the copy again, want root's error")
 	}
-	if _, err := lw.Watch(metav1.ListOptions{}); !errors.Is(err, errListRootFirst) {
-		t.Errorf("watch before root was listed: %v, want %v", err, errListRootFirst)
+	if _, err := lw.Watch(metav1.ListOptions{}); !errors.Is(err, errListSourceFirst) {
+		t.Errorf("watch before root was listed: %v, want %v", err, errListSourceFirst)
 	}
 
 	// Root returns without beta: listing root again drops it.
@@ -153,18 +153,4 @@ func ctxTimeout(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func TestBaseURLDropsTheClusterOfAKubeconfigServer(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://127.0.0.1:6443":                        "https://127.0.0.1:6443",
-		"https://127.0.0.1:6443/":                       "https://127.0.0.1:6443",
-		"https://127.0.0.1:6443/clusters/root":          "https://127.0.0.1:6443",
-		"https://root.example:6443/clusters/root:org:x": "https://root.example:6443",
-		"https://proxy.example/prefix/clusters/root":    "https://proxy.example/prefix",
-	} {
-		if got := BaseURL(in); got != want {
-			t.Errorf("BaseURL(%q) = %q, want %q", in, got, want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package rootshard
+package globalinformers
 
 import (
 	"context"
@@ -18,17 +18,20 @@ import (
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
-// copiedListWatch lists and watches the root shard and, when the root shard
-// cannot be listed before the informer has any contents, answers the list
-// from the copy of the informer's contents kept in file. A watch after a
-// list from the copy fails, so the informer lists again (with the
-// reflector's back-off) until root answers with a list it can watch from;
-// meanwhile it keeps what it holds. Once it holds something, a failed list
-// is just an error: the copy is not served over and over.
+// copiedListWatch lists and watches the source (the cache server) and,
+// when the source cannot be listed before the informer has any contents,
+// answers the list from the copy of the informer's contents kept in file. A
+// watch after a list from the copy fails, so the informer lists again (with
+// the reflector's back-off) until the source answers with a list it can
+// watch from; meanwhile it keeps what it holds. Once it holds something, a
+// failed list is just an error: the copy is not served over and over.
 type copiedListWatch struct {
 	cache.ListerWatcher
 	// servedCopy tells that the last list came from the copy.
 	servedCopy atomic.Bool
+	// failure is the last error listing or watching the source, nil once
+	// it answers again.
+	failure atomic.Pointer[error]
 	file       string
 	newList    func() runtime.Object
 	// informer is the one this list/watch feeds; keep writes its contents.
@@ -42,17 +45,20 @@ type savedList struct {
 	Items []json.RawMessage `json:"items"`
 }
 
-// List lists the root shard, all at once (the copy is of whole lists), or
-// the copy when root does not answer and the informer has not listed yet.
+// List lists the source, all at once (the copy is of whole lists), or the
+// copy when the source does not answer and the informer has not listed
+// yet.
 func (c *copiedListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	opts.Limit, opts.Continue = 0, ""
 	list, err := c.ListerWatcher.List(opts)
 	if err == nil {
+		c.failure.Store(nil)
 		if c.servedCopy.Swap(false) {
-			klog.Background().Info("The root shard answers again", "file", c.file)
+			klog.Background().Info("The cache server answers again", "file", c.file)
 		}
 		return list, nil
 	}
+	c.failure.Store(&err)
 	if c.informer.HasSynced() {
 		return nil, err
 	}
@@ -61,26 +67,39 @@ func (c *copiedListWatch) List(opts metav1.ListOptions) (runtime.Object, error) 
 		return nil, fmt.Errorf("%w (and no copy to fall back to: %v)", err, loadErr)
 	}
 	if !c.servedCopy.Swap(true) {
-		klog.Background().Info("The root shard cannot be listed; serving the copy seen last", "file", c.file, "err", err)
+		klog.Background().Info("The cache server cannot be listed; serving the copy seen last", "file", c.file, "err", err)
 	}
 	return saved, nil
 }
 
-// Watch watches the root shard, unless the last list was the copy: then
-// root must be listed first (a watch from the copy would miss what root
+// Watch watches the source, unless the last list was the copy: then the
+// source must be listed first (a watch from the copy would miss what was
 // deleted meanwhile).
 func (c *copiedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 	if c.servedCopy.Load() {
-		return nil, errListRootFirst
+		return nil, errListSourceFirst
 	}
-	return c.ListerWatcher.Watch(opts)
+	w, err := c.ListerWatcher.Watch(opts)
+	if err != nil {
+		c.failure.Store(&err)
+	}
+	return w, err
 }
 
-// errListRootFirst makes the reflector list again instead of watching.
-var errListRootFirst = errors.New("serving the copy of root's objects: list the root shard before watching it")
+// err returns the last error reaching the source, nil when it answered
+// last.
+func (c *copiedListWatch) err() error {
+	if p := c.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// errListSourceFirst makes the reflector list again instead of watching.
+var errListSourceFirst = errors.New("serving the copy of the cache server's objects: list the cache server before watching it")
 
 // load reads the copy into a typed list. The list has no resource version:
-// a watch after it starts at root's current state.
+// a watch after it starts at the source's current state.
 func (c *copiedListWatch) load() (runtime.Object, error) {
 	data, err := os.ReadFile(c.file)
 	if err != nil {
@@ -132,7 +151,7 @@ func (c *copiedListWatch) keep(ctx context.Context) {
 			return
 		case <-c.dirty:
 			if err := c.save(); err != nil {
-				klog.FromContext(ctx).Error(err, "Keeping a copy of root's objects failed", "file", c.file)
+				klog.FromContext(ctx).Error(err, "Keeping a copy of the cache server's objects failed", "file", c.file)
 			}
 		}
 	}

@@ -31,10 +31,10 @@ func (fixedAuthorizer) EvaluateConditions(context.Context, authorizer.Conditions
 	return authorizer.DecisionDeny, "", nil
 }
 
-func TestChecksInRootOnAShardWithoutRootUseRootsRBAC(t *testing.T) {
+func TestChecksInWorkspacesOfOtherShardsUseTheirReplicatedRBAC(t *testing.T) {
 	chain := fixedAuthorizer(func(a authorizer.Attributes) bool { return a.GetUser().GetName() == "chain-user" })
-	// Root's RBAC: alice may enter root and use types; bob may use types
-	// but not enter root.
+	// The replicated RBAC: alice may enter root and use types; bob may use
+	// types but not enter root.
 	rbac := fixedAuthorizer(func(a authorizer.Attributes) bool {
 		switch a.GetUser().GetName() {
 		case "alice":
@@ -44,7 +44,7 @@ func TestChecksInRootOnAShardWithoutRootUseRootsRBAC(t *testing.T) {
 		}
 		return false
 	})
-	checks := rootChecks{chain: chain, rbac: rbac, hosted: func(c logicalcluster.Name) bool { return c == "local" }}
+	checks := remoteChecks{chain: chain, rbac: rbac, hosted: func(c logicalcluster.Name) bool { return c == "local" }}
 	use := func(name string, groups ...string) authorizer.Attributes {
 		return authorizer.AttributesRecord{User: &user.DefaultInfo{Name: name, Groups: groups}, Verb: "use", Resource: "workspacetypes", ResourceRequest: true}
 	}
@@ -60,7 +60,9 @@ func TestChecksInRootOnAShardWithoutRootUseRootsRBAC(t *testing.T) {
 		{"root", use("chain-user"), authorizer.DecisionDeny}, // root is not judged by the chain here
 		{"local", use("chain-user"), authorizer.DecisionAllow},
 		{"local", use("alice"), authorizer.DecisionNoOpinion}, // hosted clusters: the chain alone
-		{"other", use("alice"), authorizer.DecisionNoOpinion}, // neither root nor hosted: the chain
+		{"other", use("alice"), authorizer.DecisionAllow}, // any cluster another shard hosts: its RBAC
+		{"other", use("bob"), authorizer.DecisionDeny},
+		{"system:admin", use("alice"), authorizer.DecisionDeny}, // system clusters are nobody's to use
 	} {
 		got, _, _ := checks.Authorize(logicalcluster.WithCluster(context.Background(), tc.cluster), tc.attr)
 		if got != tc.want {
@@ -69,16 +71,18 @@ func TestChecksInRootOnAShardWithoutRootUseRootsRBAC(t *testing.T) {
 	}
 }
 
-func TestShardOtherThanRootNeedsTheRootShardsKubeconfig(t *testing.T) {
+func TestShardOtherThanRootNeedsTheRootShardAndTheCache(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
 		wantErr string
 	}{
 		{args: []string{"--shard-name=beta"}, wantErr: "--root-shard-kubeconfig is required"},
-		{args: []string{"--shard-name=beta", "--root-shard-kubeconfig=/r.kubeconfig"}},
-		// kcp's name of the flag, and kcp's front-proxy credentials, which
+		{args: []string{"--shard-name=beta", "--root-shard-kubeconfig=/r.kubeconfig"}, wantErr: "--cache-kubeconfig is required"},
+		{args: []string{"--shard-name=beta", "--root-shard-kubeconfig=/r.kubeconfig", "--cache-kubeconfig=/c.kubeconfig"}},
+		// kcp's names of the flags, and kcp's front-proxy credentials, which
 		// are accepted and ignored.
-		{args: []string{"--shard-name=beta", "--root-shard-kubeconfig-file=/r.kubeconfig", "--external-logical-cluster-admin-kubeconfig=/e.kubeconfig"}},
+		{args: []string{"--shard-name=beta", "--root-shard-kubeconfig-file=/r.kubeconfig", "--cache-server-kubeconfig-file=/c.kubeconfig", "--external-logical-cluster-admin-kubeconfig=/e.kubeconfig"}},
+		{args: []string{"--cache-kubeconfig=/c.kubeconfig"}},
 		{args: []string{"--root-shard-kubeconfig=/r.kubeconfig"}, wantErr: "for shards other than root"},
 		{args: nil},
 	} {

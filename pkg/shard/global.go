@@ -1,0 +1,286 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/authorization"
+	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
+	"github.com/kplane-dev/kplane/pkg/bootstrap"
+	"github.com/kplane-dev/kplane/pkg/cacheserver"
+	"github.com/kplane-dev/kplane/pkg/globalinformers"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/rootshard"
+	"github.com/kplane-dev/kplane/pkg/shardlookup"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+)
+
+// globalCopies is the folder of the root directory that keeps the copies
+// of the cache server's replicas a shard has seen.
+const globalCopies = "global"
+
+// cacheClientConfig reaches the cache server: --cache-kubeconfig, or this
+// shard's own loopback when it serves the cache in-process.
+func cacheClientConfig(o CompletedOptions, loopback *rest.Config) (*rest.Config, error) {
+	if o.CacheKubeconfig == "" {
+		return rest.CopyConfig(loopback), nil
+	}
+	cfg, err := rootshard.LoadConfig(o.CacheKubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--cache-kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// newEmbeddedCache builds the cache server a shard without
+// --cache-kubeconfig serves below /services/cache: on the shard's etcd
+// (keys below /cache), with the shard's authenticator; shards and the
+// shard's own loopback (system:masters) write, members of the writer group
+// too, readers read.
+func newEmbeddedCache(o CompletedOptions, gc *genericapiserver.Config) (*cacheserver.Server, error) {
+	if o.CacheKubeconfig != "" {
+		return nil, nil
+	}
+	etcd := *o.ControlPlane.Etcd
+	storage := etcd.StorageConfig
+	storage.Prefix = cacheserver.DefaultEtcdPrefix
+	etcd.StorageConfig = storage
+	etcd.EnableWatchCache = false
+	etcd.WatchCacheSizes = nil
+	// The shard's configuration is not completed yet: its external address
+	// may lack the port.
+	external := gc.ExternalAddress
+	if _, _, err := net.SplitHostPort(external); err != nil {
+		external = net.JoinHostPort(external, strconv.Itoa(o.ControlPlane.SecureServing.BindPort))
+	}
+	c, err := cacheserver.NewEmbeddedConfig(cacheserver.Embedding{
+		Authenticator:   gc.Authentication.Authenticator,
+		Loopback:        gc.LoopbackClientConfig,
+		ExternalAddress: external,
+		Etcd:            &etcd,
+		Access:          cacheserver.Access{WriterGroups: []string{cacheserver.DefaultWriterGroup}, ReaderGroups: []string{cacheserver.DefaultReaderGroup}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("in-process cache server: %w", err)
+	}
+	return c.Complete().New()
+}
+
+// withEmbeddedCache serves /services/cache/ by the in-process cache server,
+// everything else by handler.
+func withEmbeddedCache(handler http.Handler, cache *cacheserver.Server) http.Handler {
+	if cache == nil {
+		return handler
+	}
+	cacheHandler := cache.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, cacheserver.ServicePrefix+"/") || r.URL.Path == cacheserver.ServicePrefix {
+			cacheHandler.ServeHTTP(w, r)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	})
+}
+
+// newGlobalInformers returns the informers of every shard's replicas on the
+// cache server.
+func newGlobalInformers(o CompletedOptions, loopback *rest.Config) (*globalinformers.Informers, error) {
+	cfg, err := cacheClientConfig(o, loopback)
+	if err != nil {
+		return nil, err
+	}
+	return globalinformers.New(cfg, filepath.Join(o.RootDirectory, globalCopies))
+}
+
+// withGlobal returns the informers of this shard and those of the cache
+// server's replicas.
+func (i wildcardInformers) withGlobal() []*wildcardinformer.Informer {
+	return append(i.all(), i.global.All()...)
+}
+
+// shards finds the Shard objects: in root on the root shard, as replicated
+// to the cache server on the others.
+func (i wildcardInformers) shards() shardlookup.Source {
+	if !i.hostsRoot {
+		return shardlookup.Root{Informer: i.global.Shards}
+	}
+	return shardlookup.Root{Informer: i.kcp.shards}
+}
+
+// hosted tells whether this shard hosts a logical cluster.
+func (i wildcardInformers) hosted(cluster logicalcluster.Name) bool {
+	return i.kcp.logicalCluster(cluster) != nil
+}
+
+// resolveAnyPath maps a workspace path to its logical cluster: one this
+// shard hosts, or one whose replicated objects carry the path. Requests are
+// routed by the shard's own paths alone (kcpInformers.resolvePath); this is
+// for references to objects in other workspaces.
+func (i wildcardInformers) resolveAnyPath(p logicalcluster.Path) (logicalcluster.Name, bool) {
+	if cluster, ok := i.kcp.resolvePath(p); ok {
+		return cluster, true
+	}
+	return i.global.ResolvePath(p)
+}
+
+// workspaceTypes resolves WorkspaceTypes of this shard's logical clusters
+// and, through the cache server, of every other shard's.
+func (i wildcardInformers) workspaceTypes() workspacetypes.Resolver {
+	get := func(cluster logicalcluster.Name, name string) *tenancyv1alpha1.WorkspaceType {
+		obj, exists, err := wildcardinformer.First(cluster, "", name, i.kcp.workspaceTypes, i.global.WorkspaceTypes)
+		if err != nil || !exists {
+			return nil
+		}
+		return obj.(*tenancyv1alpha1.WorkspaceType)
+	}
+	return workspacetypes.Resolver{ResolvePath: i.resolveAnyPath, Get: get}
+}
+
+// globalShardReady is ready once the cache server's replicas are known
+// (read from the cache, or from the copy of an earlier start), this shard's
+// own Shard is among them (the shard has been registered in root at least
+// once) and its system:admin cluster is bootstrapped. The root shard does
+// not wait for the cache.
+func (c *Server) globalShardReady(systemAdmin *atomic.Bool) healthz.HealthChecker {
+	return healthz.NamedCheck("kplane-global", func(*http.Request) error {
+		if c.Informers.hostsRoot {
+			return nil
+		}
+		global := c.Informers.global
+		if !systemAdmin.Load() {
+			return fmt.Errorf("system:admin is not bootstrapped yet")
+		}
+		if !wildcardinformer.Synced(global.All()...) {
+			return fmt.Errorf("the cache server's objects were never read: the cache server (--cache-kubeconfig) must answer once")
+		}
+		if global.Shard(c.Options.ShardName) == nil {
+			return fmt.Errorf("shard %q is not registered in root, or not replicated to the cache server, yet", c.Options.ShardName)
+		}
+		return nil
+	})
+}
+
+// addGlobal runs the informers of the cache server's replicas and, on a
+// shard without root, the registration of this shard's Shard in root.
+func (c *Server) addGlobal(gs *genericapiserver.GenericAPIServer) error {
+	var systemAdmin atomic.Bool
+	if err := gs.AddReadyzChecks(c.globalShardReady(&systemAdmin)); err != nil {
+		return err
+	}
+	var rootConfig *rest.Config
+	if !c.Informers.hostsRoot {
+		var err error
+		if rootConfig, err = rootshard.LoadConfig(c.Options.RootShardKubeconfig); err != nil {
+			return fmt.Errorf("--root-shard-kubeconfig: %w", err)
+		}
+	}
+	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
+	loopback := c.ControlPlane.Generic.LoopbackClientConfig
+	return gs.AddPostStartHook("kplane-global", func(hc genericapiserver.PostStartHookContext) error {
+		ctx := klog.NewContext(hc, klog.Background().WithName("global"))
+		go c.Informers.global.Run(ctx)
+		if c.embeddedCache != nil {
+			go func() {
+				<-ctx.Done()
+				c.embeddedCache.GenericAPIServer.Destroy()
+			}()
+		}
+		if rootConfig == nil {
+			return nil
+		}
+		go func() { _ = rootshard.Register(ctx, rootConfig, shard) }()
+		go func() {
+			_ = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+				if err := bootstrap.SystemAdmin(ctx, loopback); err != nil {
+					klog.FromContext(ctx).Error(err, "Bootstrapping system:admin failed, retrying")
+					return false, nil
+				}
+				systemAdmin.Store(true)
+				return true, nil
+			})
+		}()
+		return nil
+	})
+}
+
+// globalInformers are the informers of every shard's replicated objects.
+type globalInformers struct {
+	apiExports, apiResourceSchemas, workspaceTypes *wildcardinformer.Informer
+	clusterRoles, clusterRoleBindings              *wildcardinformer.Informer
+}
+
+func (i wildcardInformers) globals() globalInformers {
+	return globalInformers{
+		apiExports: i.global.APIExports, apiResourceSchemas: i.global.APIResourceSchemas, workspaceTypes: i.global.WorkspaceTypes,
+		clusterRoles: i.global.ClusterRoles, clusterRoleBindings: i.global.ClusterRoleBindings,
+	}
+}
+
+// inOtherShardsWorkspaces returns the authorizer admission checks
+// permissions in another workspace with ("use" of a WorkspaceType, "bind"
+// of an APIExport). Checks in a workspace this shard hosts go to chain.
+// Checks in one it does not host are judged as its shard would judge them,
+// with its RBAC replicated to the cache server: system:masters and
+// system:kcp:admin may, everyone else needs "access" to the workspace and
+// the permission itself.
+func (i wildcardInformers) inOtherShardsWorkspaces(chain authorizer.Authorizer, rbac authorizer.Authorizer) authorizer.Authorizer {
+	return remoteChecks{chain: chain, rbac: rbac, hosted: i.hosted}
+}
+
+// remoteChecks judges requests in workspaces other shards host by their
+// replicated RBAC.
+type remoteChecks struct {
+	chain, rbac authorizer.Authorizer
+	hosted      func(logicalcluster.Name) bool
+}
+
+func (r remoteChecks) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
+	cluster, _ := logicalcluster.ClusterFromContext(ctx)
+	if cluster == "" || r.hosted(cluster) {
+		return r.chain.Authorize(ctx, attr)
+	}
+	u := attr.GetUser()
+	if u == nil {
+		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
+	}
+	for _, g := range u.GetGroups() {
+		if g == user.SystemPrivilegedGroup || g == authorization.KCPAdminGroup {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	if cluster.IsSystem() {
+		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
+	}
+	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/"}
+	if d, _, err := r.rbac.Authorize(ctx, access); err != nil || d != authorizer.DecisionAllow {
+		return authorizer.DecisionDeny, workspacecontent.DenyReason, err
+	}
+	return r.rbac.Authorize(ctx, attr)
+}
+
+// ConditionsAwareAuthorize converts the unconditional decision.
+func (r remoteChecks) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(r.Authorize(ctx, attr))
+}
+
+// EvaluateConditions is not supported.
+func (remoteChecks) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
