@@ -32,8 +32,8 @@ type copiedListWatch struct {
 	// failure is the last error listing or watching the source, nil once
 	// it answers again.
 	failure atomic.Pointer[error]
-	file       string
-	newList    func() runtime.Object
+	file    string
+	newList func() runtime.Object
 	// informer is the one this list/watch feeds; keep writes its contents.
 	informer *wildcardinformer.Informer
 	// dirty is signalled (never blocking) when the informer changed.

@@ -60,7 +60,7 @@ func TestChecksInWorkspacesOfOtherShardsUseTheirReplicatedRBAC(t *testing.T) {
 		{"root", use("chain-user"), authorizer.DecisionDeny}, // root is not judged by the chain here
 		{"local", use("chain-user"), authorizer.DecisionAllow},
 		{"local", use("alice"), authorizer.DecisionNoOpinion}, // hosted clusters: the chain alone
-		{"other", use("alice"), authorizer.DecisionAllow}, // any cluster another shard hosts: its RBAC
+		{"other", use("alice"), authorizer.DecisionAllow},     // any cluster another shard hosts: its RBAC
 		{"other", use("bob"), authorizer.DecisionDeny},
 		{"system:admin", use("alice"), authorizer.DecisionDeny}, // system clusters are nobody's to use
 	} {
