@@ -64,7 +64,9 @@ func boundIndex(key func(br apisv1alpha2.BoundAPIResource) string) cache.IndexFu
 // Index reads bindings and schemas from the shard's wildcard informers.
 type Index struct {
 	bindings *wildcardinformer.Informer
-	schemas  *wildcardinformer.Informer
+	// schemas are the shard's own APIResourceSchemas and the replicas of
+	// other shards', read in that order.
+	schemas []*wildcardinformer.Informer
 
 	// crds are the schemas as CRDs, by schema UID.
 	mu   sync.RWMutex
@@ -72,8 +74,9 @@ type Index struct {
 }
 
 // New indexes bindings (APIBindings of all clusters) and reads schemas
-// (APIResourceSchemas of all clusters); call it before the informers run.
-func New(bindings, schemas *wildcardinformer.Informer) (*Index, error) {
+// (APIResourceSchemas of all clusters: the shard's own, then other shards'
+// from the cache server); call it before the informers run.
+func New(bindings *wildcardinformer.Informer, schemas ...*wildcardinformer.Informer) (*Index, error) {
 	if err := bindings.AddIndexers(cache.Indexers{
 		byIdentity: boundIndex(func(br apisv1alpha2.BoundAPIResource) string {
 			return identityKey(br.Schema.IdentityHash, br.Group, br.Resource)
@@ -190,7 +193,7 @@ func (x *Index) crdFor(cluster logicalcluster.Name, ref apisv1alpha2.BoundAPIRes
 	if crd != nil {
 		return crd
 	}
-	obj, exists, err := x.schemas.Get(cluster, "", ref.Name)
+	obj, exists, err := wildcardinformer.First(cluster, "", ref.Name, x.schemas...)
 	if err != nil || !exists {
 		return nil
 	}

@@ -30,7 +30,7 @@ func newAPIExtensions(c *Config) (*apiExtensions, error) {
 		return nil, fmt.Errorf("CustomResourceDefinition informer client: %w", err)
 	}
 	crds := apiextensions.NewInformer(client.ApiextensionsV1().RESTClient())
-	bound, err := boundapis.New(c.Informers.kcp.apiBindings, c.Informers.kcp.apiResourceSchemas)
+	bound, err := boundapis.New(c.Informers.kcp.apiBindings, c.Informers.kcp.apiResourceSchemas, c.Informers.global.APIResourceSchemas)
 	if err != nil {
 		return nil, err
 	}

@@ -113,6 +113,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: local,
 		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
 		GlobalAPIExports: c.Informers.globals().apiExports, GlobalAPIResourceSchemas: c.Informers.globals().apiResourceSchemas,
+		Hosted: c.Informers.hosted, CacheUnreachable: c.Informers.global.Reachable,
 	})
 	if err != nil {
 		return err

@@ -78,6 +78,11 @@ type Config struct {
 	// without root); they are read when the shard's own informers do not
 	// have an object. nil when there are none.
 	GlobalAPIExports, GlobalAPIResourceSchemas *wildcardinformer.Informer
+	// Hosted tells whether the shard hosts a logical cluster; nil: all.
+	Hosted func(logicalcluster.Name) bool
+	// CacheUnreachable says why the cache server (the global informers'
+	// source) cannot be read, nil when it can; nil: never.
+	CacheUnreachable func() error
 }
 
 // Controller reconciles the APIBindings of all logical clusters of the
@@ -123,7 +128,9 @@ func New(c Config) (*Controller, error) {
 			return c.Client.Update(ctx, cluster, apiBindings, binding.Name, binding, &apisv1alpha2.APIBinding{}, "status")
 		},
 		binding: &bindingReconciler{
-			resolvePath: c.ResolvePath,
+			resolvePath:      c.ResolvePath,
+			hosted:           orAll(c.Hosted),
+			cacheUnreachable: orReachable(c.CacheUnreachable),
 			getAPIExport: func(cluster logicalcluster.Name, name string) *apisv1alpha2.APIExport {
 				obj, exists, err := wildcardinformer.First(cluster, "", name, c.APIExports, c.GlobalAPIExports)
 				if err != nil || !exists {
@@ -267,11 +274,17 @@ func (c *Controller) enqueueForExport(obj interface{}) {
 	if cluster == "" {
 		return
 	}
-	workspaces := []string{string(cluster)}
-	if p := c.clusterPath(cluster); p != "" && string(p) != string(cluster) {
-		workspaces = append(workspaces, string(p))
+	workspaces := map[string]bool{string(cluster): true}
+	if p := c.clusterPath(cluster); p != "" {
+		workspaces[string(p)] = true
 	}
-	for _, w := range workspaces {
+	// An export another shard hosts carries its workspace's path.
+	if m, ok := obj.(metav1.Object); ok {
+		if p := m.GetAnnotations()[logicalcluster.PathAnnotationKey]; p != "" {
+			workspaces[p] = true
+		}
+	}
+	for w := range workspaces {
 		objs, _ := c.bindings.ByIndex(byExport, exportKey(w, name))
 		for _, o := range objs {
 			if key, err := wildcardinformer.KeyFunc(o); err == nil {
@@ -358,4 +371,18 @@ func summarize(b *apisv1alpha2.APIBinding) {
 	ready.Type = conditionsv1alpha1.ReadyCondition
 	ready.LastTransitionTime = metav1.Time{}
 	conditionsv1alpha1.Set(b, ready)
+}
+
+func orAll(hosted func(logicalcluster.Name) bool) func(logicalcluster.Name) bool {
+	if hosted == nil {
+		return func(logicalcluster.Name) bool { return true }
+	}
+	return hosted
+}
+
+func orReachable(unreachable func() error) func() error {
+	if unreachable == nil {
+		return func() error { return nil }
+	}
+	return unreachable
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,11 +17,20 @@ import (
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 // MissingIdentityHashReason: the export has no identity yet.
 const MissingIdentityHashReason = "MissingIdentityHash"
+
+// CacheServerUnreachableReason: the export is not on this shard, and the
+// cache server, through which exports of other shards are found, does not
+// answer.
+const CacheServerUnreachableReason = "CacheServerUnreachable"
+
+// cacheRetry is how often a binding waiting on the cache server looks again.
+const cacheRetry = 5 * time.Second
 
 // bindingReconciler resolves a binding's export and schemas, checks the
 // resulting resources for naming conflicts in the binding's workspace and
@@ -36,6 +46,11 @@ type bindingReconciler struct {
 	listCRDs func(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition
 	// listAPIBindings returns the APIBindings of a cluster.
 	listAPIBindings func(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding
+	// hosted tells whether the shard hosts a logical cluster.
+	hosted func(logicalcluster.Name) bool
+	// cacheUnreachable says why the cache server cannot be read, nil when
+	// it can.
+	cacheUnreachable func() error
 	// recent are the resources bound by this controller whose status write
 	// the informer may not show yet.
 	recent *recentBindings
@@ -70,6 +85,13 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 	var export *apisv1alpha2.APIExport
 	if ok {
 		export = r.getAPIExport(exportCluster, ref.Name)
+	}
+	if export == nil && (!ok || !r.hosted(exportCluster)) {
+		if err := r.cacheUnreachable(); err != nil {
+			setFalse(b, apisv1alpha2.APIExportValid, CacheServerUnreachableReason, severity,
+				fmt.Sprintf("APIExport %s is not on this shard, and the cache server, through which exports of other shards are found, cannot be read (%v); binding continues when it answers", path.Join(ref.Name), err))
+			return nil, loop.RequeueAfter(cacheRetry)
+		}
 	}
 	if export == nil {
 		setFalse(b, apisv1alpha2.APIExportValid, apisv1alpha2.APIExportNotFoundReason, severity,

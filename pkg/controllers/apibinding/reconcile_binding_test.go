@@ -1,6 +1,7 @@
 package apibinding
 
 import (
+	"errors"
 	"context"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -60,6 +62,10 @@ type world struct {
 	schemas  map[string]*apisv1alpha1.APIResourceSchema  // "cluster|name"
 	crds     []*apiextensionsv1.CustomResourceDefinition // in consumer
 	bindings []*apisv1alpha2.APIBinding                  // in consumer
+	// remote clusters are hosted by other shards; cacheDown is why the
+	// cache server cannot be read.
+	remote    map[logicalcluster.Name]bool
+	cacheDown error
 }
 
 func (w *world) reconciler() *bindingReconciler {
@@ -88,7 +94,9 @@ func (w *world) reconciler() *bindingReconciler {
 			}
 			return w.bindings
 		},
-		recent: newRecentBindings(),
+		hosted:           func(c logicalcluster.Name) bool { return !w.remote[c] },
+		cacheUnreachable: func() error { return w.cacheDown },
+		recent:           newRecentBindings(),
 	}
 }
 
@@ -377,6 +385,49 @@ func TestReconcileBinding(t *testing.T) {
 			}
 			tt.check(t, b)
 		})
+	}
+}
+
+// An export another shard hosts cannot be found while the cache server is
+// down: the binding says so and is retried, instead of calling the export
+// missing; an export of this shard is judged as ever.
+func TestReconcileBindingWaitsForTheCacheServer(t *testing.T) {
+	down := errors.New("connection refused")
+	w := happyWorld()
+	delete(w.exports, "provider|widgets")
+	w.remote = map[logicalcluster.Name]bool{provider: true}
+	w.cacheDown = down
+	b := newBinding("b", "root:provider", "widgets")
+	_, err := w.reconciler().reconcile(context.Background(), consumer, b)
+	var after loop.RequeueAfter
+	if !errors.As(err, &after) || after <= 0 {
+		t.Errorf("reconcile: %v, want a requeue", err)
+	}
+	c := condition(t, b, apisv1alpha2.APIExportValid)
+	if c.Status != corev1.ConditionFalse || c.Reason != CacheServerUnreachableReason || !strings.Contains(c.Message, "connection refused") || !strings.Contains(c.Message, "root:provider:widgets") {
+		t.Errorf("APIExportValid = %+v, want %s naming the export and the error", c, CacheServerUnreachableReason)
+	}
+	if b.Status.Phase != apisv1alpha2.APIBindingPhaseBinding {
+		t.Errorf("phase %q, want Binding", b.Status.Phase)
+	}
+
+	// A workspace path nobody resolves, while the cache is down: the same.
+	b = newBinding("b", "root:elsewhere", "widgets")
+	if _, err := w.reconciler().reconcile(context.Background(), consumer, b); err == nil {
+		t.Error("reconcile of an unresolvable path while the cache is down: no requeue")
+	}
+	if c := condition(t, b, apisv1alpha2.APIExportValid); c.Reason != CacheServerUnreachableReason {
+		t.Errorf("APIExportValid = %+v", c)
+	}
+
+	// The export's workspace is on this shard: missing is missing.
+	w.remote = nil
+	b = newBinding("b", "root:provider", "widgets")
+	if _, err := w.reconciler().reconcile(context.Background(), consumer, b); err != nil {
+		t.Fatal(err)
+	}
+	if c := condition(t, b, apisv1alpha2.APIExportValid); c.Reason != apisv1alpha2.APIExportNotFoundReason {
+		t.Errorf("APIExportValid = %+v, want %s", c, apisv1alpha2.APIExportNotFoundReason)
 	}
 }
 

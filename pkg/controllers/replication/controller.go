@@ -1,0 +1,222 @@
+// Package replication copies a shard's own objects into the cache server,
+// where other shards read them: APIExports, APIResourceSchemas,
+// APIExportEndpointSlices, WorkspaceTypes, Shards, and the ClusterRoles
+// and ClusterRoleBindings marked with internal.kcp.io/replicate (which the
+// Labeler sets on the RBAC that grants bind, use or apiexports/content).
+//
+// One Controller serves every replicated kind and every logical cluster of
+// the shard with one queue and a fixed number of workers. For each kind it
+// keeps an informer of the shard's replicas in the cache server
+// (/services/cache/shards/<shard>/clusters/*), next to the shard's own
+// wildcard informer, and both enqueue: a change on the shard reaches the
+// cache within a second; a shard restart re-populates the cache (the first
+// lists enqueue every key); a wiped cache is re-populated, and replicas of
+// objects deleted while the cache was away are deleted, when its informer
+// lists again after the cache returns. Objects of system:* clusters are
+// never replicated.
+package replication
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/rest"
+
+	"github.com/kplane-dev/kplane/pkg/cacheserver"
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Source is one kind the shard replicates.
+type Source struct {
+	// Kind is the kind as the cache server serves it; the informer's
+	// objects are in its version.
+	Kind cacheserver.Kind
+	// Informer is the shard's own wildcard informer of the kind (typed or
+	// unstructured objects, keyed by wildcardinformer.KeyFunc).
+	Informer *wildcardinformer.Informer
+	// Filter selects the objects to replicate; nil replicates every
+	// object. RBAC kinds replicate those MarkedForReplication.
+	Filter func(metav1.Object) bool
+}
+
+// Controller replicates the objects of its sources into the cache server.
+type Controller struct {
+	cache *cacheClient
+	loop  *loop.Loop
+	// kinds are the replicated kinds by kindKey.
+	kinds map[string]*replicatedKind
+	order []*replicatedKind
+}
+
+// replicatedKind is a source with the informer of its replicas.
+type replicatedKind struct {
+	source     Source
+	replicas   *wildcardinformer.Informer
+	reconciler *replicaReconciler
+}
+
+// New returns a controller that replicates the sources' objects of shard
+// to the cache server at cache (its base URL, with the credentials of a
+// writer). It registers handlers on the sources' informers: call it before
+// they run.
+func New(shard string, cache *rest.Config, sources []Source) (*Controller, error) {
+	if err := cacheserver.ValidateShard(shard); err != nil || cacheserver.Shard(shard).IsWildcard() {
+		return nil, fmt.Errorf("replication: invalid shard name %q: must be 1 to 61 lower-case alphanumerics, '-' or ':'", shard)
+	}
+	client, err := newCacheClient(cache, cacheserver.Shard(shard))
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{cache: client, kinds: make(map[string]*replicatedKind, len(sources))}
+	c.loop = loop.New("replication", c.reconcile)
+	for _, s := range sources {
+		if s.Informer == nil {
+			return nil, fmt.Errorf("replication: source %s has no informer", s.Kind.Resource)
+		}
+		kk := kindKey(s.Kind)
+		if _, dup := c.kinds[kk]; dup {
+			return nil, fmt.Errorf("replication: %s is listed twice", s.Kind.Resource)
+		}
+		k := &replicatedKind{
+			source:   s,
+			replicas: wildcardinformer.New(client.listWatch(s.Kind), &unstructured.Unstructured{}, "cache-replicas-"+kk),
+		}
+		k.reconciler = c.newReconciler(shard, k)
+		c.kinds[kk] = k
+		c.order = append(c.order, k)
+		s.Informer.AddHandler(c.loop.Handler(keyOf(kk, true)))
+		k.replicas.AddHandler(c.loop.Handler(keyOf(kk, false)))
+	}
+	return c, nil
+}
+
+func (c *Controller) newReconciler(shard string, k *replicatedKind) *replicaReconciler {
+	kind := k.source.Kind
+	return &replicaReconciler{
+		shard:      shard,
+		kind:       kind,
+		getLocal:   k.source.Informer.Get,
+		replicated: replicated(k.source.Filter),
+		getReplica: func(cluster logicalcluster.Name, namespace, name string) (*unstructured.Unstructured, bool, error) {
+			obj, exists, err := k.replicas.Get(cluster, namespace, name)
+			if err != nil || !exists {
+				return nil, false, err
+			}
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return nil, false, fmt.Errorf("replica informer holds %T", obj)
+			}
+			return u, true, nil
+		},
+		create: func(ctx context.Context, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
+			return c.cache.create(ctx, kind, cluster, obj)
+		},
+		update: func(ctx context.Context, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
+			return c.cache.update(ctx, kind, cluster, obj)
+		},
+		delete: func(ctx context.Context, cluster logicalcluster.Name, namespace, name string, uid types.UID) error {
+			return c.cache.delete(ctx, kind, cluster, namespace, name, uid)
+		},
+	}
+}
+
+// kindKey names a kind in queue keys: <resource>.<group>.
+func kindKey(k cacheserver.Kind) string { return k.Resource.GroupResource().String() }
+
+// keySeparator separates the kind from the object's key in queue keys; a
+// logical cluster name never contains it.
+const keySeparator = "::"
+
+// keyOf returns the queue key of a changed object of a kind:
+// <resource>.<group>::<cluster>|[<namespace>/]<name>. Objects of system
+// clusters are skipped when skipSystem is set.
+func keyOf(kk string, skipSystem bool) func(obj interface{}) (string, bool) {
+	return func(obj interface{}) (string, bool) {
+		key, err := wildcardinformer.KeyFunc(obj)
+		if err != nil {
+			return "", false
+		}
+		if skipSystem {
+			if cluster, _, _, ok := wildcardinformer.SplitKey(key); !ok || cluster.IsSystem() {
+				return "", false
+			}
+		}
+		return kk + keySeparator + key, true
+	}
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	kk, objKey, ok := strings.Cut(key, keySeparator)
+	if !ok {
+		return nil
+	}
+	k, ok := c.kinds[kk]
+	if !ok {
+		return nil
+	}
+	cluster, namespace, name, ok := wildcardinformer.SplitKey(objKey)
+	if !ok {
+		return nil
+	}
+	return k.reconciler.reconcile(ctx, cluster, namespace, name)
+}
+
+// Run starts the informers of the replicas and, once they and the shard's
+// informers have listed, the workers; it returns when ctx is done. Until
+// the shard's informers have listed, every object would look deleted; until
+// the replicas have, every replica would look missing.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	locals := make([]*wildcardinformer.Informer, 0, len(c.order))
+	replicas := make([]*wildcardinformer.Informer, 0, len(c.order))
+	for _, k := range c.order {
+		locals = append(locals, k.source.Informer)
+		replicas = append(replicas, k.replicas)
+		go k.replicas.Run(ctx)
+	}
+	if err := wildcardinformer.WaitForSync(ctx, append(locals, replicas...)...); err != nil {
+		return
+	}
+	c.loop.Run(ctx, workers)
+}
+
+// Synced tells whether the replicas of every kind have been listed from
+// the cache server once.
+func (c *Controller) Synced() bool {
+	for _, k := range c.order {
+		if !k.replicas.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// CacheReachable returns nil when the cache server answered the latest
+// request of the controller, or why it did not. A shard keeps serving
+// without the cache; this is for a condition or a log line, not liveness.
+func (c *Controller) CacheReachable() error { return c.cache.reach.get() }
+
+// HealthCheck is a check named cache-replication that fails while the
+// cache server does not answer or the replicas have not been listed yet.
+// Adding it to a shard's /readyz takes the shard out of rotation when the
+// cache is away; a shard that should keep serving then registers it only
+// where it informs (e.g. a /readyz/cache-replication probe an operator
+// reads, excluded from the aggregate).
+func (c *Controller) HealthCheck() healthz.HealthChecker {
+	return healthz.NamedCheck("cache-replication", func(*http.Request) error {
+		if err := c.CacheReachable(); err != nil {
+			return err
+		}
+		if !c.Synced() {
+			return fmt.Errorf("replicas in the cache server not listed yet")
+		}
+		return nil
+	})
+}
