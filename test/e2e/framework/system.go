@@ -91,6 +91,7 @@ type systemPorts struct {
 	FrontProxy       int               `json:"frontProxy"`
 	MoreFrontProxies []int             `json:"moreFrontProxies"`
 	Shards           map[string][3]int `json:"shards"`
+	Cache            [3]int            `json:"cache"`
 }
 
 func (s *System) ports(t testing.TB) systemPorts {
@@ -120,6 +121,14 @@ func (s *System) ProxyURLs(t testing.TB) []string {
 	}
 	return urls
 }
+
+// CacheURL is the cache server's URL.
+func (s *System) CacheURL(t testing.TB) string {
+	return fmt.Sprintf("https://127.0.0.1:%d", s.ports(t).Cache[0])
+}
+
+// CacheDir is the cache server's root directory.
+func (s *System) CacheDir() string { return filepath.Join(s.Dir, "cache") }
 
 // ShardURL is a shard's own URL.
 func (s *System) ShardURL(t testing.TB, name string) string {
@@ -192,6 +201,18 @@ func (s *System) UserToken(user string) string {
 // by its PID, as an outage would; RestartExited starts it again.
 func (s *System) StopProcess(t testing.TB, name string) {
 	t.Helper()
+	s.signalProcess(t, name, syscall.SIGTERM)
+}
+
+// KillProcess kills one process of the system with SIGKILL, as a crash
+// would, and waits until it is gone; RestartExited starts it again.
+func (s *System) KillProcess(t testing.TB, name string) {
+	t.Helper()
+	s.signalProcess(t, name, syscall.SIGKILL)
+}
+
+func (s *System) signalProcess(t testing.TB, name string, sig syscall.Signal) {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(s.Dir, name+".pid"))
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +225,8 @@ func (s *System) StopProcess(t testing.TB, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := proc.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("stop %s (pid %d): %v", name, pid, err)
+	if err := proc.Signal(sig); err != nil {
+		t.Fatalf("signal %v to %s (pid %d): %v", sig, name, pid, err)
 	}
 	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, stopTimeout, true, func(context.Context) (bool, error) {
 		return proc.Signal(syscall.Signal(0)) != nil, nil
