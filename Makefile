@@ -10,8 +10,9 @@ BENCH_ARGS ?=
 SYSTEM_DIR ?= .kplane-system
 SHARDS     ?= 2
 TOKEN_AUTH_FILE ?=
+PLUGIN_DIR ?=
 
-.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt
+.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins
 
 all: build
 
@@ -25,6 +26,12 @@ run: build
 # front-proxy. KUBECONFIG=$(SYSTEM_DIR)/admin.kubeconfig talks to it.
 run-system: build
 	$(BIN)/run-system --dir=$(SYSTEM_DIR) --shards=$(SHARDS) $(if $(TOKEN_AUTH_FILE),--token-auth-file=$(TOKEN_AUTH_FILE))
+
+# The kubectl plugins `kubectl ws` and `kubectl create workspace`
+# (docs/plugins.md): go install into $(go env GOBIN) (default
+# $(go env GOPATH)/bin), or into PLUGIN_DIR when it is set.
+install-plugins:
+	$(if $(PLUGIN_DIR),GOBIN=$(abspath $(PLUGIN_DIR))) $(GO) install ./cmd/kubectl-ws ./cmd/kubectl-create-workspace
 
 # go test re-vets every dependency; vet once, then test with -vet=off.
 vet:

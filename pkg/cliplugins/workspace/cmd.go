@@ -4,6 +4,7 @@ import (
 	goflag "flag"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 )
 
@@ -55,6 +56,8 @@ func NewWorkspaceCommand(streams IOStreams) *cobra.Command {
 			return use.Use(cmd.Context(), arg)
 		},
 	}
+	// A workspace may be called "completion"; kcp's plugin has no such command.
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	opts.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().BoolVar(&use.Short, "short", false, "Print only the path of the workspace, e.g. for a shell prompt.")
 	addKlogFlags(cmd)
@@ -128,9 +131,10 @@ func newCreateCommand(use string, create *CreateOptions) *cobra.Command {
 	return cmd
 }
 
-// addKlogFlags adds klog's flags (-v, ...) for client-go's request logging.
+// addKlogFlags adds klog's -v, the verbosity of client-go's request
+// logging (-v=6 shows every request).
 func addKlogFlags(cmd *cobra.Command) {
 	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(fs)
-	cmd.PersistentFlags().AddGoFlagSet(fs)
+	cmd.PersistentFlags().AddFlag(pflag.PFlagFromGoFlag(fs.Lookup("v")))
 }

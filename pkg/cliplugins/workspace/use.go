@@ -165,6 +165,13 @@ func checkWorkspace(ctx context.Context, client *Client, p logicalcluster.Path) 
 		return typ, nil
 	case notFound:
 		return nil, fmt.Errorf("workspace %q not found", p)
+	case reach == Forbidden && ws == nil:
+		// Servers answer 403 for paths that do not exist, so as not to leak
+		// existence. Where an ancestor is visibly missing, say so.
+		if missing, ok := missingAncestor(ctx, client, p); ok {
+			return nil, fmt.Errorf("workspace %q not found: %q does not exist", p, missing)
+		}
+		return nil, fmt.Errorf("access to workspace %q denied", p)
 	case reach == Forbidden:
 		return nil, fmt.Errorf("access to workspace %q denied", p)
 	case ws != nil && ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady:
@@ -173,6 +180,26 @@ func checkWorkspace(ctx context.Context, client *Client, p logicalcluster.Path) 
 		return nil, fmt.Errorf("workspace %q exists, but this server does not serve it; use the URL in its spec.URL (%s)", p, ws.Spec.URL)
 	}
 	return nil, fmt.Errorf("workspace %q not found", p)
+}
+
+// missingAncestor looks for the nearest ancestor of p whose Workspace its
+// own parent reports as not found. It stops at the first ancestor that is
+// visibly there: below it, a 403 is a real denial.
+func missingAncestor(ctx context.Context, client *Client, p logicalcluster.Path) (logicalcluster.Path, bool) {
+	for a, ok := p.Parent(); ok; a, ok = a.Parent() {
+		parent, hasParent := a.Parent()
+		if !hasParent {
+			return "", false
+		}
+		_, err := client.GetWorkspace(ctx, parent, a.Base())
+		switch {
+		case apierrors.IsNotFound(err):
+			return a, true
+		case err == nil:
+			return "", false
+		}
+	}
+	return "", false
 }
 
 // typeString spells a workspace type reference as kcp's plugin does:

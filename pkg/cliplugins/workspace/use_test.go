@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 func TestUseMovesThroughWorkspacesAndRecordsThemInTheKubeconfig(t *testing.T) {
@@ -122,6 +124,9 @@ func TestUseRefusesMissingOrForbiddenWorkspacesAndLeavesTheKubeconfigAlone(t *te
 	f.denied["root:secret"] = true
 	f.denied["root:org:hidden"] = true
 	f.hidden["root:org"] = true
+	// A server answers 403 for a path below a workspace that does not exist.
+	f.denied["root:gone:deeper"] = true
+	f.hidden["root:gone"] = true
 	f.mu.Lock()
 	f.workspaces["root:slow"] = f.newWorkspace("root", "slow", nil, "Initializing")
 	f.mu.Unlock()
@@ -138,6 +143,7 @@ func TestUseRefusesMissingOrForbiddenWorkspacesAndLeavesTheKubeconfigAlone(t *te
 		{args: []string{"nope"}, wantErr: `workspace "root:nope" not found`},
 		{args: []string{":root:org:nope"}, wantErr: `workspace "root:org:nope" not found`}, // discovery 404, parent 403
 		{args: []string{"secret"}, wantErr: `access to workspace "root:secret" denied`},
+		{args: []string{"gone:deeper"}, wantErr: `workspace "root:gone:deeper" not found: "root:gone" does not exist`},
 		{args: []string{":root:org:hidden"}, wantErr: `access to workspace "root:org:hidden" denied`},
 		{args: []string{"slow"}, wantErr: `workspace "root:slow" is not ready yet (phase Initializing)`},
 		{args: []string{".."}, wantErr: "cannot go up from the top-level workspace"},
@@ -308,5 +314,41 @@ func TestTreePrintsTheWorkspacesBelowTheCurrentOne(t *testing.T) {
 `
 	if out != want {
 		t.Errorf("tree --full =\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestUseWritesIntoTheKubeconfigFilesOfKUBECONFIG(t *testing.T) {
+	f := newFakeKCP(t)
+	f.add("root:org", "organization")
+	first := f.writeKubeconfig(t, 0o600)
+	other := clientcmdapi.NewConfig()
+	other.Clusters["elsewhere"] = &clientcmdapi.Cluster{Server: "https://elsewhere.invalid"}
+	other.Contexts["elsewhere"] = &clientcmdapi.Context{Cluster: "elsewhere"}
+	second := filepath.Join(t.TempDir(), "second")
+	if err := clientcmd.WriteToFile(*other, second); err != nil {
+		t.Fatal(err)
+	}
+	secondBefore, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", first+string(os.PathListSeparator)+second)
+
+	var out, errOut bytes.Buffer
+	cmd := NewWorkspaceCommand(IOStreams{Out: &out, ErrOut: &errOut})
+	cmd.SetArgs([]string{"org"})
+	cmd.SetErr(&errOut)
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("kubectl ws org: %v\n%s", err, errOut.String())
+	}
+	if got := currentServer(t, first); got != f.srv.URL+"/clusters/root:org" {
+		t.Errorf("first file's current server = %q", got)
+	}
+	secondAfter, err := os.ReadFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(secondBefore, secondAfter) {
+		t.Errorf("the second file of KUBECONFIG was rewritten:\n%s", secondAfter)
 	}
 }

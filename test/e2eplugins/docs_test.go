@@ -1,0 +1,117 @@
+package e2eplugins
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kplane-dev/kplane/test/e2e/framework"
+)
+
+// docShellBlocks returns the ```sh blocks of the section of
+// docs/plugins.md that starts with heading, in order.
+func docShellBlocks(t *testing.T, heading string) []string {
+	t.Helper()
+	root, err := framework.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "docs", "plugins.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	start := strings.Index(text, "\n"+heading+"\n")
+	if start < 0 {
+		t.Fatalf("docs/plugins.md has no section %q", heading)
+	}
+	section := text[start+1+len(heading):]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	var blocks []string
+	for {
+		open := strings.Index(section, "```sh\n")
+		if open < 0 {
+			break
+		}
+		section = section[open+len("```sh\n"):]
+		end := strings.Index(section, "```")
+		if end < 0 {
+			t.Fatalf("docs/plugins.md section %q has an unterminated code block", heading)
+		}
+		blocks = append(blocks, section[:end])
+		section = section[end+3:]
+	}
+	if len(blocks) == 0 {
+		t.Fatalf("docs/plugins.md section %q has no sh blocks", heading)
+	}
+	return blocks
+}
+
+// TestDocsWalkthroughWorksAsWritten runs the plugin walkthrough of
+// docs/plugins.md as a user would after `make run` and `make
+// install-plugins`: a copy of the shard's admin.kubeconfig stands where
+// `make run` puts it (.kplane/admin.kubeconfig) and the plugins are on PATH.
+func TestDocsWalkthroughWorksAsWritten(t *testing.T) {
+	requireKubectl(t)
+	t.Parallel()
+	blocks := docShellBlocks(t, "## Walkthrough")
+
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, ".kplane"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kc := kubeconfigFor(t, "")
+	data, err := os.ReadFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".kplane", "admin.kubeconfig"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "set -euo pipefail\n" + strings.Join(blocks, "\n")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = pluginEnv("", dir) // the script sets KUBECONFIG itself
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("docs walkthrough failed: %v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", err, script, stdout.String(), stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"Current workspace is 'root'.\n",
+		`Workspace "acme" (type root:organization) created. Waiting for it to be ready...` + "\n",
+		`Workspace "acme" (type root:organization) is ready to use.` + "\n",
+		"Current workspace is 'root:acme' (type root:organization).\n",
+		"Current workspace is 'root:acme:backend'.\n",
+		"\nhi\n",
+		"Current workspace is 'root' (type root).\n",
+		"\nroot:acme:backend\n",
+		"workspace.kcp.io/current",
+		"workspace.kcp.io/previous",
+		"\nrefused\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docs walkthrough output lacks %q:\n%s\nstderr:\n%s", want, out, stderr.String())
+		}
+	}
+	// Other tests create workspaces in root at the same time: acme need
+	// not be the last branch of the tree.
+	if tree := regexp.MustCompile(`(?m)^    [├└]── acme\n    [│ ]   └── backend$`); !tree.MatchString(out) {
+		t.Errorf("docs walkthrough tree does not show acme with backend below it:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), `workspace "root:nowhere" not found`) {
+		t.Errorf("docs walkthrough stderr lacks the refusal of root:nowhere:\n%s", stderr.String())
+	}
+}
