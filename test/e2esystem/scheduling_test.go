@@ -3,6 +3,8 @@ package e2esystem
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +104,53 @@ func TestEveryWorkspaceHasExactlyOneLogicalCluster(t *testing.T) {
 		t.Errorf("%d workspaces all went to one shard: %v", n, perShard)
 	}
 	t.Logf("placement of %d workspaces: %v", n, perShard)
+}
+
+// TestWorkspaceStillSchedulingAnswers429WithRetryAfter: the path of a
+// workspace that has no logical cluster yet answers 429 with Retry-After
+// through the front-proxy, to a user who may see it; it is no 403.
+func TestWorkspaceStillSchedulingAnswers429WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	c := kcp(t, sys.AdminConfig(t, ""))
+	name := uniqueName("unplaced")
+	ws := &tenancyv1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		// No shard carries this label: the workspace stays Scheduling.
+		Spec: tenancyv1alpha1.WorkspaceSpec{Location: &tenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "nowhere"}}}},
+	}
+	if err := c.Create(ctx, logicalcluster.Root, workspacesGVR, ws, &tenancyv1alpha1.Workspace{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Delete(context.Background(), logicalcluster.Root, workspacesGVR, name, nil) }()
+	token := sys.AdminConfig(t, "").BearerToken
+	client := proxyClient(t)
+	eventuallyOK(ctx, t, "429 for the workspace being scheduled", func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sys.URL(t)+"/clusters/root:"+name+"/api/v1/namespaces", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusTooManyRequests {
+			return fmt.Errorf("%d: %s", resp.StatusCode, body)
+		}
+		if resp.Header.Get("Retry-After") == "" {
+			return fmt.Errorf("429 without Retry-After: %s", body)
+		}
+		return nil
+	})
+	got := &tenancyv1alpha1.Workspace{}
+	if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1alpha1.LogicalClusterPhaseScheduling || got.Spec.Cluster != "" {
+		t.Errorf("workspace phase %q cluster %q, want Scheduling without a cluster", got.Status.Phase, got.Spec.Cluster)
+	}
 }

@@ -384,12 +384,10 @@ func (o *outage) set(down bool) {
 // last error after a generous deadline.
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	start := time.Now()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := check()
 		if err == nil {
-			t.Logf("TIMING %s after %v", what, time.Since(start))
 			return
 		}
 		if time.Now().After(deadline) {

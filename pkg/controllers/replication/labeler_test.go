@@ -19,7 +19,7 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 	roles := newFakeResource(func() runtime.Object { return &rbacv1.ClusterRoleList{} })
 	bindings := newFakeResource(func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} })
 	srv := fakeShardServer(t, map[string]*fakeResource{clusterRolesKind: roles, clusterRoleBindingsKind: bindings})
-	clientset, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	clientset, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
