@@ -158,15 +158,21 @@ func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, err
 	// No admission: the cache server stores what shards replicate.
 	admit := admission.NewChainHandler()
 	patchTypes := []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
+	// The writing handlers are built per request, as upstream's installer
+	// does: they wrap the admission they capture on every call, so a shared
+	// one would race and grow with every write.
+	perRequest := func(build func() http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) { build()(w, req) }
+	}
 	byVerb := map[string]http.HandlerFunc{
 		"get":              handlers.GetResource(storage, scope),
 		"list":             handlers.ListResource(storage, storage, scope, false, c.minRequestTimeout),
 		"watch":            handlers.ListResource(storage, storage, scope, true, c.minRequestTimeout),
-		"create":           handlers.CreateResource(storage, scope, admit),
-		"update":           handlers.UpdateResource(storage, scope, admit),
-		"patch":            handlers.PatchResource(storage, scope, admit, patchTypes),
-		"delete":           handlers.DeleteResource(storage, true, scope, admit),
-		"deletecollection": handlers.DeleteCollection(storage, true, scope, admit),
+		"create":           perRequest(func() http.HandlerFunc { return handlers.CreateResource(storage, scope, admit) }),
+		"update":           perRequest(func() http.HandlerFunc { return handlers.UpdateResource(storage, scope, admit) }),
+		"patch":            perRequest(func() http.HandlerFunc { return handlers.PatchResource(storage, scope, admit, patchTypes) }),
+		"delete":           perRequest(func() http.HandlerFunc { return handlers.DeleteResource(storage, true, scope, admit) }),
+		"deletecollection": perRequest(func() http.HandlerFunc { return handlers.DeleteCollection(storage, true, scope, admit) }),
 	}
 	byVerb["create"] = withCreateMeta(byVerb["create"], c.maxRequestBodyBytes)
 	for verb, h := range byVerb {

@@ -3,8 +3,10 @@ package cacheserver
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -281,9 +283,32 @@ func (s *replicaStorage) GuaranteedUpdate(ctx context.Context, key string, desti
 	return s.Interface.GuaranteedUpdate(ctx, k, destination, ignoreNotFound, preconditions, update, cachedExistingObject)
 }
 
+// fromTheFuture refuses a resource version newer than what the storage
+// holds. A cache server whose etcd was wiped starts again at revision 1,
+// and etcd would hold a watch from a shard's old revision open, silently,
+// until the new revisions caught up: the shard would never learn that its
+// replicas are gone. Refused, the shard's informer lists afresh.
+func (s *replicaStorage) fromTheFuture(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "" || resourceVersion == "0" {
+		return nil
+	}
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return nil // the storage below refuses it with its own message
+	}
+	current, err := s.Interface.GetCurrentResourceVersion(ctx)
+	if err != nil || rv <= current {
+		return err
+	}
+	return storage.NewTooLargeResourceVersionError(rv, current, 0)
+}
+
 func (s *replicaStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	k, sel, err := s.listKey(ctx, key, &opts)
 	if err != nil {
+		return err
+	}
+	if err := s.fromTheFuture(ctx, opts.ResourceVersion); err != nil {
 		return err
 	}
 	if err := s.Interface.GetList(ctx, k, opts, listObj); err != nil || sel.empty() {
@@ -306,6 +331,11 @@ func (s *replicaStorage) Watch(ctx context.Context, key string, opts storage.Lis
 	k, sel, err := s.listKey(ctx, key, &opts)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.fromTheFuture(ctx, opts.ResourceVersion); err != nil {
+		// A watch that cannot start where the client was is expired: the
+		// client lists again.
+		return nil, apierrors.NewResourceExpired(fmt.Sprintf("resource version %s is newer than the cache server's storage (%v): it was replaced; list again", opts.ResourceVersion, err))
 	}
 	w, err := s.Interface.Watch(ctx, k, opts)
 	if err != nil || sel.empty() {

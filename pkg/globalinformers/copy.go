@@ -82,6 +82,8 @@ func (c *copiedListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error
 	w, err := c.ListerWatcher.Watch(opts)
 	if err != nil {
 		c.failure.Store(&err)
+	} else {
+		c.failure.Store(nil)
 	}
 	return w, err
 }

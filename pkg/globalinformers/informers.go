@@ -117,7 +117,7 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 			newList:       r.newList,
 			dirty:         make(chan struct{}, 1),
 		}
-		inf := wildcardinformer.New(lw, r.example, "global-"+r.resource)
+		inf := wildcardinformer.NewRemote(lw, r.example, "global-"+r.resource)
 		lw.informer = inf
 		inf.AddHandler(lw)
 		*r.informer = inf

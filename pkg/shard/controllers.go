@@ -140,6 +140,10 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		ShardName:   c.Options.ShardName,
 	})
 
+	replicator, labeler, err := c.newReplication(loopback)
+	if err != nil {
+		return err
+	}
 	if err := c.addGlobal(gs); err != nil {
 		return err
 	}
@@ -172,6 +176,10 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			}()
 			go defaultAPIBindings.Run(ctx, 32)
 			go policyStatus.Run(ctx, 2)
+			// Replication waits for the cache server, never for long: a
+			// shard serves while it is away.
+			go replicator.Run(ctx, 8)
+			go labeler.Run(ctx, 4)
 			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
 			if c.Options.ShardName != corev1alpha1.RootShard {
 				return

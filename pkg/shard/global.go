@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/cacheserver"
+	"github.com/kplane-dev/kplane/pkg/controllers/replication"
 	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/rootshard"
@@ -46,6 +48,8 @@ func cacheClientConfig(o CompletedOptions, loopback *rest.Config) (*rest.Config,
 	if err != nil {
 		return nil, fmt.Errorf("--cache-kubeconfig: %w", err)
 	}
+	// Replication writes in bursts (a shard's start, a cache that returns).
+	cfg.QPS, cfg.Burst = 500, 1000
 	return cfg, nil
 }
 
@@ -283,4 +287,44 @@ func (r remoteChecks) ConditionsAwareAuthorize(ctx context.Context, attr authori
 // EvaluateConditions is not supported.
 func (remoteChecks) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// newReplication returns the controller that replicates this shard's
+// APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC to
+// the cache server, and the labeler that marks the RBAC other shards need.
+func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller, *replication.Labeler, error) {
+	kind := func(resource string) cacheserver.Kind {
+		for _, k := range cacheserver.Kinds {
+			if k.Resource.Resource == resource {
+				return k
+			}
+		}
+		panic("cacheserver.Kinds lacks " + resource)
+	}
+	i := c.Informers
+	sources := []replication.Source{
+		{Kind: kind("apiexports"), Informer: i.kcp.apiExports},
+		{Kind: kind("apiresourceschemas"), Informer: i.kcp.apiResourceSchemas},
+		{Kind: kind("workspacetypes"), Informer: i.kcp.workspaceTypes},
+		{Kind: kind("shards"), Informer: i.kcp.shards},
+		{Kind: kind("clusterroles"), Informer: i.rbac.ClusterRoles, Filter: replication.MarkedForReplication},
+		{Kind: kind("clusterrolebindings"), Informer: i.rbac.ClusterRoleBindings, Filter: replication.MarkedForReplication},
+	}
+	cacheConfig, err := cacheClientConfig(c.Options, loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	replicator, err := replication.New(c.Options.ShardName, cacheConfig, sources)
+	if err != nil {
+		return nil, nil, err
+	}
+	rbacClient, err := kubernetes.NewForConfig(loopback)
+	if err != nil {
+		return nil, nil, err
+	}
+	labeler, err := replication.NewLabeler(i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, rbacClient.RbacV1().RESTClient())
+	if err != nil {
+		return nil, nil, err
+	}
+	return replicator, labeler, nil
 }

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -105,6 +107,22 @@ type Informer struct {
 // New returns an informer over lw, whose list and watch must span all
 // logical clusters (a client whose host ends in /clusters/*).
 func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer {
+	return newInformer(lw, example, name, nil)
+}
+
+// RemoteBackoff retries an informer of another process (the cache server)
+// at most every 4 s, where client-go's default waits up to 30 s: a shard
+// catches up within seconds once the cache server is back.
+var RemoteBackoff = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 8, Cap: 4 * time.Second}
+
+// NewRemote is New for a list and watch of another process, retried with
+// RemoteBackoff.
+func NewRemote(lw cache.ListerWatcher, example runtime.Object, name string) *Informer {
+	backoff := RemoteBackoff
+	return newInformer(lw, example, name, &backoff)
+}
+
+func newInformer(lw cache.ListerWatcher, example runtime.Object, name string, backoff *wait.Backoff) *Informer {
 	i := &Informer{
 		name: name,
 		indexer: cache.NewIndexer(KeyFunc, cache.Indexers{
@@ -112,7 +130,7 @@ func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer 
 			ByClusterNamespace: clusterNamespaceIndex,
 		}),
 	}
-	i.reflector = cache.NewReflectorWithOptions(listOnly{lw}, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name})
+	i.reflector = cache.NewReflectorWithOptions(listOnly{lw}, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name, Backoff: backoff})
 	return i
 }
 

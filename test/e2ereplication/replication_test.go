@@ -107,7 +107,9 @@ func readyWorkspace(ctx context.Context, t *testing.T, cfg *rest.Config, parent,
 	return got
 }
 
-func shardOf(ws *tenancyv1alpha1.Workspace) string { return ws.Annotations[corev1alpha1.ShardAnnotationKey] }
+func shardOf(ws *tenancyv1alpha1.Workspace) string {
+	return ws.Annotations[corev1alpha1.ShardAnnotationKey]
+}
 
 func organization() *tenancyv1alpha1.WorkspaceTypeReference {
 	return &tenancyv1alpha1.WorkspaceTypeReference{Name: "organization", Path: "root"}

@@ -29,8 +29,13 @@ const MissingIdentityHashReason = "MissingIdentityHash"
 // answer.
 const CacheServerUnreachableReason = "CacheServerUnreachable"
 
-// cacheRetry is how often a binding waiting on the cache server looks again.
-const cacheRetry = 5 * time.Second
+// cacheRetry is how often a binding waiting on the cache server looks
+// again, remoteRetry how often one whose export another shard should host
+// and nobody has seen does.
+const (
+	cacheRetry  = 5 * time.Second
+	remoteRetry = 15 * time.Second
+)
 
 // bindingReconciler resolves a binding's export and schemas, checks the
 // resulting resources for naming conflicts in the binding's workspace and
@@ -86,7 +91,8 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 	if ok {
 		export = r.getAPIExport(exportCluster, ref.Name)
 	}
-	if export == nil && (!ok || !r.hosted(exportCluster)) {
+	remote := !ok || !r.hosted(exportCluster)
+	if export == nil && remote {
 		if err := r.cacheUnreachable(); err != nil {
 			setFalse(b, apisv1alpha2.APIExportValid, CacheServerUnreachableReason, severity,
 				fmt.Sprintf("APIExport %s is not on this shard, and the cache server, through which exports of other shards are found, cannot be read (%v); binding continues when it answers", path.Join(ref.Name), err))
@@ -96,6 +102,11 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 	if export == nil {
 		setFalse(b, apisv1alpha2.APIExportValid, apisv1alpha2.APIExportNotFoundReason, severity,
 			fmt.Sprintf("APIExport %s not found: create APIExport %q in workspace %s, or bind to an existing export with a new APIBinding", path.Join(ref.Name), ref.Name, path))
+		if remote {
+			// The export's arrival requeues the binding; looking again now
+			// and then tells when the cache server went away meanwhile.
+			return nil, loop.RequeueAfter(remoteRetry)
+		}
 		return nil, nil
 	}
 	if export.Status.IdentityHash == "" {

@@ -79,12 +79,12 @@ func (h handler) OnDelete(obj interface{})    { h.add(obj) }
 // Run processes keys with the given number of workers until ctx is done.
 func (l *Loop) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
+	logger := klog.FromContext(ctx).WithValues("controller", l.name)
+	ctx = klog.NewContext(ctx, logger)
 	go func() {
 		<-ctx.Done()
 		l.queue.ShutDown()
 	}()
-	logger := klog.FromContext(ctx).WithValues("controller", l.name)
-	ctx = klog.NewContext(ctx, logger)
 	for i := 0; i < workers; i++ {
 		go func() {
 			for l.next(ctx) {

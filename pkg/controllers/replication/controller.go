@@ -71,6 +71,9 @@ func New(shard string, cache *rest.Config, sources []Source) (*Controller, error
 	if err := cacheserver.ValidateShard(shard); err != nil || cacheserver.Shard(shard).IsWildcard() {
 		return nil, fmt.Errorf("replication: invalid shard name %q: must be 1 to 61 lower-case alphanumerics, '-' or ':'", shard)
 	}
+	if cache == nil {
+		return nil, fmt.Errorf("replication: no cache server configuration")
+	}
 	client, err := newCacheClient(cache, cacheserver.Shard(shard))
 	if err != nil {
 		return nil, err
@@ -87,7 +90,7 @@ func New(shard string, cache *rest.Config, sources []Source) (*Controller, error
 		}
 		k := &replicatedKind{
 			source:   s,
-			replicas: wildcardinformer.New(client.listWatch(s.Kind), &unstructured.Unstructured{}, "cache-replicas-"+kk),
+			replicas: wildcardinformer.NewRemote(client.listWatch(s.Kind), &unstructured.Unstructured{}, "cache-replicas-"+kk),
 		}
 		k.reconciler = c.newReconciler(shard, k)
 		c.kinds[kk] = k
@@ -169,10 +172,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	return k.reconciler.reconcile(ctx, cluster, namespace, name)
 }
 
-// Run starts the informers of the replicas and, once they and the shard's
-// informers have listed, the workers; it returns when ctx is done. Until
-// the shard's informers have listed, every object would look deleted; until
-// the replicas have, every replica would look missing.
+// Run starts the informers of the replicas and, once they and the
+// sources' informers (which the shard runs) have listed, the workers; it
+// returns when ctx is done. Before the sources have listed every object
+// would look deleted, before the replicas have every replica would look
+// missing. While the cache server is away at start the workers wait;
+// CacheReachable tells why.
 func (c *Controller) Run(ctx context.Context, workers int) {
 	locals := make([]*wildcardinformer.Informer, 0, len(c.order))
 	replicas := make([]*wildcardinformer.Informer, 0, len(c.order))
@@ -199,16 +204,13 @@ func (c *Controller) Synced() bool {
 }
 
 // CacheReachable returns nil when the cache server answered the latest
-// request of the controller, or why it did not. A shard keeps serving
-// without the cache; this is for a condition or a log line, not liveness.
+// request of the controller, or why it did not.
 func (c *Controller) CacheReachable() error { return c.cache.reach.get() }
 
 // HealthCheck is a check named cache-replication that fails while the
 // cache server does not answer or the replicas have not been listed yet.
-// Adding it to a shard's /readyz takes the shard out of rotation when the
-// cache is away; a shard that should keep serving then registers it only
-// where it informs (e.g. a /readyz/cache-replication probe an operator
-// reads, excluded from the aggregate).
+// A shard serves without the cache, so it belongs in a condition or an
+// informational probe, not in liveness.
 func (c *Controller) HealthCheck() healthz.HealthChecker {
 	return healthz.NamedCheck("cache-replication", func(*http.Request) error {
 		if err := c.CacheReachable(); err != nil {

@@ -37,6 +37,8 @@ type testShard struct {
 	name    string
 	exports *fakeResource
 	roles   *fakeResource
+	// workers replicate; 2 unless set.
+	workers int
 }
 
 func newTestShard(name string) *testShard {
@@ -50,7 +52,7 @@ func newTestShard(name string) *testShard {
 // start runs new informers over the shard and a replication controller
 // of its APIExports and marked ClusterRoles until the returned stop is
 // called (or the test ends).
-func (s *testShard) start(t *testing.T, cache *testCache) (*Controller, func()) {
+func (s *testShard) start(t testing.TB, cache *testCache) (*Controller, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	exports := s.exports.informer(&apisv1alpha2.APIExport{}, "wildcard-apiexports")
@@ -66,7 +68,7 @@ func (s *testShard) start(t *testing.T, cache *testCache) (*Controller, func()) 
 	for _, run := range []func(){
 		func() { exports.Run(ctx) },
 		func() { roles.Run(ctx) },
-		func() { c.Run(ctx, 2) },
+		func() { c.Run(ctx, max(s.workers, 2)) },
 	} {
 		wg.Add(1)
 		go func() { defer wg.Done(); run() }()

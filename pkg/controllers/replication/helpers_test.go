@@ -206,7 +206,7 @@ func mergeJSON(doc, patch interface{}) interface{} {
 
 // fakeShardServer serves merge patches of the resources, by path
 // /clusters/<cluster>/apis/<group>/<version>/<resource>/<name>.
-func fakeShardServer(t *testing.T, resources map[string]*fakeResource) *httptest.Server {
+func fakeShardServer(t testing.TB, resources map[string]*fakeResource) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		parts := strings.Split(strings.TrimPrefix(req.URL.Path, "/clusters/"), "/")
 		if req.Method != http.MethodPatch || len(parts) != 6 {
@@ -247,7 +247,7 @@ type testCache struct {
 
 const writerToken = "shard-writer-token"
 
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	for range n {
@@ -261,7 +261,7 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-func startCache(t *testing.T) *testCache {
+func startCache(t testing.TB) *testCache {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -309,7 +309,7 @@ func startCache(t *testing.T) *testCache {
 
 // replica reads a shard's replica directly from the cache server; nil
 // when there is none.
-func (c *testCache) replica(t *testing.T, shard string, kind cacheserver.Kind, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
+func (c *testCache) replica(t testing.TB, shard string, kind cacheserver.Kind, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
 	cfg := rest.CopyConfig(c.writer)
 	cfg.Host = cacheserver.URL(c.url, cacheserver.Shard(shard), cluster)
 	d, err := dynamic.NewForConfig(cfg)
@@ -327,7 +327,7 @@ func (c *testCache) replica(t *testing.T, shard string, kind cacheserver.Kind, c
 }
 
 // wipe deletes everything the cache server stores, behind its back.
-func (c *testCache) wipe(t *testing.T) {
+func (c *testCache) wipe(t testing.TB) {
 	if _, err := c.etcd.Delete(context.Background(), cacheserver.DefaultEtcdPrefix+"/", clientv3.WithPrefix()); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func (o *outage) set(down bool) {
 
 // eventually polls check until it returns nil, failing the test with its
 // last error after a generous deadline.
-func eventually(t *testing.T, what string, check func() error) {
+func eventually(t testing.TB, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -59,14 +59,25 @@ func grantsBindOrContent(cr *rbacv1.ClusterRole) bool {
 }
 
 // grantsUse tells whether a ClusterRole grants use (or, as kcp counts
-// them, initialize or terminate) on tenancy.kcp.io workspacetypes.
+// them, initialize or terminate) on tenancy.kcp.io workspacetypes, or
+// access to the workspace: another shard judges use of a type and bind of
+// an export with the access check a request in the workspace passes, so
+// the RBAC granting access travels with the RBAC granting use and bind
+// (kcp's deep SubjectAccessReviews reach the owning shard instead).
 func grantsUse(cr *rbacv1.ClusterRole) bool {
 	for _, rule := range cr.Rules {
-		if ruleGrants(rule, tenancyGroup, []string{"workspacetypes"}, []string{"use", "initialize", "terminate"}) {
+		if ruleGrants(rule, tenancyGroup, []string{"workspacetypes"}, []string{"use", "initialize", "terminate"}) || grantsAccess(rule) {
 			return true
 		}
 	}
 	return false
+}
+
+// grantsAccess tells whether rule grants the non-resource verb access on
+// "/", the permission to enter a workspace.
+func grantsAccess(rule rbacv1.PolicyRule) bool {
+	return (slices.Contains(rule.Verbs, "access") || slices.Contains(rule.Verbs, "*")) &&
+		(slices.Contains(rule.NonResourceURLs, "/") || slices.Contains(rule.NonResourceURLs, "*"))
 }
 
 // hasMaximalPermissionSubject tells whether a ClusterRoleBinding binds a
@@ -80,6 +91,19 @@ func hasMaximalPermissionSubject(crb *rbacv1.ClusterRoleBinding) bool {
 		}
 	}
 	return false
+}
+
+// explicitRules returns cr with only the rules that name every group,
+// resource, verb and URL they grant (no *).
+func explicitRules(cr *rbacv1.ClusterRole) *rbacv1.ClusterRole {
+	out := &rbacv1.ClusterRole{ObjectMeta: cr.ObjectMeta}
+	for _, rule := range cr.Rules {
+		if !slices.Contains(rule.APIGroups, "*") && !slices.Contains(rule.Resources, "*") &&
+			!slices.Contains(rule.Verbs, "*") && !slices.Contains(rule.NonResourceURLs, "*") {
+			out.Rules = append(out.Rules, rule)
+		}
+	}
+	return out
 }
 
 // referencesClusterRole returns the name of the ClusterRole a binding

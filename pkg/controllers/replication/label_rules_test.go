@@ -30,6 +30,10 @@ func TestClusterRoleRulesThatOtherShardsNeed(t *testing.T) {
 		{"get workspacetypes", []rbacv1.PolicyRule{rule(l("tenancy.kcp.io"), l("workspacetypes"), l("get"))}, false, false},
 		{"use workspaces", []rbacv1.PolicyRule{rule(l("tenancy.kcp.io"), l("workspaces"), l("use"))}, false, false},
 		{"cluster-admin", []rbacv1.PolicyRule{rule(l("*"), l("*"), l("*"))}, true, true},
+		{"access to the workspace", []rbacv1.PolicyRule{{Verbs: l("access"), NonResourceURLs: l("/")}}, false, true},
+		{"every non-resource verb and URL", []rbacv1.PolicyRule{{Verbs: l("*"), NonResourceURLs: l("*")}}, false, true},
+		{"access to another URL", []rbacv1.PolicyRule{{Verbs: l("access"), NonResourceURLs: l("/healthz")}}, false, false},
+		{"get on /", []rbacv1.PolicyRule{{Verbs: l("get"), NonResourceURLs: l("/")}}, false, false},
 		{"two rules", []rbacv1.PolicyRule{
 			rule(l("tenancy.kcp.io"), l("workspacetypes"), l("use")),
 			rule(l("apis.kcp.io"), l("apiexports"), l("bind")),

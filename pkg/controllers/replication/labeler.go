@@ -52,8 +52,9 @@ const (
 //     the ClusterRoleBindings of such ClusterRoles.
 //
 // A binding's ClusterRole is looked up in the binding's cluster, then in
-// system:admin (the bootstrap roles). Objects of system:* clusters are
-// left alone.
+// system:admin (the bootstrap roles, which change only with a new version:
+// the first lists after a restart look at every binding again). Objects of
+// system:* clusters are left alone.
 type Labeler struct {
 	loop                *loop.Loop
 	clusterRoles        *wildcardinformer.Informer
@@ -192,14 +193,23 @@ func (l *Labeler) reconcileClusterRoleBinding(ctx context.Context, cluster logic
 	apis, tenancy := hasMaximalPermissionSubject(crb), false
 	if role := referencesClusterRole(crb); role != "" {
 		obj, exists, err := l.clusterRoles.Get(cluster, "", role)
+		bootstrap := false
 		if err == nil && !exists {
 			obj, exists, err = l.clusterRoles.Get(clusterrbac.BootstrapCluster, "", role)
+			bootstrap = true
 		}
 		if err != nil {
 			return err
 		}
 		if exists {
 			cr := obj.(*rbacv1.ClusterRole)
+			if bootstrap {
+				// A binding to a bootstrap role travels only for what the
+				// role grants by name: every workspace's owner is bound to
+				// cluster-admin, and replicating those would put a replica
+				// of every workspace on every shard.
+				cr = explicitRules(cr)
+			}
 			apis = apis || grantsBindOrContent(cr)
 			tenancy = grantsUse(cr)
 		}

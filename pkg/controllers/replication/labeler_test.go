@@ -56,6 +56,7 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 	}
 	const c1, c2 = logicalcluster.Name("c1"), logicalcluster.Name("c2")
 	roles.set(logicalcluster.SystemAdmin, role("cluster-admin", rule("*", "*", "*")))
+	roles.set(logicalcluster.SystemAdmin, role("exports-binder", rule("apis.kcp.io", "apiexports", "bind")))
 	roles.set(c1, role("binder", rule("apis.kcp.io", "apiexports", "bind")))
 	roles.set(c1, role("content-reader", rule("apis.kcp.io", "apiexports/content", "list")))
 	roles.set(c1, role("type-user", rule("tenancy.kcp.io", "workspacetypes", "use")))
@@ -65,7 +66,11 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 	bindings.set(c1, binding("bind-type-user", "type-user", "alice"))
 	bindings.set(c1, binding("bind-viewer", "viewer", "alice"))
 	bindings.set(c1, binding("claim", "claimed", "apis.kcp.io:binding:alice"))
+	// Every workspace's owner is bound to the bootstrap cluster-admin: such
+	// a binding is not replicated (it would copy every workspace to every
+	// shard); a bootstrap role that names bind is.
 	bindings.set(c2, binding("admins", "cluster-admin", "bob"))
+	bindings.set(c2, binding("binders", "exports-binder", "bob"))
 
 	marked := func(r *fakeResource, cluster logicalcluster.Name, name, want string) func() error {
 		return func() error {
@@ -92,7 +97,7 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 		{bindings, c1, "bind-binder", "apis.kcp.io"},
 		{bindings, c1, "bind-type-user", "tenancy.kcp.io"},
 		{bindings, c1, "claim", "apis.kcp.io"},
-		{bindings, c2, "admins", "apis.kcp.io,tenancy.kcp.io"},
+		{bindings, c2, "binders", "apis.kcp.io"},
 	} {
 		eventually(t, "marked", marked(tc.r, tc.cluster, tc.name, tc.want))
 	}
@@ -101,7 +106,7 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 		r       *fakeResource
 		cluster logicalcluster.Name
 		name    string
-	}{{roles, c1, "viewer"}, {bindings, c1, "bind-viewer"}, {roles, logicalcluster.SystemAdmin, "cluster-admin"}} {
+	}{{roles, c1, "viewer"}, {bindings, c1, "bind-viewer"}, {roles, logicalcluster.SystemAdmin, "cluster-admin"}, {bindings, c2, "admins"}} {
 		if err := marked(tc.r, tc.cluster, tc.name, "")(); err != nil {
 			t.Error(err)
 		}
