@@ -35,6 +35,10 @@ const (
 	// MetricsReaderClusterRole grants get on the shard's /metrics; bound in
 	// root, it lets a scraper read every shard's metrics.
 	MetricsReaderClusterRole = "system:kcp:metrics-reader"
+	// HomeCreateClusterRole, in root, lets users get the Workspace "~" (their
+	// home) and have it created (pkg/home); bound to system:authenticated,
+	// the shard's --home-workspaces-home-creator-groups narrow who gets one.
+	HomeCreateClusterRole = "system:kcp:home-clusterworkspace-create"
 )
 
 // Shard describes this shard's Shard object.
@@ -185,6 +189,7 @@ func builtinTypes() []*tenancyv1alpha1.WorkspaceType {
 			DefaultAPIBindings:        defaultTenancyBinding,
 		}),
 		workspaceType(tenancyv1alpha1.HomeWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
+			Extend:                    tenancyv1alpha1.WorkspaceTypeExtension{With: []tenancyv1alpha1.WorkspaceTypeReference{universal}},
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{None: true},
 			DefaultChildWorkspaceType: &universal,
 		}),
@@ -243,15 +248,23 @@ func systemAdminRBAC(ctx context.Context, loopback *rest.Config) error {
 	})
 }
 
-// rootRBAC lets every authenticated user into root and use the built-in
-// types.
+// rootRBAC lets every authenticated user into root, use the built-in
+// types and have a home workspace.
 func rootRBAC(ctx context.Context, loopback *rest.Config) error {
 	c, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(loopback, logicalcluster.Root))
 	if err != nil {
 		return err
 	}
+	if err := ensureClusterRole(ctx, c, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: HomeCreateClusterRole},
+		Rules: []rbacv1.PolicyRule{{
+			Verbs: []string{"get", "create"}, APIGroups: []string{tenancyv1alpha1.GroupName}, Resources: []string{"workspaces"}, ResourceNames: []string{"~"},
+		}},
+	}); err != nil {
+		return err
+	}
 	authenticated := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}
-	for _, role := range []string{WorkspaceAccessClusterRole, WorkspaceTypesUseClusterRole} {
+	for _, role := range []string{WorkspaceAccessClusterRole, WorkspaceTypesUseClusterRole, HomeCreateClusterRole} {
 		if err := ensureClusterRoleBinding(ctx, c, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: role + ":authenticated"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +24,9 @@ import (
 // every shard the Workspaces (parent cluster and name to child cluster) and
 // LogicalClusters (which clusters the shard hosts) with wildcard watches,
 // so that a workspace created or deleted anywhere is routable or gone as
-// soon as its shard reports it.
+// soon as its shard reports it. A path starts at a logical cluster: root,
+// any cluster by its name, or a rootless one (a LogicalCluster no
+// Workspace owns, such as a user's home) by its kcp.io/path (user:alice).
 type Index struct {
 	// shardConfig returns the client configuration for a shard's base URL.
 	shardConfig func(baseURL string) (*rest.Config, error)
@@ -35,6 +38,10 @@ type Index struct {
 	clusters map[logicalcluster.Name]string
 	// children maps a parent cluster and workspace name to the workspace.
 	children map[logicalcluster.Name]map[string]child
+	// rootless maps the canonical path of a logical cluster without a
+	// parent Workspace to the cluster; rootlessPaths is its inverse.
+	rootless      map[logicalcluster.Path]logicalcluster.Name
+	rootlessPaths map[logicalcluster.Name]logicalcluster.Path
 	// ctx ends every shard's watches.
 	ctx context.Context
 	// rootSynced tells whether the Shards of root are listed.
@@ -66,6 +73,9 @@ func NewIndex(shardConfig func(baseURL string) (*rest.Config, error)) *Index {
 		shards:      map[string]*shardWatch{},
 		clusters:    map[logicalcluster.Name]string{},
 		children:    map[logicalcluster.Name]map[string]child{},
+
+		rootless:      map[logicalcluster.Path]logicalcluster.Name{},
+		rootlessPaths: map[logicalcluster.Name]logicalcluster.Path{},
 	}
 }
 
@@ -189,6 +199,7 @@ func (x *Index) removeShardLocked(name string) {
 	for cluster, shard := range x.clusters {
 		if shard == name {
 			delete(x.clusters, cluster)
+			x.forgetRootlessLocked(cluster)
 		}
 	}
 	for parent, byName := range x.children {
@@ -233,8 +244,8 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	cluster := logicalcluster.Name(segments[0])
-	for _, name := range segments[1:] {
+	cluster, rest := x.start(segments)
+	for _, name := range rest {
 		c, ok := x.children[cluster][name]
 		if !ok {
 			return Target{}, NotFound
@@ -246,7 +257,7 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 	}
 	shard, ok := x.clusters[cluster]
 	if !ok {
-		if len(segments) == 1 {
+		if len(rest) == 0 {
 			return Target{}, NotFound
 		}
 		// Scheduled, but its shard has not reported the logical cluster.
@@ -257,6 +268,33 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 		return Target{}, Unavailable
 	}
 	return Target{Cluster: cluster, Shard: shard, BaseURL: s.baseURL}, Found
+}
+
+// start returns the logical cluster a path starts at and the workspace
+// names to walk from there: the first segment when it names a cluster the
+// index knows, otherwise the longest prefix that is the path of a rootless
+// cluster (user:alice of user:alice:project).
+func (x *Index) start(segments []string) (logicalcluster.Name, []string) {
+	first := logicalcluster.Name(segments[0])
+	if _, known := x.clusters[first]; known || x.children[first] != nil {
+		return first, segments[1:]
+	}
+	for i := len(segments); i > 0; i-- {
+		if cluster, ok := x.rootless[logicalcluster.Path(strings.Join(segments[:i], ":"))]; ok {
+			return cluster, segments[i:]
+		}
+	}
+	return first, segments[1:]
+}
+
+// forgetRootlessLocked drops the path of a rootless cluster.
+func (x *Index) forgetRootlessLocked(cluster logicalcluster.Name) {
+	if p, ok := x.rootlessPaths[cluster]; ok {
+		delete(x.rootlessPaths, cluster)
+		if x.rootless[p] == cluster {
+			delete(x.rootless, p)
+		}
+	}
 }
 
 // ShardURL returns the base URL of a shard, for /services and shard-level
@@ -297,10 +335,16 @@ func (h logicalClusterHandler) set(obj interface{}, deleted bool) {
 	if deleted {
 		if h.x.clusters[cluster] == h.shard {
 			delete(h.x.clusters, cluster)
+			h.x.forgetRootlessLocked(cluster)
 		}
 		return
 	}
 	h.x.clusters[cluster] = h.shard
+	if p := logicalcluster.Path(lc.Annotations[logicalcluster.PathAnnotationKey]); lc.Spec.Owner == nil && p != "" && p != cluster.Path() {
+		h.x.forgetRootlessLocked(cluster)
+		h.x.rootless[p] = cluster
+		h.x.rootlessPaths[cluster] = p
+	}
 }
 
 type workspaceHandler struct {

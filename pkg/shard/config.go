@@ -270,7 +270,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.
-		inner = impersonation.WithScoping(inner)
+		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
 		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
 		return withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache)
 	}

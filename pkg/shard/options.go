@@ -77,6 +77,8 @@ type Options struct {
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
+	// home are the flags of the home workspaces (home.go).
+	home homeWorkspacesOptions
 	// rootIdentities are the identities of RootIdentitiesFile.
 	rootIdentities []bootstrap.Identity
 	// tokens are the admin users' tokens, from the root directory.
@@ -139,6 +141,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	o.kcpStart.addFlags(fs)
+	o.home.addFlags(fs)
 	o.kcpStart.addShardingFlags(fs, &o.RootShardKubeconfig, &o.CacheKubeconfig)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)
