@@ -11,8 +11,10 @@ SYSTEM_DIR ?= .kplane-system
 SHARDS     ?= 2
 TOKEN_AUTH_FILE ?=
 PLUGIN_DIR ?=
+IMAGE ?= ghcr.io/kplane-dev/kplane:dev
+CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins
+.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins image chart-check
 
 all: build
 
@@ -32,6 +34,16 @@ run-system: build
 # $(go env GOPATH)/bin), or into PLUGIN_DIR when it is set.
 install-plugins:
 	$(if $(PLUGIN_DIR),GOBIN=$(abspath $(PLUGIN_DIR))) $(GO) install ./cmd/kubectl-ws ./cmd/kubectl-create-workspace
+
+# One image with every binary (Dockerfile), with docker or podman.
+image:
+	@test -n "$(CONTAINER_TOOL)" || { echo "make image needs docker or podman on PATH"; exit 1; }
+	$(CONTAINER_TOOL) build -t $(IMAGE) .
+
+# The Helm chart checks alone: lint/template, kube-apiserver dry run, the
+# rendered commands of every component started for real.
+chart-check:
+	$(GO) test -vet=off $(GOFLAGS_TEST) ./test/deploy
 
 # go test re-vets every dependency; vet once, then test with -vet=off.
 vet:

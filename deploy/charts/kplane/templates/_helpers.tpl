@@ -1,0 +1,250 @@
+{{/*
+Names, labels and the values every template derives from. Secret names are
+the same with and without cert-manager, so that both PKI modes mount the
+same volumes.
+*/}}
+
+{{- define "kplane.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "kplane.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "kplane.commonLabels" . }}
+{{- end -}}
+
+{{/* Labels of every object besides name and instance. */}}
+{{- define "kplane.commonLabels" -}}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Selector labels of a component: dict "root" $ "component" "shard" "instance" "root" */}}
+{{- define "kplane.selectorLabels" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- if .instance }}
+kplane.io/instance: {{ .instance }}
+{{- end }}
+{{- end -}}
+
+{{- define "kplane.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/* The shards with shardDefaults merged in, as a YAML list. */}}
+{{- define "kplane.shards" -}}
+{{- $out := list -}}
+{{- range $i, $s := .Values.shards -}}
+{{- $merged := mergeOverwrite (deepCopy $.Values.shardDefaults) (deepCopy $s) -}}
+{{- $out = append $out $merged -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* Service (and workload) name of a shard: dict "root" $ "shard" $s */}}
+{{- define "kplane.shardName" -}}
+{{- printf "%s-shard-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- end -}}
+
+{{- define "kplane.etcdName" -}}
+{{- printf "%s-etcd-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- end -}}
+
+{{- define "kplane.svcHost" -}}
+{{- printf "%s.%s.svc" .name .root.Release.Namespace -}}
+{{- end -}}
+
+{{- define "kplane.rootShardURL" -}}
+{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" . "name" (printf "%s-shard-root" (include "kplane.fullname" .)))) -}}
+{{- end -}}
+
+{{- define "kplane.cacheName" -}}
+{{- printf "%s-cache" (include "kplane.fullname" .) -}}
+{{- end -}}
+
+{{- define "kplane.frontProxyName" -}}
+{{- printf "%s-front-proxy" (include "kplane.fullname" .) -}}
+{{- end -}}
+
+{{- define "kplane.externalURL" -}}
+{{- if eq (int .Values.externalPort) 443 -}}
+{{- printf "https://%s" .Values.externalHostname -}}
+{{- else -}}
+{{- printf "https://%s:%d" .Values.externalHostname (int .Values.externalPort) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* DNS names of a Service: dict "root" $ "name" <service> */}}
+{{- define "kplane.serviceDNSNames" -}}
+- {{ .name }}
+- {{ printf "%s.%s" .name .root.Release.Namespace }}
+- {{ printf "%s.%s.svc" .name .root.Release.Namespace }}
+- {{ printf "%s.%s.svc.%s" .name .root.Release.Namespace .root.Values.clusterDomain }}
+- localhost
+{{- end -}}
+
+{{/* The volume with only the certificate of a CA Secret: dict "name" <volume> "secret" <secret> */}}
+{{- define "kplane.caVolume" -}}
+- name: {{ .name }}
+  secret:
+    secretName: {{ .secret }}
+    items:
+      - key: tls.crt
+        path: ca.crt
+{{- end -}}
+
+{{- define "kplane.secretVolume" -}}
+- name: {{ .name }}
+  secret:
+    secretName: {{ .secret }}
+{{- end -}}
+
+{{/* Pod settings shared by every workload: dict "root" $ "c" <component values> */}}
+{{- define "kplane.podSpecCommon" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+securityContext:
+  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
+{{- with .c.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .c.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Probes on /livez and /readyz of the https port named "https". */}}
+{{- define "kplane.probes" -}}
+startupProbe:
+  httpGet: {path: /livez, port: https, scheme: HTTPS}
+  periodSeconds: 5
+  failureThreshold: 60
+livenessProbe:
+  httpGet: {path: /livez, port: https, scheme: HTTPS}
+  periodSeconds: 10
+  failureThreshold: 6
+readinessProbe:
+  httpGet: {path: /readyz, port: https, scheme: HTTPS}
+  periodSeconds: 5
+  failureThreshold: 3
+{{- end -}}
+
+{{/* etcd flags of a shard or the cache server: dict "root" $ "shard" $s (or "cache" true) */}}
+{{- define "kplane.etcdArgs" -}}
+{{- $etcd := .etcd -}}
+{{- if eq $etcd.mode "statefulset" }}
+{{- $name := include "kplane.etcdName" . }}
+{{- $servers := list }}
+{{- range $i := until (int $etcd.replicas) }}
+{{- $servers = append $servers (printf "https://%s-%d.%s-peer.%s.svc:2379" $name $i $name $.root.Release.Namespace) }}
+{{- end }}
+- --etcd-servers={{ join "," $servers }}
+- --etcd-cafile=/etc/kplane/etcd-client/ca.crt
+- --etcd-certfile=/etc/kplane/etcd-client/tls.crt
+- --etcd-keyfile=/etc/kplane/etcd-client/tls.key
+{{- else if eq $etcd.mode "external" }}
+- {{ printf "--etcd-servers=%s" (join "," $etcd.external.endpoints) | quote }}
+- {{ printf "--etcd-prefix=%s" $etcd.external.prefix | quote }}
+{{- if $etcd.external.tlsSecretName }}
+- --etcd-cafile=/etc/kplane/etcd-client/ca.crt
+- --etcd-certfile=/etc/kplane/etcd-client/tls.crt
+- --etcd-keyfile=/etc/kplane/etcd-client/tls.key
+{{- end }}
+{{- else }}
+- --embedded-etcd-client-port={{ .embeddedPorts.client }}
+- --embedded-etcd-peer-port={{ .embeddedPorts.peer }}
+{{- end }}
+{{- end -}}
+
+{{/* The etcd client certificate volume, if the mode needs one. */}}
+{{- define "kplane.etcdClientVolume" -}}
+{{- $etcd := .etcd -}}
+{{- if eq $etcd.mode "statefulset" }}
+- name: etcd-client
+  secret:
+    secretName: {{ include "kplane.fullname" .root }}-etcd-client-tls
+{{- else if and (eq $etcd.mode "external") $etcd.external.tlsSecretName }}
+- name: etcd-client
+  secret:
+    secretName: {{ $etcd.external.tlsSecretName }}
+{{- end }}
+{{- end -}}
+
+{{- define "kplane.etcdClientMount" -}}
+{{- $etcd := .etcd -}}
+{{- if or (eq $etcd.mode "statefulset") (and (eq $etcd.mode "external") $etcd.external.tlsSecretName) }}
+- name: etcd-client
+  mountPath: /etc/kplane/etcd-client
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/* A kubeconfig that authenticates with a mounted client certificate. */}}
+{{- define "kplane.kubeconfig" -}}
+apiVersion: v1
+kind: Config
+clusters:
+  - name: {{ .cluster }}
+    cluster:
+      server: {{ .server }}
+      certificate-authority: /etc/kplane/ca/server/ca.crt
+users:
+  - name: {{ .user }}
+    user:
+      client-certificate: {{ .certDir }}/tls.crt
+      client-key: {{ .certDir }}/tls.key
+contexts:
+  - name: default
+    context:
+      cluster: {{ .cluster }}
+      user: {{ .user }}
+current-context: default
+{{- end -}}
+
+{{/* Fails rendering with a message when the values cannot work together. */}}
+{{- define "kplane.validate" -}}
+{{- $shards := include "kplane.shards" . | fromYamlArray -}}
+{{- if or (eq (len $shards) 0) (ne (index $shards 0).name "root") -}}
+{{- fail "shards: the first shard must be named root" -}}
+{{- end -}}
+{{- $seen := dict -}}
+{{- range $shards -}}
+{{- if hasKey $seen .name -}}
+{{- fail (printf "shards: shard %q is listed twice" .name) -}}
+{{- end -}}
+{{- $_ := set $seen .name true -}}
+{{- if and (eq .etcd.mode "embedded") (gt (int .replicas) 1) -}}
+{{- fail (printf "shards[%s]: embedded etcd runs inside the shard process, so replicas must be 1; use etcd.mode statefulset or external for more" .name) -}}
+{{- end -}}
+{{- if and (eq .etcd.mode "external") (eq (len .etcd.external.endpoints) 0) -}}
+{{- fail (printf "shards[%s]: etcd.mode external needs etcd.external.endpoints" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (gt (len $shards) 1) (not .Values.cacheServer.enabled) -}}
+{{- fail "shards other than root read and write shared objects through the cache server: set cacheServer.enabled" -}}
+{{- end -}}
+{{- if and .Values.cacheServer.enabled (eq .Values.cacheServer.etcd.mode "external") (eq (len .Values.cacheServer.etcd.external.endpoints) 0) -}}
+{{- fail "cacheServer.etcd.mode external needs cacheServer.etcd.external.endpoints" -}}
+{{- end -}}
+{{- if and .Values.auth.oidc.enabled (or (not .Values.auth.oidc.issuerURL) (not .Values.auth.oidc.clientID)) -}}
+{{- fail "auth.oidc.enabled needs auth.oidc.issuerURL and auth.oidc.clientID" -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,10 @@
+// Package deploy checks the Helm chart in deploy/charts/kplane against real
+// servers: helm lint and helm template on every example, the rendered
+// objects created (server-side dry run) in a real kube-apiserver, and the
+// rendered pods' command lines run as the real binaries on loopback until
+// every one answers its readiness probe, so that the chart and the
+// binaries' flags cannot drift apart.
+//
+// helm comes from PATH, or is installed once by `go install` into the user
+// cache directory (kplane/helm-<version>).
+package deploy
