@@ -243,20 +243,6 @@ func Lifecycle(types workspacetypes.Resolver) ([]corev1alpha1.LogicalClusterInit
 	if err != nil {
 		return nil, nil, err
 	}
-	var initializers []corev1alpha1.LogicalClusterInitializer
-	var terminators []corev1alpha1.LogicalClusterTerminator
-	bindings := false
-	for _, t := range all {
-		if t.Spec.Initializer {
-			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
-		}
-		if t.Spec.Terminator {
-			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
-		}
-		bindings = bindings || len(t.Spec.DefaultAPIBindings) > 0
-	}
-	if bindings {
-		initializers = append(initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
-	}
+	initializers, terminators := workspacetypes.Lifecycle(all)
 	return initializers, terminators, nil
 }

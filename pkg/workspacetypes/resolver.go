@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -131,4 +132,27 @@ func CheckParentChild(parent *tenancyv1alpha1.WorkspaceType, parentRefs []tenanc
 		return fmt.Errorf("a workspace of type %s may not have children of type %s (limitAllowedChildren)", parentRefs[0].String(), childRefs[0].String())
 	}
 	return nil
+}
+
+// Lifecycle returns the initializers and terminators of a workspace whose
+// type and the types it extends are types: each type's own, and, as kcp
+// does, the system initializer system:apibindings when any of them has
+// default APIBindings (a workspace without them gets no such step).
+func Lifecycle(types []*tenancyv1alpha1.WorkspaceType) ([]corev1alpha1.LogicalClusterInitializer, []corev1alpha1.LogicalClusterTerminator) {
+	var initializers []corev1alpha1.LogicalClusterInitializer
+	var terminators []corev1alpha1.LogicalClusterTerminator
+	bindings := false
+	for _, t := range types {
+		if t.Spec.Initializer {
+			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
+		}
+		if t.Spec.Terminator {
+			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
+		}
+		bindings = bindings || len(t.Spec.DefaultAPIBindings) > 0
+	}
+	if bindings {
+		initializers = append(initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+	}
+	return initializers, terminators
 }

@@ -61,7 +61,7 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	if err != nil {
 		return c.setUnschedulable(ctx, parent, ws, err.Error())
 	}
-	initializers, terminators := lifecycleOf(types)
+	initializers, terminators := workspacetypes.Lifecycle(types)
 
 	// The placement is recorded on the Workspace before anything is created
 	// on the shard, as kcp does: a retry (an update conflict, a restart)
@@ -136,29 +136,6 @@ func (c *Controller) recordPlacement(ctx context.Context, parent logicalcluster.
 		return err
 	}
 	return nil
-}
-
-// lifecycleOf returns the initializers and terminators of a workspace whose
-// type and the types it extends are types: each type's own, and, as kcp
-// does, the system initializer system:apibindings when any of them has
-// default APIBindings (a workspace without them gets no such step).
-func lifecycleOf(types []*tenancyv1alpha1.WorkspaceType) ([]corev1alpha1.LogicalClusterInitializer, []corev1alpha1.LogicalClusterTerminator) {
-	var initializers []corev1alpha1.LogicalClusterInitializer
-	var terminators []corev1alpha1.LogicalClusterTerminator
-	bindings := false
-	for _, t := range types {
-		if t.Spec.Initializer {
-			initializers = append(initializers, tenancyv1alpha1.InitializerForType(t))
-		}
-		if t.Spec.Terminator {
-			terminators = append(terminators, tenancyv1alpha1.TerminatorForType(t))
-		}
-		bindings = bindings || len(t.Spec.DefaultAPIBindings) > 0
-	}
-	if bindings {
-		initializers = append(initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
-	}
-	return initializers, terminators
 }
 
 // logicalClusterAnnotations are the annotations of the LogicalCluster of a
