@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"strings"
 
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
@@ -107,7 +108,26 @@ func (i kcpInformers) workspaceType(cluster logicalcluster.Name, name string) *t
 
 // resolvePath maps a workspace path to the logical cluster hosted on this
 // shard whose canonical path it is.
+//
+// A path may also start with the name of a hosted logical cluster whose
+// canonical path differs (`<home cluster>:project` for `user:alice:project`):
+// the name stands for that path.
 func (i kcpInformers) resolvePath(p logicalcluster.Path) (logicalcluster.Name, bool) {
+	if cluster, ok := i.byCanonicalPath(p); ok {
+		return cluster, true
+	}
+	first, rest, nested := strings.Cut(string(p), ":")
+	if !nested {
+		return "", false
+	}
+	canonical := i.clusterPath(logicalcluster.Name(first))
+	if canonical == "" || string(canonical) == first {
+		return "", false
+	}
+	return i.byCanonicalPath(canonical.Join(rest))
+}
+
+func (i kcpInformers) byCanonicalPath(p logicalcluster.Path) (logicalcluster.Name, bool) {
 	objs, err := i.logicalClusters.ByIndex(byPath, string(p))
 	if err != nil || len(objs) == 0 {
 		return "", false

@@ -255,6 +255,9 @@ func TestHomeWorkspaces(t *testing.T) {
 		}
 		cm := putConfigMap(ctx, t, e.homeKube(t, homeAlice, "user:alice:project"), "nested", "deep")
 		requireConfigMap(ctx, t, e.homeKube(t, homeAlice, project.cluster()), "the nested cluster name", cm, project.cluster())
+		// The home's cluster name stands for its path: <home>:project.
+		home := e.readyHome(ctx, t, homeAlice)
+		requireConfigMap(ctx, t, e.homeKube(t, homeAlice, home.Spec.Cluster+":project"), "the home's cluster name and the nested name", cm, project.cluster())
 		_, err := e.homeKube(t, homeBob, "user:alice:project").CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "nested", metav1.GetOptions{})
 		requireAccessDenied(t, err, "bob reading alice's nested workspace")
 	})
