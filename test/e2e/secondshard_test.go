@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
@@ -59,11 +60,28 @@ func startTwoShards(t *testing.T) twoShards {
 	beta := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(append(common,
 		"--shard-name=beta",
 		"--root-shard-kubeconfig="+root.s.Kubeconfig(),
-		// root serves the cache in-process.
-		"--cache-kubeconfig="+root.s.Kubeconfig(),
+		// root serves the cache in-process; shard-admin (system:masters)
+		// may write it.
+		"--cache-kubeconfig="+kubeconfigWithContext(t, root.s.Kubeconfig(), "shard-base"),
 		"--shard-external-url="+external,
 	)...))}
 	return twoShards{root: root, beta: beta, betaExternalURL: external}
+}
+
+// kubeconfigWithContext writes a copy of the kubeconfig at path whose
+// current context is context.
+func kubeconfigWithContext(t *testing.T, path, context string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CurrentContext = context
+	out := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // onShard selects the shard named name (label name=<shard> of its Shard).
