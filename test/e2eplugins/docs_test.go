@@ -18,18 +18,25 @@ import (
 // docs/plugins.md that starts with heading, in order.
 func docShellBlocks(t *testing.T, heading string) []string {
 	t.Helper()
+	return shellBlocks(t, filepath.Join("docs", "plugins.md"), heading)
+}
+
+// shellBlocks returns the ```sh blocks of the section of the repository's
+// file that starts with heading, in order.
+func shellBlocks(t *testing.T, file, heading string) []string {
+	t.Helper()
 	root, err := framework.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "docs", "plugins.md"))
+	data, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(data)
 	start := strings.Index(text, "\n"+heading+"\n")
 	if start < 0 {
-		t.Fatalf("docs/plugins.md has no section %q", heading)
+		t.Fatalf("%s has no section %q", file, heading)
 	}
 	section := text[start+1+len(heading):]
 	if end := strings.Index(section, "\n## "); end >= 0 {
@@ -44,13 +51,13 @@ func docShellBlocks(t *testing.T, heading string) []string {
 		section = section[open+len("```sh\n"):]
 		end := strings.Index(section, "```")
 		if end < 0 {
-			t.Fatalf("docs/plugins.md section %q has an unterminated code block", heading)
+			t.Fatalf("%s section %q has an unterminated code block", file, heading)
 		}
 		blocks = append(blocks, section[:end])
 		section = section[end+3:]
 	}
 	if len(blocks) == 0 {
-		t.Fatalf("docs/plugins.md section %q has no sh blocks", heading)
+		t.Fatalf("%s section %q has no sh blocks", file, heading)
 	}
 	return blocks
 }
@@ -62,7 +69,55 @@ func docShellBlocks(t *testing.T, heading string) []string {
 func TestDocsWalkthroughWorksAsWritten(t *testing.T) {
 	requireKubectl(t)
 	t.Parallel()
-	blocks := docShellBlocks(t, "## Walkthrough")
+	out, stderr := runWalkthrough(t, docShellBlocks(t, "## Walkthrough"))
+	for _, want := range []string{
+		"Current workspace is 'root'.\n",
+		`Workspace "acme" (type root:organization) created. Waiting for it to be ready...` + "\n",
+		`Workspace "acme" (type root:organization) is ready to use.` + "\n",
+		"Current workspace is 'root:acme' (type root:organization).\n",
+		"Current workspace is 'root:acme:backend'.\n",
+		"\nhi\n",
+		"Current workspace is 'root' (type root).\n",
+		"\nroot:acme:backend\n",
+		"workspace.kcp.io/current",
+		"workspace.kcp.io/previous",
+		"\nrefused\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("docs walkthrough output lacks %q:\n%s\nstderr:\n%s", want, out, stderr)
+		}
+	}
+	// Other tests create workspaces in root at the same time: acme need
+	// not be the last branch of the tree.
+	if tree := regexp.MustCompile(`(?m)^    [├└]── acme\n    [│ ]   └── backend$`); !tree.MatchString(out) {
+		t.Errorf("docs walkthrough tree does not show acme with backend below it:\n%s", out)
+	}
+	if !strings.Contains(stderr, `workspace "root:nowhere" not found`) {
+		t.Errorf("docs walkthrough stderr lacks the refusal of root:nowhere:\n%s", stderr)
+	}
+}
+
+// TestReadmePluginWalkthroughWorksAsWritten runs the README's section on
+// the plugins the same way.
+func TestReadmePluginWalkthroughWorksAsWritten(t *testing.T) {
+	requireKubectl(t)
+	t.Parallel()
+	out, stderr := runWalkthrough(t, shellBlocks(t, "README.md", "## Moving between workspaces with kubectl ws"))
+	for _, want := range []string{
+		`Workspace "shop" (type root:organization) is ready to use.` + "\n",
+		"Current workspace is 'root:shop:web'.\n",
+		"Current workspace is 'root:shop' (type root:organization).\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("README plugin walkthrough output lacks %q:\n%s\nstderr:\n%s", want, out, stderr)
+		}
+	}
+}
+
+// runWalkthrough runs shell blocks as a user would after `make run` and
+// `make install-plugins` and returns their stdout and stderr.
+func runWalkthrough(t *testing.T, blocks []string) (string, string) {
+	t.Helper()
 
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, ".kplane"), 0o700); err != nil {
@@ -86,32 +141,7 @@ func TestDocsWalkthroughWorksAsWritten(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("docs walkthrough failed: %v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", err, script, stdout.String(), stderr.String())
+		t.Fatalf("walkthrough failed: %v\nscript:\n%s\nstdout:\n%s\nstderr:\n%s", err, script, stdout.String(), stderr.String())
 	}
-	out := stdout.String()
-	for _, want := range []string{
-		"Current workspace is 'root'.\n",
-		`Workspace "acme" (type root:organization) created. Waiting for it to be ready...` + "\n",
-		`Workspace "acme" (type root:organization) is ready to use.` + "\n",
-		"Current workspace is 'root:acme' (type root:organization).\n",
-		"Current workspace is 'root:acme:backend'.\n",
-		"\nhi\n",
-		"Current workspace is 'root' (type root).\n",
-		"\nroot:acme:backend\n",
-		"workspace.kcp.io/current",
-		"workspace.kcp.io/previous",
-		"\nrefused\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("docs walkthrough output lacks %q:\n%s\nstderr:\n%s", want, out, stderr.String())
-		}
-	}
-	// Other tests create workspaces in root at the same time: acme need
-	// not be the last branch of the tree.
-	if tree := regexp.MustCompile(`(?m)^    [├└]── acme\n    [│ ]   └── backend$`); !tree.MatchString(out) {
-		t.Errorf("docs walkthrough tree does not show acme with backend below it:\n%s", out)
-	}
-	if !strings.Contains(stderr.String(), `workspace "root:nowhere" not found`) {
-		t.Errorf("docs walkthrough stderr lacks the refusal of root:nowhere:\n%s", stderr.String())
-	}
+	return stdout.String(), stderr.String()
 }
