@@ -305,6 +305,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 	sources := []replication.Source{
 		{Kind: kind("apiexports"), Informer: i.kcp.apiExports},
 		{Kind: kind("apiresourceschemas"), Informer: i.kcp.apiResourceSchemas},
+		{Kind: kind("apiexportendpointslices"), Informer: i.kcp.apiExportEndpointSlices},
 		{Kind: kind("workspacetypes"), Informer: i.kcp.workspaceTypes},
 		{Kind: kind("shards"), Informer: i.kcp.shards},
 		{Kind: kind("clusterroles"), Informer: i.rbac.ClusterRoles, Filter: replication.MarkedForReplication},

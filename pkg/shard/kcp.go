@@ -41,10 +41,12 @@ type kcpInformers struct {
 	// apiBindings and apiResourceSchemas feed the APIBinding controller.
 	apiBindings        *wildcardinformer.Informer
 	apiResourceSchemas *wildcardinformer.Informer
+	// apiExportEndpointSlices are replicated to the cache server.
+	apiExportEndpointSlices *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices}
 }
 
 func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
@@ -75,6 +77,8 @@ func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
 		apiExports:         wildcardinformer.New(lw(apis, "apiexports"), &apisv1alpha2.APIExport{}, "wildcard-apiexports"),
 		apiBindings:        wildcardinformer.New(lw(apis, "apibindings"), &apisv1alpha2.APIBinding{}, "wildcard-apibindings"),
 		apiResourceSchemas: wildcardinformer.New(lw(apisV1alpha1, "apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}, "wildcard-apiresourceschemas"),
+		apiExportEndpointSlices: wildcardinformer.New(lw(apisV1alpha1, "apiexportendpointslices"),
+			&apisv1alpha1.APIExportEndpointSlice{}, "wildcard-apiexportendpointslices"),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err
