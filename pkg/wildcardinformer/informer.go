@@ -269,10 +269,23 @@ func (s *notifyingStore) Replace(list []interface{}, _ string) error {
 			h.OnDelete(obj)
 		}
 	}
+	for _, h := range handlers {
+		if r, ok := h.(ReplaceHandler); ok {
+			r.OnReplace()
+		}
+	}
 	s.mu.Lock()
 	s.synced = true
 	s.mu.Unlock()
 	return nil
+}
+
+// ReplaceHandler is a Handler told when the informer listed afresh (after
+// the adds, updates and deletes the new list implied): its source may have
+// lost what it held without the informer ever having seen it.
+type ReplaceHandler interface {
+	Handler
+	OnReplace()
 }
 
 func (s *notifyingStore) Resync() error { return nil }

@@ -266,6 +266,24 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 			}
 			return nil
 		})
+		slice := &apisv1alpha1.APIExportEndpointSlice{
+			TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIExportEndpointSlice"},
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+			Spec:       apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Path: providerPath, Name: "widgets"}},
+		}
+		if err := adminKCP.Create(ctx, logicalcluster.Name(providerPath), apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), slice, &apisv1alpha1.APIExportEndpointSlice{}); err != nil {
+			t.Fatalf("create APIExportEndpointSlice: %v", err)
+		}
+		poll(ctx, t, "replica of the APIExportEndpointSlice", func(ctx context.Context) error {
+			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"))
+			if err != nil {
+				return err
+			}
+			if !names(items)["widgets"] {
+				return fmt.Errorf("replicas %v", names(items))
+			}
+			return nil
+		})
 		poll(ctx, t, "replica of the ClusterRoleBinding granting bind", func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 			if err != nil {

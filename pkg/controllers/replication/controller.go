@@ -96,7 +96,7 @@ func New(shard string, cache *rest.Config, sources []Source) (*Controller, error
 		c.kinds[kk] = k
 		c.order = append(c.order, k)
 		s.Informer.AddHandler(c.loop.Handler(keyOf(kk, true)))
-		k.replicas.AddHandler(c.loop.Handler(keyOf(kk, false)))
+		k.replicas.AddHandler(relistHandler{Handler: c.loop.Handler(keyOf(kk, false)), relisted: func() { c.enqueueLocal(kk, k) }})
 	}
 	return c, nil
 }
@@ -221,4 +221,25 @@ func (c *Controller) HealthCheck() healthz.HealthChecker {
 		}
 		return nil
 	})
+}
+
+// relistHandler is the handler of a kind's replicas that, when the
+// replicas are listed afresh (the cache server returned, perhaps wiped),
+// checks every local object of the kind again: a replica the informer
+// never saw (created just before the cache went away) has no deletion to
+// report.
+type relistHandler struct {
+	wildcardinformer.Handler
+	relisted func()
+}
+
+func (h relistHandler) OnReplace() { h.relisted() }
+
+// enqueueLocal enqueues every local object of a kind.
+func (c *Controller) enqueueLocal(kk string, k *replicatedKind) {
+	for _, key := range k.source.Informer.Indexer().ListKeys() {
+		if cluster, _, _, ok := wildcardinformer.SplitKey(key); ok && !cluster.IsSystem() {
+			c.loop.Enqueue(kk + keySeparator + key)
+		}
+	}
 }
