@@ -122,10 +122,16 @@ func (i wildcardInformers) withGlobal() []*wildcardinformer.Informer {
 // shards finds the Shard objects: in root on the root shard, as replicated
 // to the cache server on the others.
 func (i wildcardInformers) shards() shardlookup.Source {
+	return shardlookup.Root{Informer: i.shardInformer()}
+}
+
+// shardInformer holds the Shard objects: root's on the root shard, the
+// cache server's replicas on the others.
+func (i wildcardInformers) shardInformer() *wildcardinformer.Informer {
 	if !i.hostsRoot {
-		return shardlookup.Root{Informer: i.global.Shards}
+		return i.global.Shards
 	}
-	return shardlookup.Root{Informer: i.kcp.shards}
+	return i.kcp.shards
 }
 
 // hosted tells whether this shard hosts a logical cluster.

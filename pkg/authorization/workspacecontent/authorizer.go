@@ -7,10 +7,19 @@
 // authorization.kcp.io/required-groups, membership in one of the listed
 // alternatives. The logical cluster's own service accounts need neither:
 // its RBAC alone judges them.
+//
+// The lifecycle groups system:kcp:initializer:<initializer> and
+// system:kcp:terminator:<terminator> are let in with every right while the
+// LogicalCluster still waits for that initializer (phase Initializing) or
+// terminator (being deleted): only the initializing and terminating
+// workspace views, which checked the user's right to the WorkspaceType,
+// impersonate them (the impersonation gatekeeper refuses system:kcp:* groups
+// to everyone else).
 package workspacecontent
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -26,7 +35,46 @@ const (
 	// DenyReason is the message users get: it never tells whether the
 	// workspace exists.
 	DenyReason = "workspace access not permitted"
+
+	// InitializerGroupPrefix prefixes the group of an initializer:
+	// system:kcp:initializer:<initializer>.
+	InitializerGroupPrefix = "system:kcp:initializer:"
+	// TerminatorGroupPrefix prefixes the group of a terminator:
+	// system:kcp:terminator:<terminator>.
+	TerminatorGroupPrefix = "system:kcp:terminator:"
 )
+
+// InitializerGroup returns the group that acts for an initializer inside the
+// logical clusters waiting for it.
+func InitializerGroup(i corev1alpha1.LogicalClusterInitializer) string {
+	return InitializerGroupPrefix + string(i)
+}
+
+// TerminatorGroup returns the group that acts for a terminator inside the
+// logical clusters waiting for it.
+func TerminatorGroup(t corev1alpha1.LogicalClusterTerminator) string {
+	return TerminatorGroupPrefix + string(t)
+}
+
+// lifecycleMember tells whether u acts for an initializer or terminator that
+// lc still waits for.
+func lifecycleMember(u user.Info, lc *corev1alpha1.LogicalCluster) bool {
+	for _, g := range u.GetGroups() {
+		switch {
+		case strings.HasPrefix(g, InitializerGroupPrefix):
+			i := corev1alpha1.LogicalClusterInitializer(strings.TrimPrefix(g, InitializerGroupPrefix))
+			if lc.DeletionTimestamp == nil && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing && slices.Contains(lc.Status.Initializers, i) {
+				return true
+			}
+		case strings.HasPrefix(g, TerminatorGroupPrefix):
+			t := corev1alpha1.LogicalClusterTerminator(strings.TrimPrefix(g, TerminatorGroupPrefix))
+			if lc.DeletionTimestamp != nil && slices.Contains(lc.Status.Terminators, t) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // LogicalClusterGetter returns the LogicalCluster of a cluster, or nil.
 type LogicalClusterGetter func(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster
@@ -90,6 +138,9 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 	lc := a.getLogicalCluster(cluster)
 	if lc == nil {
 		return authorizer.DecisionDeny, DenyReason, nil
+	}
+	if lifecycleMember(u, lc) {
+		return authorizer.DecisionAllow, "", nil
 	}
 	// The workspace's own service accounts are judged by its RBAC alone.
 	if home, ok := serviceaccount.ClusterOf(u); ok && home == cluster {

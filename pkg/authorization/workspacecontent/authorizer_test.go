@@ -30,9 +30,20 @@ func (f fakeRBAC) EvaluateConditions(context.Context, authorizer.ConditionsAware
 }
 
 func TestAuthorizeEntry(t *testing.T) {
+	now := metav1.Now()
+	initializer := &user.DefaultInfo{Name: "init", Groups: []string{InitializerGroup("root:mine")}}
+	otherInitializer := &user.DefaultInfo{Name: "init", Groups: []string{InitializerGroup("root:other")}}
+	terminator := &user.DefaultInfo{Name: "term", Groups: []string{TerminatorGroup("root:mine")}}
 	clusters := map[logicalcluster.Name]*corev1alpha1.LogicalCluster{
 		"open":    {},
 		"guarded": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1alpha1.RequiredGroupsAnnotationKey: "a,b;c"}}},
+		"initializing": {Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseInitializing,
+			Initializers: []corev1alpha1.LogicalClusterInitializer{"root:mine"}, Terminators: []corev1alpha1.LogicalClusterTerminator{"root:mine"}}},
+		"initialized": {Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseReady,
+			Terminators: []corev1alpha1.LogicalClusterTerminator{"root:mine"}}},
+		"terminating": {ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseTerminating,
+			Initializers: []corev1alpha1.LogicalClusterInitializer{"root:mine"}, Terminators: []corev1alpha1.LogicalClusterTerminator{"root:mine"}}},
+		"released": {ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseDeleting}},
 	}
 	a := New(func(n logicalcluster.Name) *corev1alpha1.LogicalCluster { return clusters[n] },
 		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}})
@@ -56,6 +67,14 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"own service account still needs the cluster", "nope", &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"nope"}}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"service account of another cluster needs access", "open", ownSA, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"system clusters are not checked", "system:admin", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"initializer enters a cluster waiting for it", "initializing", initializer, authorizer.AttributesRecord{}, authorizer.DecisionAllow},
+		{"initializer of another type is refused", "initializing", otherInitializer, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"initializer is refused once the cluster is initialized", "initialized", initializer, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"initializer is refused while the cluster is deleted", "terminating", initializer, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"initializer still needs the cluster", "nope", initializer, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"terminator enters a cluster being deleted", "terminating", terminator, authorizer.AttributesRecord{}, authorizer.DecisionAllow},
+		{"terminator is refused before deletion", "initialized", terminator, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"terminator is refused once released", "released", terminator, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{authorization.LogicalClusterAdminGroup}},
 			authorizer.AttributesRecord{ResourceRequest: true, APIGroup: corev1alpha1.GroupName, Resource: "logicalclusters", Verb: "create"}, authorizer.DecisionAllow},
 	} {

@@ -2,7 +2,8 @@
 // it bootstraps a new cluster's content (default namespace, owner as
 // cluster-admin), moves it through Scheduling -> Initializing -> Ready, and
 // on deletion removes all its content (RBAC last) before letting the
-// LogicalCluster go.
+// LogicalCluster go. Terminators hold that deletion until each has released
+// the cluster (reconcile_terminators.go).
 package logicalcluster
 
 import (
@@ -50,10 +51,7 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 			err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, "status")
 			return updated, err
 		},
-		update: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-			lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
-			return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
-		},
+		update:   c.update,
 		released: func(cluster logicalcluster.Name) bool { _, ok := c.released.Load(cluster); return ok },
 		release:  func(cluster logicalcluster.Name) { c.released.Store(cluster, struct{}{}) },
 	}
@@ -124,6 +122,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return c.deletion.reconcile(ctx, cluster, lc)
 	}
 	return c.reconcilePhase(ctx, cluster, lc)
+}
+
+// update writes lc (its finalizers).
+func (c *Controller) update(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
+	return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
 }
 
 // updateStatus writes lc's status.

@@ -17,8 +17,9 @@ import (
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 )
 
-// deletionReconciler deletes all content of a cluster being deleted (RBAC
-// last), then releases its LogicalCluster. While finalizers hold content,
+// deletionReconciler waits while a cluster being deleted is Terminating
+// (its status lists terminators), then deletes all its content (RBAC
+// last) and releases its LogicalCluster. While finalizers hold content,
 // the LogicalCluster carries WorkspaceContentDeleted=False naming what
 // remains; its Workspace mirrors it.
 type deletionReconciler struct {
@@ -38,6 +39,25 @@ type deletionReconciler struct {
 func (r *deletionReconciler) reconcile(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	if r.released(cluster) || !slices.Contains(lc.Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer) {
 		return nil
+	}
+	// A cluster deleted before it left Scheduling still owes its
+	// terminators their turn.
+	if scheduling(lc) && startTerminators(lc) {
+		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseTerminating
+		_, err := r.updateStatus(ctx, cluster, lc)
+		return err
+	}
+	if len(lc.Status.Terminators) > 0 {
+		// The terminators' status writes bring the next event.
+		if lc.Status.Phase == corev1alpha1.LogicalClusterPhaseTerminating {
+			return nil
+		}
+		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseTerminating
+		_, err := r.updateStatus(ctx, cluster, lc)
+		return err
+	}
+	if markTerminators(lc) {
+		return r.update(ctx, cluster, lc)
 	}
 	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
 		lc.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting

@@ -20,15 +20,17 @@ import (
 
 // fakeDeletion records what the deletion step wrote.
 type fakeDeletion struct {
-	remaining     content.Remaining
-	statusWrites  []*corev1alpha1.LogicalCluster
-	updates       []*corev1alpha1.LogicalCluster
-	releasedNames []logicalcluster.Name
+	remaining      content.Remaining
+	statusWrites   []*corev1alpha1.LogicalCluster
+	updates        []*corev1alpha1.LogicalCluster
+	releasedNames  []logicalcluster.Name
+	contentDeletes int
 }
 
 func (f *fakeDeletion) reconciler() *deletionReconciler {
 	return &deletionReconciler{
 		deleteContent: func(context.Context, logicalcluster.Name, string) (content.Remaining, error) {
+			f.contentDeletes++
 			return f.remaining, nil
 		},
 		updateStatus: func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
@@ -109,5 +111,83 @@ func TestDeletionReleasesTheLogicalClusterOnceEmpty(t *testing.T) {
 	f.updates = nil
 	if err := f.reconciler().reconcile(context.Background(), "abc", deletingCluster()); err != nil || len(f.updates)+len(f.statusWrites) != 0 {
 		t.Errorf("released cluster reconciled again: err %v, writes %d", err, len(f.updates)+len(f.statusWrites))
+	}
+}
+
+func TestTerminatorsHoldTheContentOfADeletedCluster(t *testing.T) {
+	f := &fakeDeletion{}
+	lc := deletingCluster()
+	lc.Finalizers = append(lc.Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer)
+	lc.Status.Terminators = []corev1alpha1.LogicalClusterTerminator{"root:a", "root:b"}
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		t.Fatalf("status writes %+v, want one to phase Terminating", f.statusWrites)
+	}
+	if f.contentDeletes != 0 || len(f.updates) != 0 {
+		t.Fatalf("deleted content (%d) or finalizers (%v) while terminators remain", f.contentDeletes, f.updates)
+	}
+
+	// Terminating already, one terminator left: nothing to do.
+	f = &fakeDeletion{}
+	lc.Status.Phase = corev1alpha1.LogicalClusterPhaseTerminating
+	lc.Status.Terminators = lc.Status.Terminators[1:]
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil || len(f.statusWrites)+len(f.updates)+f.contentDeletes != 0 {
+		t.Fatalf("terminating cluster: err %v, %d status writes, %d updates, %d content deletions; want nothing", err, len(f.statusWrites), len(f.updates), f.contentDeletes)
+	}
+
+	// All released: the marker goes first, then the content.
+	lc.Status.Terminators = nil
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.updates) != 1 || slices.Contains(f.updates[0].Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer) ||
+		!slices.Contains(f.updates[0].Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer) || f.contentDeletes != 0 {
+		t.Fatalf("updates %+v (content deletions %d), want one that drops only %s", f.updates, f.contentDeletes, corev1alpha1.LogicalClusterHasTerminatorsFinalizer)
+	}
+	if err := f.reconciler().reconcile(context.Background(), "abc", f.updates[0]); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if f.contentDeletes != 1 || len(f.releasedNames) != 1 {
+		t.Errorf("content deletions %d, released %v: want the content deleted and the cluster released", f.contentDeletes, f.releasedNames)
+	}
+}
+
+func TestClusterDeletedWhileSchedulingStillWaitsForItsTerminators(t *testing.T) {
+	f := &fakeDeletion{}
+	lc := deletingCluster()
+	lc.Status.Phase = corev1alpha1.LogicalClusterPhaseScheduling
+	lc.Spec.Terminators = []corev1alpha1.LogicalClusterTerminator{"root:a"}
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating ||
+		!slices.Equal(f.statusWrites[0].Status.Terminators, lc.Spec.Terminators) || f.contentDeletes != 0 {
+		t.Fatalf("status writes %+v, content deletions %d: want Terminating with the spec's terminators, content kept", f.statusWrites, f.contentDeletes)
+	}
+}
+
+func TestTerminatorsAreCopiedAndMarked(t *testing.T) {
+	lc := &corev1alpha1.LogicalCluster{Spec: corev1alpha1.LogicalClusterSpec{Terminators: []corev1alpha1.LogicalClusterTerminator{"root:a"}}}
+	if !startTerminators(lc) || !slices.Equal(lc.Status.Terminators, lc.Spec.Terminators) {
+		t.Fatalf("status terminators %v, want the spec's", lc.Status.Terminators)
+	}
+	lc.Status.Terminators[0] = "changed:changed"
+	if lc.Spec.Terminators[0] != "root:a" {
+		t.Errorf("status shares its terminators with the spec")
+	}
+	if startTerminators(lc) {
+		t.Errorf("copied terminators twice")
+	}
+	if !markTerminators(lc) || !slices.Contains(lc.Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer) {
+		t.Fatalf("finalizers %v, want %s", lc.Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer)
+	}
+	if markTerminators(lc) {
+		t.Errorf("marked twice")
+	}
+	lc.Status.Terminators = nil
+	if !markTerminators(lc) || len(lc.Finalizers) != 0 {
+		t.Errorf("finalizers %v, want none once the terminators are gone", lc.Finalizers)
 	}
 }

@@ -24,12 +24,18 @@ const OwnerBindingName = "workspace-admin"
 // reconcilePhase bootstraps a scheduled cluster and moves it to Initializing
 // or Ready.
 func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	// The finalizer first: the status write below would conflict with it.
+	if !scheduling(lc) && markTerminators(lc) {
+		return c.update(ctx, cluster, lc)
+	}
 	want := lc.Status.Phase
+	terminators := false
 	switch lc.Status.Phase {
 	case "", corev1alpha1.LogicalClusterPhaseScheduling:
 		if err := c.bootstrapContent(ctx, cluster, lc); err != nil {
 			return err
 		}
+		terminators = startTerminators(lc)
 		want = corev1alpha1.LogicalClusterPhaseInitializing
 		if len(lc.Status.Initializers) == 0 {
 			want = corev1alpha1.LogicalClusterPhaseReady
@@ -47,7 +53,7 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 		}
 		url = logicalcluster.Path(path).URL(c.externalURL)
 	}
-	if want == lc.Status.Phase && url == lc.Status.URL {
+	if want == lc.Status.Phase && url == lc.Status.URL && !terminators {
 		return nil
 	}
 	lc.Status.Phase, lc.Status.URL = want, url

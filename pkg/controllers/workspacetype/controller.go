@@ -1,8 +1,8 @@
 // Package workspacetype keeps the status of WorkspaceTypes: a type is Ready
 // as soon as it is stored, since nothing else has to happen before
-// workspaces of it can be created. Listing the virtual workspace URLs of its
-// initializer and terminator (status.virtualWorkspaces) waits for the
-// virtual workspaces.
+// workspaces of it can be created. Given the shards (WithShards), its
+// status.virtualWorkspaces lists the URLs of the views of its initializer
+// and terminator on every shard's virtual workspace server.
 package workspacetype
 
 import (
@@ -15,6 +15,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/shardlookup"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
@@ -35,9 +36,39 @@ type step interface {
 	reconcile(wt *tenancyv1alpha1.WorkspaceType)
 }
 
+// Option configures the controller.
+type Option func(*Controller, *wildcardinformer.Informer)
+
+// WithShards lists the virtual workspace URLs of every shard that shards
+// (an informer of root's Shards) knows in status.virtualWorkspaces, and
+// keeps them current as shards come, go and change. Call before the
+// informers run.
+func WithShards(shards *wildcardinformer.Informer) Option {
+	return func(c *Controller, workspaceTypes *wildcardinformer.Informer) {
+		lookup := shardlookup.Root{Informer: shards}
+		c.steps = append(c.steps, virtualWorkspacesReconciler{listShards: lookup.List})
+		shards.AddHandler(requeueAll{c: c, workspaceTypes: workspaceTypes})
+	}
+}
+
+// requeueAll enqueues every WorkspaceType when a shard changes.
+type requeueAll struct {
+	c              *Controller
+	workspaceTypes *wildcardinformer.Informer
+}
+
+func (r requeueAll) OnAdd(interface{})                 { r.enqueue() }
+func (r requeueAll) OnUpdate(interface{}, interface{}) { r.enqueue() }
+func (r requeueAll) OnDelete(interface{})              { r.enqueue() }
+func (r requeueAll) enqueue() {
+	for _, key := range r.workspaceTypes.Indexer().ListKeys() {
+		r.c.loop.Enqueue(key)
+	}
+}
+
 // New returns the controller; kcp writes the status (it must be the
 // system: the shard's loopback identity).
-func New(workspaceTypes *wildcardinformer.Informer, kcp *kcpclient.Client) *Controller {
+func New(workspaceTypes *wildcardinformer.Informer, kcp *kcpclient.Client, opts ...Option) *Controller {
 	c := &Controller{
 		getWorkspaceType: func(cluster logicalcluster.Name, name string) (*tenancyv1alpha1.WorkspaceType, error) {
 			obj, exists, err := workspaceTypes.Get(cluster, "", name)
@@ -54,6 +85,9 @@ func New(workspaceTypes *wildcardinformer.Informer, kcp *kcpclient.Client) *Cont
 	}
 	c.loop = loop.New("workspacetype", c.reconcile)
 	workspaceTypes.AddHandler(c.loop.Handler(nil))
+	for _, opt := range opts {
+		opt(c, workspaceTypes)
+	}
 	return c
 }
 
