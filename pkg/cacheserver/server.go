@@ -16,6 +16,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
 
@@ -26,6 +27,10 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	if err := o.PrepareRootDirectory(); err != nil {
+		return err
+	}
+	// Replicas of different shards and clusters share names.
+	if err := kstorage.DisableWatchListClient(); err != nil {
 		return err
 	}
 	var etcdURL string

@@ -14,7 +14,6 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -31,6 +30,7 @@ import (
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -47,12 +47,8 @@ func Run(ctx context.Context, o *Options) error {
 	if err := o.PrepareRootDirectory(); err != nil {
 		return err
 	}
-	// A reflector in watch-list mode collects the initial objects in a store
-	// keyed by namespace/name before handing them on, which merges objects of
-	// different logical clusters (the watch cache and the wildcard informers
-	// would each keep one of them). Lists stay paginated lists.
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"WatchListClient": false}); err != nil {
-		return fmt.Errorf("turn off WatchListClient: %w", err)
+	if err := kstorage.DisableWatchListClient(); err != nil {
+		return err
 	}
 	var etcdURL string
 	if o.EmbeddedEtcd() {
@@ -117,6 +113,12 @@ func (s *Server) Run(ctx context.Context) error {
 func (c CompletedConfig) New() (*Server, error) {
 	s := &Server{CompletedConfig: c}
 	completed := c.ControlPlane
+	informers := c.Informers.all()
+	build := completed.Generic.BuildHandlerChainFunc
+	completed.Generic.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
+		synced := func() bool { return wildcardinformer.Synced(informers...) }
+		return withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken)
+	}
 	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
 	if err != nil {
 		return nil, err
@@ -155,7 +157,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	informers := c.Informers.all()
 	gs.AddPostStartHookOrDie("kplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
 		for _, inf := range informers {
 			go inf.Run(hc)

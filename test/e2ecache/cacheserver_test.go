@@ -347,6 +347,44 @@ func TestCacheServerKeepsReplicasAcrossRestart(t *testing.T) {
 	}
 }
 
+// TestCacheServerListsReplicasOfOneNameFromEveryClusterAfterARestart:
+// replicas of different shards and clusters share names; the cache
+// server's watch caches, filled afresh at start, keep each of them.
+func TestCacheServerListsReplicasOfOneNameFromEveryClusterAfterARestart(t *testing.T) {
+	ctx := testContext(t)
+	name := uniqueName("same-")
+	var origins []string
+	for i := range 3 {
+		shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+		uid := types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i+1))
+		if _, err := dynamicClient(t, writer, shard, cluster).Resource(apiExports).Create(ctx, apiExport(name, uid), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		origins = append(origins, string(shard)+"/"+string(cluster))
+	}
+	if err := cache.proc.Stop(); err != nil {
+		t.Fatalf("stop the cache server: %v", err)
+	}
+	if err := cache.proc.Start(); err != nil {
+		t.Fatalf("restart the cache server: %v\n%s", err, cache.proc.LogTail(40))
+	}
+	list, err := dynamicClient(t, reader, cacheserver.WildcardShard, logicalcluster.Wildcard).Resource(apiExports).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, item := range list.Items {
+		if item.GetName() == name {
+			found[origin(item)] = true
+		}
+	}
+	for _, o := range origins {
+		if !found[o] {
+			t.Errorf("after a restart the wildcard list lacks %s of %s: has %v", name, o, found)
+		}
+	}
+}
+
 // TestCacheServerKubeconfigsOfTheRootDirectoryWrite uses the kubeconfigs
 // the cache server writes: the admin's (a token of system:masters) and the
 // writer's (a client certificate in the writer group), which is what a
