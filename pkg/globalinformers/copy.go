@@ -1,6 +1,7 @@
 package globalinformers
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,11 +40,6 @@ type copiedListWatch struct {
 	informer *wildcardinformer.Informer
 	// dirty is signalled (never blocking) when the informer changed.
 	dirty chan struct{}
-}
-
-// savedList is the file format of a copy: the objects as JSON.
-type savedList struct {
-	Items []json.RawMessage `json:"items"`
 }
 
 // List lists the source, all at once (the copy is of whole lists), or the
@@ -115,49 +112,89 @@ func (c *copiedListWatch) load() (runtime.Object, error) {
 }
 
 // save writes the informer's objects to the copy, replacing it at once.
+// Objects are streamed to the file one by one: a copy of thousands of
+// objects is never held in memory whole.
 func (c *copiedListWatch) save() error {
-	objs := c.informer.Indexer().List()
-	saved := savedList{Items: make([]json.RawMessage, 0, len(objs))}
-	for _, o := range objs {
-		raw, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		saved.Items = append(saved.Items, raw)
-	}
-	data, err := json.Marshal(saved)
-	if err != nil {
-		return err
-	}
 	if err := os.MkdirAll(filepath.Dir(c.file), 0o700); err != nil {
 		return err
 	}
 	tmp := c.file + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	err = writeList(w, enc, c.informer.Indexer().List())
+	if err == nil {
+		err = w.Flush()
+	}
+	if closeErr := f.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, c.file)
 }
 
-// keep writes the copy once the informer has listed and again after every
-// change, until ctx is done. Changes during a write are coalesced into the
-// next one.
+// writeList writes objs in the file format of a copy, a list:
+// {"items":[...]}.
+func writeList(w *bufio.Writer, enc *json.Encoder, objs []interface{}) error {
+	if _, err := w.WriteString(`{"items":[`); err != nil {
+		return err
+	}
+	for i, o := range objs {
+		if i > 0 {
+			if err := w.WriteByte(','); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(o); err != nil {
+			return err
+		}
+	}
+	_, err := w.WriteString("]}")
+	return err
+}
+
+// keep writes the copy once the informer has listed, then at most every
+// copyInterval while it changes, and a last time when ctx is done: a burst
+// of thousands of changes costs a few writes, not one each. The copy is
+// what a shard starts from when the cache server does not answer; it may
+// trail the informer by copyInterval.
 func (c *copiedListWatch) keep(ctx context.Context) {
 	if wildcardinformer.WaitForSync(ctx, c.informer) != nil {
 		return
 	}
 	c.changed()
+	save := func() {
+		if err := c.save(); err != nil {
+			klog.FromContext(ctx).Error(err, "Keeping a copy of the cache server's objects failed", "file", c.file)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			select {
+			case <-c.dirty:
+				save()
+			default:
+			}
 			return
 		case <-c.dirty:
-			if err := c.save(); err != nil {
-				klog.FromContext(ctx).Error(err, "Keeping a copy of the cache server's objects failed", "file", c.file)
-			}
+			save()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(copyInterval):
 		}
 	}
 }
+
+// copyInterval is the least time between two writes of a copy.
+const copyInterval = 10 * time.Second
 
 func (c *copiedListWatch) changed() {
 	select {
