@@ -218,10 +218,17 @@ func (s *replicaStorage) listKey(ctx context.Context, key string, opts *storage.
 
 // setOrigin records shard and cluster in obj's annotations, overwriting
 // whatever a writer sent, so that a replica can never claim another origin.
+//
+// It also drops managed fields: a replica is written by one shard's
+// replication and never applied to, and the field manager's entries were
+// two fifths of a stored replica.
 func setOrigin(obj runtime.Object, o origin) error {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return err
+	}
+	if m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
 	}
 	a := m.GetAnnotations()
 	if a[ShardAnnotationKey] == string(o.shard) && a[logicalcluster.AnnotationKey] == string(o.cluster) {

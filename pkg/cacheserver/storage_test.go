@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -127,12 +128,17 @@ func TestCreateRecordsTheOriginOverWhatTheWriterSent(t *testing.T) {
 	rec := &recordingStorage{}
 	s := newReplicaStorage(rec, "/apis.kcp.io/apiexports")
 	obj := replica("other-shard", "other-cluster", "", "x")
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kplane", Operation: metav1.ManagedFieldsOperationUpdate}})
 	if err := s.Create(ctxFor("s1", "c1"), "/apis.kcp.io/apiexports/x", obj, &unstructured.Unstructured{}, 0); err != nil {
 		t.Fatal(err)
 	}
-	a := rec.created.(*unstructured.Unstructured).GetAnnotations()
+	created := rec.created.(*unstructured.Unstructured)
+	a := created.GetAnnotations()
 	if a[ShardAnnotationKey] != "s1" || a[logicalcluster.AnnotationKey] != "c1" {
 		t.Errorf("annotations %v, want shard s1 and cluster c1", a)
+	}
+	if mf := created.GetManagedFields(); mf != nil {
+		t.Errorf("a replica is stored with managed fields %v", mf)
 	}
 	if rec.keys[0] != "/apis.kcp.io/apiexports/s1/c1/x" {
 		t.Errorf("key %q", rec.keys[0])
