@@ -31,6 +31,7 @@ func main() {
 	flag.StringVar(&o.ShardBinary, "shard-binary", filepath.Join(bin, "shard"), "shard program")
 	flag.StringVar(&o.FrontProxyBinary, "front-proxy-binary", filepath.Join(bin, "front-proxy"), "front-proxy program")
 	flag.StringVar(&o.CacheServerBinary, "cache-server-binary", filepath.Join(bin, "cache-server"), "cache-server program (empty: no cache server)")
+	flag.StringVar(&o.VirtualWorkspacesBinary, "virtual-workspaces-binary", system.DefaultVirtualWorkspacesBinary(bin), "virtual-workspaces program, run once per shard (default: the one beside run-system, if any; empty: the shards serve the virtual workspaces in-process)")
 	klog.InitFlags(nil)
 	flag.Parse()
 	o.ShardArgs = flag.Args()

@@ -256,6 +256,10 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	virtualWorkspaces, err := newVirtualWorkspaces(o, genericConfig, informers)
+	if err != nil {
+		return nil, err
+	}
 	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
@@ -272,7 +276,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
 		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
-		return withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache)
+		return withVirtualWorkspaces(withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache), virtualWorkspaces)
 	}
 	return config, nil
 }

@@ -102,12 +102,16 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		})
 	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
-	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local)
+	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
 	loopbackClient, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return err
 	}
 	apiExports := apiexportcontroller.New(kcp.apiExports, local, loopbackClient.CoreV1().RESTClient())
+	endpointSlices, err := c.newEndpointSliceController(loopback, local)
+	if err != nil {
+		return err
+	}
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
 		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: local,
@@ -165,6 +169,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go workspaces.Run(ctx, 32)
 			go workspaceTypes.Run(ctx, 2)
 			go apiExports.Run(ctx, 4)
+			go endpointSlices.Run(ctx, 2)
 			go func() {
 				// Naming conflicts with CRDs are only seen once they are listed.
 				// Binding is a status write per binding, like the workspace
@@ -179,7 +184,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			// Replication waits for the cache server, never for long: a
 			// shard serves while it is away.
 			go replicator.Run(ctx, 8)
-			go labeler.Run(ctx, 4)
+			go labeler.Run(ctx, 32)
 			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
 			if c.Options.ShardName != corev1alpha1.RootShard {
 				return

@@ -79,6 +79,9 @@ type Options struct {
 	kcpStart kcpStartOptions
 	// home are the flags of the home workspaces (home.go).
 	home homeWorkspacesOptions
+	// virtual are the flags of the in-process virtual workspaces
+	// (virtual.go).
+	virtual virtualWorkspacesOptions
 	// rootIdentities are the identities of RootIdentitiesFile.
 	rootIdentities []bootstrap.Identity
 	// tokens are the admin users' tokens, from the root directory.
@@ -142,6 +145,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	o.kcpStart.addFlags(fs)
 	o.home.addFlags(fs)
+	o.virtual.addFlags(fs)
 	o.kcpStart.addShardingFlags(fs, &o.RootShardKubeconfig, &o.CacheKubeconfig)
 	o.ControlPlane.AddFlags(fss)
 	o.kcpStart.wrapFeatureGatesFlag(fss)

@@ -79,6 +79,10 @@ type Options struct {
 	CacheServerBinary string
 	// ShardArgs are extra flags for every shard.
 	ShardArgs []string
+	// VirtualWorkspacesBinary, when set, runs one virtual-workspaces
+	// process per shard (and the shards without in-process virtual
+	// workspaces); empty: every shard serves them in-process.
+	VirtualWorkspacesBinary string
 }
 
 // ShardName is the name of the i-th shard: root, then shard-1, shard-2, ...
@@ -97,6 +101,9 @@ type ports struct {
 	Shards           map[string][3]int `json:"shards"` // secure, etcd client, etcd peer
 	// Cache are the cache server's ports (secure, etcd client, etcd peer).
 	Cache [3]int `json:"cache"`
+	// VirtualWorkspaces are the secure ports of the virtual-workspaces
+	// process of each shard.
+	VirtualWorkspaces map[string]int `json:"virtualWorkspaces,omitempty"`
 }
 
 // tokens are the system's own bearer tokens.
@@ -199,6 +206,9 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
+	if err := s.startVirtualWorkspaces(ctx); err != nil {
+		return nil, err
+	}
 	for i, port := range s.proxyPorts() {
 		if err := s.start(ctx, proxyName(i), o.FrontProxyBinary, s.proxyArgs(port)); err != nil {
 			return nil, err
@@ -251,7 +261,7 @@ func (s *System) prepare() error {
 		return err
 	}
 	for i := 0; i < s.o.Shards; i++ {
-		if _, ok := s.ports.Shards[ShardName(i)]; !ok || len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 {
+		if _, ok := s.ports.Shards[ShardName(i)]; !ok || len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 || s.ports.VirtualWorkspaces[ShardName(i)] == 0 {
 			// More shards or front-proxies than last time.
 			if err := s.pickPorts(); err != nil {
 				return err
@@ -297,6 +307,13 @@ func (s *System) prepare() error {
 		}
 		bundle = append(bundle, pem...)
 	}
+	// The virtual workspace servers' certificates too: the front-proxy
+	// routes to them with the same bundle.
+	vwBundle, err := s.prepareVirtualWorkspaces()
+	if err != nil {
+		return err
+	}
+	bundle = append(bundle, vwBundle...)
 	if err := os.WriteFile(d.Path("shards-ca.crt"), bundle, 0o644); err != nil {
 		return err
 	}
@@ -325,6 +342,7 @@ func (s *System) writeMapping() error {
   proxy_client_cert: %s
   proxy_client_key: %s
 `, s.ShardURL("root"), s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
+	mapping += s.virtualWorkspacesMapping()
 	return os.WriteFile(s.dir.Path("mapping.yaml"), []byte(mapping), 0o644)
 }
 
@@ -411,6 +429,16 @@ func (s *System) pickPorts() error {
 			}
 		}
 	}
+	if s.ports.VirtualWorkspaces == nil {
+		s.ports.VirtualWorkspaces = map[string]int{}
+	}
+	for i := 0; i < s.o.Shards; i++ {
+		if s.ports.VirtualWorkspaces[ShardName(i)] == 0 {
+			if s.ports.VirtualWorkspaces[ShardName(i)], err = next(); err != nil {
+				return err
+			}
+		}
+	}
 	for len(s.ports.MoreFrontProxies) < s.o.FrontProxies-1 {
 		p, err := next()
 		if err != nil {
@@ -454,6 +482,9 @@ func (s *System) writeSystemKubeconfigs() error {
 	if err := write("system-admin.kubeconfig", s.tokens.SystemAdmin); err != nil {
 		return err
 	}
+	if err := s.writeVirtualWorkspacesKubeconfigs(ca); err != nil {
+		return err
+	}
 	return write("logical-cluster-admin.kubeconfig", s.tokens.LogicalClusterAdmin)
 }
 
@@ -478,6 +509,9 @@ func (s *System) shardArgs(name string) []string {
 	}
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
+	}
+	if s.o.VirtualWorkspacesBinary != "" {
+		args = append(args, "--run-virtual-workspaces=false")
 	}
 	// Every shard replicates to and reads from the cache server; without
 	// one, from the cache the root shard serves in-process.

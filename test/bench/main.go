@@ -3,7 +3,8 @@
 // APIBindings (one export bound in many workspaces) and deletion. It prints a table and one JSON line. It starts its own shard
 // unless --kubeconfig points at a running one. With --mode=system it starts
 // the root shard, more shards and the front-proxy instead and measures what
-// the proxy adds (system.go).
+// the proxy adds (system.go); with --mode=cache it starts them with a
+// cache server and measures replication (cache.go).
 package main
 
 import (
@@ -31,10 +32,13 @@ type options struct {
 	// the bindings run.
 	bindings          int
 	objectsPerBinding int
-	// mode is shard (one shard) or system (shards and the front-proxy,
-	// system.go).
-	mode   string
-	system systemOptions
+	// mode is shard (one shard), system (shards and the front-proxy,
+	// system.go), cache (replication through a cache server, cache.go) or
+	// virtual (the APIExport view, virtual.go).
+	mode    string
+	system  systemOptions
+	cache   cacheOptions
+	virtual virtualOptions
 }
 
 func main() {
@@ -49,8 +53,10 @@ func main() {
 	flag.IntVar(&o.requests, "requests", 2000, "configmap GETs and CREATEs for the latency run")
 	flag.IntVar(&o.bindings, "bindings", 1000, "workspaces that bind one APIExport in the bindings run (0 skips it)")
 	flag.IntVar(&o.objectsPerBinding, "objects-per-binding", 10, "objects of the bound resource created in each binding workspace")
-	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go)")
+	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go)")
 	o.system.addFlags(flag.CommandLine)
+	o.cache.addFlags(flag.CommandLine)
+	o.virtual.addFlags(flag.CommandLine)
 	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
 	defer cancel()
@@ -59,8 +65,12 @@ func main() {
 	case "shard":
 	case "system":
 		runMode = runSystem
+	case "cache":
+		runMode = runCache
+	case "virtual":
+		runMode = runVirtual
 	default:
-		fmt.Fprintf(os.Stderr, "bench: --mode must be shard or system, not %q\n", o.mode)
+		fmt.Fprintf(os.Stderr, "bench: --mode must be shard, system, cache or virtual, not %q\n", o.mode)
 		os.Exit(2)
 	}
 	r, err := runMode(ctx, o)
@@ -126,6 +136,10 @@ type results struct {
 
 	// The system mode (issue 14), set only by --mode=system.
 	*systemResults
+	// The cache mode (issue 15), set only by --mode=cache.
+	*cacheResults
+	// The virtual mode (issue 17), set only by --mode=virtual.
+	*virtualResults
 }
 
 type memoryPoint struct {
@@ -140,6 +154,20 @@ func (r results) print(w *os.File) {
 		r.systemResults.print(tw)
 		tw.Flush()
 		b, _ := json.Marshal(r.systemResults)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if r.virtualResults != nil {
+		r.virtualResults.print(tw)
+		tw.Flush()
+		b, _ := json.Marshal(r.virtualResults)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if r.cacheResults != nil {
+		r.cacheResults.print(tw)
+		tw.Flush()
+		b, _ := json.Marshal(r.cacheResults)
 		fmt.Fprintln(w, string(b))
 		return
 	}

@@ -1,0 +1,20 @@
+// Command virtual-workspaces serves the virtual workspaces of one shard
+// (the APIExport view, initializing and terminating workspaces) as its own
+// process; a shard serves the same views in-process unless started with
+// --run-virtual-workspaces=false.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+
+	"github.com/kplane-dev/kplane/pkg/virtual/framework"
+	"github.com/kplane-dev/kplane/pkg/virtual/framework/builtin"
+)
+
+func main() {
+	os.Exit(cli.Run(framework.NewCommand(func(c framework.ViewsConfig) (*framework.Mounted, error) {
+		return builtin.New(builtin.Config{Shard: c.Shard, Authorizer: c.Authorizer, AuthorizationConfig: c.AuthorizationConfig})
+	})))
+}

@@ -1,0 +1,67 @@
+package apiexportendpointslice
+
+import (
+	"slices"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+func shard(name, base, external, vw string) *corev1alpha1.Shard {
+	return &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1alpha1.ShardSpec{BaseURL: base, ExternalURL: external, VirtualWorkspaceURL: vw}}
+}
+
+func TestEndpointsNameTheShardsThatServeTheExportsConsumers(t *testing.T) {
+	shards := []*corev1alpha1.Shard{
+		shard("shard-1", "https://s:2", "https://proxy", ""),
+		shard("root", "https://s:1", "https://proxy", ""),
+	}
+	for _, tc := range []struct {
+		name        string
+		path        string
+		hasBindings bool
+		want        []string
+		valid       bool
+	}{
+		{"this shard with bindings and the other", "", true, []string{
+			"https://proxy/shards/root/services/apiexport/provider/e",
+			"https://proxy/shards/shard-1/services/apiexport/provider/e"}, true},
+		{"this shard without bindings is left out", "", false, []string{"https://proxy/shards/shard-1/services/apiexport/provider/e"}, true},
+		{"export by path", "root:org", true, []string{
+			"https://proxy/shards/root/services/apiexport/org-cluster/e",
+			"https://proxy/shards/shard-1/services/apiexport/org-cluster/e"}, true},
+		{"unknown path", "root:nope", true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &endpointsReconciler{
+				resolvePath: func(p logicalcluster.Path) (logicalcluster.Name, bool) {
+					if p == "root:org" {
+						return "org-cluster", true
+					}
+					return "", false
+				},
+				listShards:  func() ([]*corev1alpha1.Shard, error) { return append([]*corev1alpha1.Shard(nil), shards...), nil },
+				hasBindings: func(logicalcluster.Name, string) bool { return tc.hasBindings },
+				shardName:   "root",
+			}
+			slice := &apisv1alpha1.APIExportEndpointSlice{Spec: apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Path: tc.path, Name: "e"}}}
+			if err := r.reconcile("provider", slice); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range slice.Status.APIExportEndpoints {
+				got = append(got, e.URL)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("endpoints %v, want %v", got, tc.want)
+			}
+			if valid := slice.Status.Conditions.IsTrue(apisv1alpha1.APIExportValid); valid != tc.valid {
+				t.Errorf("APIExportValid %v, want %v", valid, tc.valid)
+			}
+		})
+	}
+}

@@ -1,0 +1,334 @@
+package apiexport
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+const (
+	exportCluster = logicalcluster.Name("provider")
+	exportName    = "widgets.example.io"
+	identity      = "abc123"
+)
+
+func binding(cluster logicalcluster.Name, claims ...apisv1alpha2.AcceptablePermissionClaim) *apisv1alpha2.APIBinding {
+	b := &apisv1alpha2.APIBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets", Annotations: map[string]string{logicalcluster.AnnotationKey: string(cluster)}},
+		Spec: apisv1alpha2.APIBindingSpec{
+			Reference:        apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: "root:provider", Name: exportName}},
+			PermissionClaims: claims,
+		},
+		Status: apisv1alpha2.APIBindingStatus{
+			APIExportClusterName: string(exportCluster),
+			Phase:                apisv1alpha2.APIBindingPhaseBound,
+			BoundResources: []apisv1alpha2.BoundAPIResource{{
+				Group: "example.io", Resource: "widgets",
+				Schema: apisv1alpha2.BoundAPIResourceSchema{Name: "v1.widgets.example.io", IdentityHash: identity},
+			}},
+			ExportPermissionClaims: []apisv1alpha2.PermissionClaim{configMaps([]string{"get", "list", "watch", "create"})},
+		},
+	}
+	return b
+}
+
+func configMaps(verbs []string) apisv1alpha2.PermissionClaim {
+	return apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Resource: "configmaps"}, Verbs: verbs}
+}
+
+func accepted(verbs []string, labels map[string]string) apisv1alpha2.AcceptablePermissionClaim {
+	return apisv1alpha2.AcceptablePermissionClaim{
+		ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
+			PermissionClaim: configMaps(verbs),
+			Selector:        apisv1alpha2.PermissionClaimSelector{LabelSelector: metav1.LabelSelector{MatchLabels: labels}},
+		},
+		State: apisv1alpha2.ClaimAccepted,
+	}
+}
+
+func TestViewOfCollectsBoundResourcesAndAcceptedClaims(t *testing.T) {
+	rejected := accepted(nil, map[string]string{"a": "b"})
+	rejected.State = apisv1alpha2.ClaimRejected
+	notClaimedAnymore := accepted(nil, nil)
+	notClaimedAnymore.Resource = "secrets"
+	v := viewOf([]*apisv1alpha2.APIBinding{
+		binding("b", accepted([]string{"get", "list"}, map[string]string{"app": "x"})),
+		binding("c", rejected),
+		binding("d", notClaimedAnymore),
+	})
+	widgets := v.bound[schema.GroupResource{Group: "example.io", Resource: "widgets"}]
+	if widgets == nil || widgets.identityHash != identity || len(widgets.clusters) != 3 {
+		t.Fatalf("bound widgets: %+v", widgets)
+	}
+	cms := v.claimed[schema.GroupResource{Resource: "configmaps"}]
+	if cms == nil || len(cms.clusters) != 1 {
+		t.Fatalf("claimed configmaps: %+v", cms)
+	}
+	g := cms.clusters["b"]
+	if !g.allows("list") || g.allows("create") || g.allows("delete") {
+		t.Errorf("verbs %v: want the intersection get, list", g.verbs)
+	}
+	if v.claimed[schema.GroupResource{Resource: "secrets"}] != nil {
+		t.Errorf("a claim the export no longer makes is open")
+	}
+}
+
+func TestSelectorOfEmptySelectsNothingAndMatchAllEverything(t *testing.T) {
+	if selectorOf(apisv1alpha2.PermissionClaimSelector{}).Matches(fakeLabels{"a": "b"}) {
+		t.Errorf("empty selector selects")
+	}
+	if !selectorOf(apisv1alpha2.PermissionClaimSelector{MatchAll: true}).Matches(fakeLabels{}) {
+		t.Errorf("matchAll does not select")
+	}
+}
+
+type fakeLabels map[string]string
+
+func (l fakeLabels) Has(k string) bool   { _, ok := l[k]; return ok }
+func (l fakeLabels) Get(k string) string { return l[k] }
+func (l fakeLabels) Lookup(k string) (string, bool) {
+	v, ok := l[k]
+	return v, ok
+}
+
+func TestWithIdentityQualifiesTheCollection(t *testing.T) {
+	for _, tc := range []struct{ rest, want string }{
+		{"/apis/example.io/v1/widgets", "/apis/example.io/v1/widgets:abc"},
+		{"/apis/example.io/v1/namespaces/team/widgets", "/apis/example.io/v1/namespaces/team/widgets:abc"},
+		{"/apis/example.io/v1/namespaces/team/widgets/w1", "/apis/example.io/v1/namespaces/team/widgets/w1"},
+	} {
+		if got := withIdentity(tc.rest, &apirequest.RequestInfo{Resource: "widgets"}, "abc"); got != tc.want {
+			t.Errorf("withIdentity(%s) = %s, want %s", tc.rest, got, tc.want)
+		}
+	}
+}
+
+// fakeShard records the paths it is asked for and answers lists of
+// objects of several clusters.
+type fakeShard struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (f *fakeShard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.paths = append(f.paths, r.URL.Path+"?"+r.URL.RawQuery)
+	f.mu.Unlock()
+	cm := func(cluster, name string, labels map[string]string) map[string]interface{} {
+		return map[string]interface{}{"kind": "ConfigMap", "apiVersion": "v1", "metadata": map[string]interface{}{
+			"name": name, "namespace": "team", "labels": labels, "annotations": map[string]interface{}{logicalcluster.AnnotationKey: cluster}}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps") && r.URL.Query().Get("watch") == "true":
+		enc := json.NewEncoder(w)
+		for _, e := range []map[string]interface{}{
+			{"type": "ADDED", "object": cm("b", "selected", map[string]string{"app": "x"})},
+			{"type": "ADDED", "object": cm("b", "unselected", nil)},
+			{"type": "ADDED", "object": cm("c", "other-cluster", map[string]string{"app": "x"})},
+			{"type": "MODIFIED", "object": cm("b", "selected", nil)},
+		} {
+			_ = enc.Encode(e)
+		}
+	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps"):
+		_ = json.NewEncoder(w).Encode(map[string]interface{}{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": map[string]interface{}{"resourceVersion": "7"},
+			"items": []interface{}{cm("b", "selected", map[string]string{"app": "x"}), cm("b", "unselected", nil), cm("c", "other-cluster", map[string]string{"app": "x"})}})
+	case strings.HasSuffix(r.URL.Path, "/apis/example.io/v1"):
+		_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "example.io/v1", APIResources: []metav1.APIResource{
+			{Name: "widgets", Kind: "Widget", Namespaced: true}, {Name: "widgets/status", Kind: "Widget"}, {Name: "gadgets", Kind: "Gadget"}}})
+	default:
+		_ = json.NewEncoder(w).Encode(map[string]interface{}{"kind": "WidgetList", "apiVersion": "example.io/v1", "items": []interface{}{}})
+	}
+}
+
+func (f *fakeShard) asked() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.paths...)
+}
+
+type allowUser string
+
+func (a allowUser) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
+	cluster, _ := logicalcluster.ClusterFromContext(ctx)
+	if attr.GetUser().GetName() == string(a) && cluster == exportCluster && attr.GetResource() == "apiexports" && attr.GetSubresource() == "content" && attr.GetName() == exportName {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (a allowUser) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attr))
+}
+
+func (allowUser) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+func newTestView(t *testing.T, bindings ...*apisv1alpha2.APIBinding) (*View, *fakeShard) {
+	t.Helper()
+	shard := &fakeShard{}
+	srv := httptest.NewServer(shard)
+	t.Cleanup(srv.Close)
+	inf := wildcardinformer.New(&cache.ListWatch{}, &apisv1alpha2.APIBinding{}, "test")
+	v, err := New(Config{Shard: &rest.Config{Host: srv.URL}, APIBindings: inf, Authorizer: allowUser("provider")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bindings {
+		if err := inf.Indexer().Add(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v, shard
+}
+
+func serve(v *View, u, method, path string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	req = req.WithContext(apirequest.WithUser(req.Context(), &user.DefaultInfo{Name: u}))
+	rec := httptest.NewRecorder()
+	v.ServeHTTP(rec, req)
+	return rec
+}
+
+func viewPath(cluster, rest string) string {
+	return Prefix + string(exportCluster) + "/" + exportName + "/clusters/" + cluster + rest
+}
+
+func TestViewForwardsWildcardListsWithTheExportsIdentity(t *testing.T) {
+	v, shard := newTestView(t, binding("b"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/example.io/v1/widgets?limit=5"))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got := shard.asked(); !slices.Equal(got, []string{"/clusters/*/apis/example.io/v1/widgets:" + identity + "?limit=5"}) {
+		t.Errorf("shard was asked %v", got)
+	}
+}
+
+func TestViewRefusesWhoeverHasNoContentAccessWithoutTellingWhetherTheExportExists(t *testing.T) {
+	v, shard := newTestView(t, binding("b"))
+	for _, path := range []string{viewPath("*", "/apis/example.io/v1/widgets"), Prefix + "provider/no-such-export/clusters/*/apis/example.io/v1/widgets"} {
+		if rec := serve(v, "someone", http.MethodGet, path); rec.Code != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", path, rec.Code)
+		}
+	}
+	if len(shard.asked()) != 0 {
+		t.Errorf("the shard was asked %v for a refused caller", shard.asked())
+	}
+}
+
+func TestViewServesOnlyTheExportsResourcesInWorkspacesThatBindIt(t *testing.T) {
+	v, shard := newTestView(t, binding("b"))
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodGet, viewPath("b", "/apis/example.io/v1/namespaces/team/widgets/w"), http.StatusOK},
+		{http.MethodGet, viewPath("c", "/apis/example.io/v1/namespaces/team/widgets/w"), http.StatusNotFound},
+		{http.MethodGet, viewPath("b", "/api/v1/namespaces/team/secrets"), http.StatusNotFound},
+		{http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps"), http.StatusNotFound},
+		{http.MethodPost, viewPath("*", "/apis/example.io/v1/namespaces/team/widgets"), http.StatusMethodNotAllowed},
+	} {
+		if rec := serve(v, "provider", tc.method, tc.path); rec.Code != tc.code {
+			t.Errorf("%s %s: status %d, want %d: %s", tc.method, tc.path, rec.Code, tc.code, rec.Body)
+		}
+	}
+	if got := shard.asked(); len(got) != 1 || !strings.HasPrefix(got[0], "/clusters/b/apis/example.io/v1/namespaces/team/widgets/w") {
+		t.Errorf("shard was asked %v", got)
+	}
+}
+
+func TestViewListsOnlyClaimedObjectsTheBindingSelected(t *testing.T) {
+	v, _ := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})), binding("c"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps"))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var list struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Metadata.Name != "selected" {
+		t.Errorf("items %+v, want only the selected configmap of b", list.Items)
+	}
+	// Verbs not accepted are refused.
+	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps/selected")); rec.Code != http.StatusForbidden {
+		t.Errorf("get without the get verb: status %d, want 403", rec.Code)
+	}
+}
+
+func TestViewWatchDropsUnselectedObjectsAndDeletesThoseThatLeaveTheSelection(t *testing.T) {
+	v, _ := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps?watch=true"))
+	var got []string
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		var e struct {
+			Type   string `json:"type"`
+			Object struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			} `json:"object"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e.Type+" "+e.Object.Metadata.Name)
+	}
+	if want := []string{"ADDED selected", "DELETED selected"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+func TestDiscoveryShowsTheExportsResourcesOnly(t *testing.T) {
+	v, _ := newTestView(t, binding("b"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/example.io/v1"))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	list := &metav1.APIResourceList{}
+	body, _ := io.ReadAll(rec.Body)
+	if err := json.Unmarshal(body, list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range list.APIResources {
+		names = append(names, r.Name)
+	}
+	if want := []string{"widgets", "widgets/status"}; !slices.Equal(names, want) {
+		t.Errorf("resources %v, want %v", names, want)
+	}
+	if rec := serve(v, "provider", http.MethodGet, viewPath("c", "/apis/example.io/v1")); rec.Code != http.StatusNotFound {
+		t.Errorf("discovery in a workspace without a binding: status %d, want 404", rec.Code)
+	}
+}
+
+func TestURLNamesTheView(t *testing.T) {
+	got := URL("https://proxy:6443/shards/root/", "abc", "e")
+	if want := "https://proxy:6443/shards/root/services/apiexport/abc/e"; got != want {
+		t.Errorf("URL = %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,98 @@
+// Package builtin assembles the project's virtual workspaces — the
+// APIExport view and the initializing and terminating workspaces views —
+// for the standalone virtual-workspaces server and for a shard that
+// serves them in-process.
+package builtin
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/virtual/apiexport"
+	"github.com/kplane-dev/kplane/pkg/virtual/framework"
+	"github.com/kplane-dev/kplane/pkg/virtual/initializingworkspaces"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+)
+
+// Config is what the views need of the shard.
+type Config struct {
+	// Shard reaches the shard with a privileged credential.
+	Shard *rest.Config
+	// Authorizer decides in the logical cluster of the context.
+	Authorizer authorizer.Authorizer
+	// AuthorizationConfig is the server the initializing and terminating
+	// views post SubjectAccessReviews to (a standalone server's); nil: they
+	// ask Authorizer, with ResolvePath (a shard serving them in-process).
+	AuthorizationConfig *rest.Config
+	// APIBindings are the shard's APIBindings; nil: an informer of the
+	// shard's, which the returned Mounted runs.
+	APIBindings *wildcardinformer.Informer
+	// ResolvePath maps a workspace path to its logical cluster; nil: only
+	// paths that are logical cluster names resolve.
+	ResolvePath func(logicalcluster.Path) (logicalcluster.Name, bool)
+}
+
+// New builds the views.
+func New(c Config) (*framework.Mounted, error) {
+	m := &framework.Mounted{Views: framework.Views{}}
+	bindings := c.APIBindings
+	if bindings == nil {
+		wildcard := rest.CopyConfig(c.Shard)
+		wildcard.Host = logicalcluster.Wildcard.Path().URL(wildcard.Host)
+		client, err := kcpclient.RESTClient(wildcard, apisv1alpha2.SchemeGroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		lw := cache.NewListWatchFromClient(client, "apibindings", metav1.NamespaceAll, fields.Everything())
+		bindings = wildcardinformer.NewRemote(lw, &apisv1alpha2.APIBinding{}, "virtual-apibindings")
+		m.Informers = append(m.Informers, bindings)
+	}
+	view, err := apiexport.New(apiexport.Config{Shard: c.Shard, APIBindings: bindings, Authorizer: c.Authorizer})
+	if err != nil {
+		return nil, err
+	}
+	m.Views[apiexport.Name] = view
+	for _, lifecycle := range []initializingworkspaces.Lifecycle{initializingworkspaces.Initializing, initializingworkspaces.Terminating} {
+		lc := initializingworkspaces.Config{ShardConfig: c.Shard, Lifecycle: lifecycle, AuthorizationConfig: c.AuthorizationConfig}
+		if c.AuthorizationConfig == nil {
+			lc.Authorize = typeAuthorizer(c.Authorizer, c.ResolvePath)
+		}
+		h, err := initializingworkspaces.New(lc)
+		if err != nil {
+			return nil, fmt.Errorf("%s view: %w", lifecycle.ServiceName(), err)
+		}
+		m.Views[lifecycle.ServiceName()] = h
+	}
+	return m, nil
+}
+
+// typeAuthorizer authorizes a verb on a WorkspaceType with authz when its
+// workspace path resolves to a logical cluster; otherwise it says no.
+func typeAuthorizer(authz authorizer.Authorizer, resolve func(logicalcluster.Path) (logicalcluster.Name, bool)) func(ctx context.Context, u user.Info, verb string, typeCluster logicalcluster.Path, typeName string) (bool, string, error) {
+	return func(ctx context.Context, u user.Info, verb string, typeCluster logicalcluster.Path, typeName string) (bool, string, error) {
+		cluster, ok := typeCluster.Name()
+		if !ok && resolve != nil {
+			cluster, ok = resolve(typeCluster)
+		}
+		if !ok {
+			return false, "workspace " + string(typeCluster) + " is not known to this shard", nil
+		}
+		attrs := authorizer.AttributesRecord{
+			User: u, Verb: verb, APIGroup: tenancyv1alpha1.SchemeGroupVersion.Group, APIVersion: tenancyv1alpha1.SchemeGroupVersion.Version,
+			Resource: "workspacetypes", Name: typeName, ResourceRequest: true,
+		}
+		d, reason, err := authz.Authorize(logicalcluster.WithCluster(ctx, cluster), attrs)
+		return d == authorizer.DecisionAllow, reason, err
+	}
+}

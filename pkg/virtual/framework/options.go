@@ -1,0 +1,148 @@
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/kplane-dev/kplane/pkg/rootdir"
+)
+
+// Options are the flags of the virtual-workspaces binary (kcp's
+// `virtual-workspaces` flags where they exist).
+type Options struct {
+	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
+	Authentication *kubeoptions.BuiltInAuthenticationOptions
+	Logs           *logsapi.LoggingConfiguration
+
+	// Kubeconfig reaches the one shard the server serves, with a
+	// privileged (system:masters) credential that no caller ever sees.
+	Kubeconfig string
+	// Context selects a context of Kubeconfig; empty: its current one.
+	Context string
+	// ExternalLogicalClusterAdminKubeconfig reaches every workspace (the
+	// front-proxy) with a credential that may create SubjectAccessReviews:
+	// callers are authorized there, in workspaces of any shard. Empty: on
+	// the shard of Kubeconfig, which knows only its own workspaces.
+	ExternalLogicalClusterAdminKubeconfig string
+	// CacheKubeconfig is accepted as kcp's flag is; the views here read
+	// nothing from the cache server.
+	CacheKubeconfig string
+	// RootDirectory keeps the generated serving certificate when no
+	// --tls-cert-file is given.
+	RootDirectory string
+	// BaseURL is the server's URL, for its serving certificate's names
+	// (default https://<bind address>:<secure port>).
+	BaseURL string
+}
+
+// NewOptions returns the defaults: port 6444 on 127.0.0.1, client
+// certificates, static tokens and requestheader authentication.
+func NewOptions() *Options {
+	o := &Options{
+		SecureServing:  genericoptions.NewSecureServingOptions().WithLoopback(),
+		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
+		Logs:           logs.NewOptions(),
+		RootDirectory:  ".kplane-virtual-workspaces",
+	}
+	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
+	o.SecureServing.BindPort = 6444
+	o.SecureServing.ServerCert.CertDirectory = ""
+	o.SecureServing.ServerCert.PairName = rootdir.ServingCertPairName
+	return o
+}
+
+// AddFlags registers the flags by topic.
+func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
+	fs := fss.FlagSet("virtual workspaces")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the shard to serve, with a privileged (system:masters) credential; never exposed to callers. Required.")
+	fs.StringVar(&o.Context, "context", o.Context, "Context of --kubeconfig to use (default: its current context).")
+	fs.StringVar(&o.ExternalLogicalClusterAdminKubeconfig, "external-logical-cluster-admin-kubeconfig", o.ExternalLogicalClusterAdminKubeconfig,
+		"Kubeconfig of a server reaching every workspace (the front-proxy) with a credential allowed to create SubjectAccessReviews; callers are authorized there. Default: the shard of --kubeconfig, which authorizes in its own workspaces only.")
+	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig, "Kubeconfig of the cache server; accepted for kcp compatibility, not read.")
+	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
+	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
+	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
+	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Kubeconfig == "" {
+		errs = append(errs, errors.New("--kubeconfig is required: the shard whose workspaces the views serve"))
+	}
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--base-url %q must be an https URL", o.BaseURL))
+		}
+	}
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	return errors.Join(errs...)
+}
+
+// prepareServingCert generates a serving certificate in the root
+// directory unless one is given.
+func (o *Options) prepareServingCert() error {
+	serving := &o.SecureServing.ServerCert
+	if serving.CertKey.CertFile != "" || serving.CertKey.KeyFile != "" {
+		return nil
+	}
+	dir, err := rootdir.Open(o.RootDirectory)
+	if err != nil {
+		return err
+	}
+	host := "localhost"
+	if o.BaseURL != "" {
+		if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
+			host = u.Hostname()
+		}
+	}
+	var ips []net.IP
+	if ip := net.ParseIP(host); ip != nil {
+		ips = append(ips, ip)
+	}
+	if ip := o.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
+		ips = append(ips, ip)
+	}
+	serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips)
+	return err
+}
+
+// baseURL is --base-url or https://<bind address>:<port>.
+func (o *Options) baseURL() string {
+	if o.BaseURL != "" {
+		return strings.TrimSuffix(o.BaseURL, "/")
+	}
+	host := o.SecureServing.BindAddress.String()
+	if o.SecureServing.BindAddress.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecureServing.BindPort))
+}
+
+// loadKubeconfig reads a kubeconfig, with a context when one is named.
+func loadKubeconfig(path, context string) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Views fan out: many watches and lists at once.
+	cfg.QPS, cfg.Burst = 500, 1000
+	return cfg, nil
+}

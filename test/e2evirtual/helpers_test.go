@@ -1,0 +1,191 @@
+package e2evirtual
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+)
+
+// eventually bounds every wait.
+const eventually = 2 * time.Minute
+
+var (
+	workspacesGVR = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
+	schemasGVR    = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
+	slicesGVR     = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
+	exportsGVR    = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
+	bindingsGVR   = apisv1alpha2.SchemeGroupVersion.WithResource("apibindings")
+)
+
+func kcpClient(t *testing.T, cfg *rest.Config) *kcpclient.Client {
+	t.Helper()
+	c, err := kcpclient.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+		last = f(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v (last: %v)", what, err, last)
+	}
+}
+
+// organization creates an organization workspace below root on a shard
+// and waits until it is Ready; it returns its logical cluster.
+func organization(ctx context.Context, t *testing.T, prefix, shard string) logicalcluster.Name {
+	t.Helper()
+	c := kcpClient(t, sys.AdminConfig(t, ""))
+	name := prefix + "-" + rand.String(5)
+	ws := &tenancyv1alpha1.Workspace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.WorkspaceSpec{
+			Type:     &tenancyv1alpha1.WorkspaceTypeReference{Name: "organization", Path: "root"},
+			Location: &tenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1alpha1.ShardNameLabel: shard}}},
+		},
+	}
+	if err := c.Create(ctx, logicalcluster.Root, workspacesGVR, ws, &tenancyv1alpha1.Workspace{}); err != nil {
+		t.Fatalf("create workspace %s: %v", name, err)
+	}
+	got := &tenancyv1alpha1.Workspace{}
+	poll(ctx, t, "workspace "+name+" Ready", func(ctx context.Context) error {
+		if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, got); err != nil {
+			return err
+		}
+		if got.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+			return fmt.Errorf("phase %q", got.Status.Phase)
+		}
+		return nil
+	})
+	return logicalcluster.Name(got.Spec.Cluster)
+}
+
+// exportWidgets creates the schema of widgets.example.io and an APIExport
+// of it that claims configmaps.
+func exportWidgets(ctx context.Context, t *testing.T, c *kcpclient.Client, cluster logicalcluster.Name, name string) {
+	t.Helper()
+	s := &apisv1alpha1.APIResourceSchema{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIResourceSchema"},
+		ObjectMeta: metav1.ObjectMeta{Name: "v1.widgets.example.io"},
+		Spec: apisv1alpha1.APIResourceSchemaSpec{
+			Group: "example.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apisv1alpha1.APIResourceVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: runtime.RawExtension{Raw: []byte(`{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"}}}}}`)},
+			}},
+		},
+	}
+	if err := c.Create(ctx, cluster, schemasGVR, s, &apisv1alpha1.APIResourceSchema{}); err != nil {
+		t.Fatalf("create APIResourceSchema: %v", err)
+	}
+	e := &apisv1alpha2.APIExport{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha2.SchemeGroupVersion.String(), Kind: "APIExport"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: apisv1alpha2.APIExportSpec{
+			Resources:        []apisv1alpha2.ResourceSchema{{Group: "example.io", Name: "widgets", Schema: s.Name, Storage: apisv1alpha2.ResourceSchemaStorage{CRD: &apisv1alpha2.ResourceSchemaStorageCRD{}}}},
+			PermissionClaims: []apisv1alpha2.PermissionClaim{configMapsClaim},
+		},
+	}
+	if err := c.Create(ctx, cluster, exportsGVR, e, &apisv1alpha2.APIExport{}); err != nil {
+		t.Fatalf("create APIExport: %v", err)
+	}
+}
+
+var configMapsClaim = apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Resource: "configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}
+
+// bind binds the export in a workspace and waits until it is bound.
+func bind(ctx context.Context, t *testing.T, c *kcpclient.Client, cluster, exportCluster logicalcluster.Name, export string) {
+	t.Helper()
+	b := &apisv1alpha2.APIBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha2.SchemeGroupVersion.String(), Kind: "APIBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+		Spec:       apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: string(exportCluster), Name: export}}},
+	}
+	if err := c.Create(ctx, cluster, bindingsGVR, b, &apisv1alpha2.APIBinding{}); err != nil {
+		t.Fatalf("create APIBinding in %s: %v", cluster, err)
+	}
+	poll(ctx, t, "APIBinding in "+string(cluster)+" bound", func(ctx context.Context) error {
+		got := &apisv1alpha2.APIBinding{}
+		if err := c.Get(ctx, cluster, bindingsGVR, "widgets", got); err != nil {
+			return err
+		}
+		if got.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// grant creates a ClusterRole with rules in the workspace of kc and binds
+// it to user.
+func grant(ctx context.Context, t *testing.T, kc kubernetes.Interface, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ClusterRole %s: %v", name, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ClusterRoleBinding %s: %v", name, err)
+	}
+}
+
+// namespace creates a namespace in the workspace of kc.
+func namespace(ctx context.Context, t *testing.T, kc kubernetes.Interface, name string) {
+	t.Helper()
+	poll(ctx, t, "create namespace "+name, func(ctx context.Context) error {
+		_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil
+		}
+		return err
+	})
+}
+
+// withCluster returns cfg with its host at <endpoint>/clusters/<cluster>.
+func withCluster(cfg *rest.Config, endpoint string, cluster logicalcluster.Name) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.Host = cluster.Path().URL(endpoint)
+	return out
+}
