@@ -9,6 +9,7 @@ import (
 	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/virtual/framework"
 	"github.com/kplane-dev/kplane/pkg/virtual/initializingworkspaces"
 )
 
@@ -37,10 +38,7 @@ func (r virtualWorkspacesReconciler) reconcile(wt *tenancyv1alpha1.WorkspaceType
 	sort.Slice(shards, func(i, j int) bool { return shards[i].Name < shards[j].Name })
 	var urls []tenancyv1alpha1.VirtualWorkspace
 	for _, s := range shards {
-		base := s.Spec.VirtualWorkspaceURL
-		if base == "" {
-			base = s.Spec.BaseURL
-		}
+		base := framework.ShardServerURL(s)
 		if wt.Spec.Initializer {
 			urls = append(urls, tenancyv1alpha1.VirtualWorkspace{
 				URL:  initializingworkspaces.Initializing.URL(base, string(tenancyv1alpha1.InitializerForType(wt))),
