@@ -1,6 +1,6 @@
 # syntax=docker/dockerfile:1
 # One image with every binary of the project (shard, cache-server,
-# front-proxy, run-system) in /usr/local/bin; the Helm chart runs each
+# front-proxy, run-system, virtual-workspaces) in /usr/local/bin; the Helm chart runs each
 # component from it by its command. Build: `make image` or
 #   docker build -t ghcr.io/kplane-dev/kplane:dev .
 

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
@@ -173,16 +174,26 @@ func TestEveryExampleRendersEveryComponent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			kinds := map[string]int{}
+			// workloads counts Deployments and StatefulSets by component.
+			workloads := map[string]int{}
 			for _, o := range render(t, files[name]) {
 				kinds[o.GetKind()]++
+				if o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet" {
+					workloads[o.GetKind()+"/"+o.GetLabels()["app.kubernetes.io/component"]]++
+				}
 			}
 			for _, kind := range []string{"StatefulSet", "Service", "ConfigMap", "Certificate", "Issuer", "PodDisruptionBudget"} {
 				if kinds[kind] == 0 {
 					t.Errorf("no %s rendered (rendered: %v)", kind, kinds)
 				}
 			}
-			if kinds["Deployment"] != 1 {
-				t.Errorf("want the front-proxy Deployment, rendered %v", kinds)
+			if workloads["Deployment/front-proxy"] != 1 {
+				t.Errorf("want the front-proxy Deployment, rendered %v", workloads)
+			}
+			// A virtual-workspaces server per shard, or none when the
+			// shards serve the views in-process.
+			if n := workloads["Deployment/virtual-workspaces"]; n != 0 && n != workloads["StatefulSet/shard"] {
+				t.Errorf("want a virtual-workspaces Deployment per shard or none, rendered %v", workloads)
 			}
 		})
 	}
@@ -201,7 +212,8 @@ func TestInvalidValuesAreRefusedWithAReason(t *testing.T) {
 		{"embedded etcd with two replicas", []string{"--set", "shards[0].replicas=2"}, "replicas must be 1"},
 		{"external etcd without endpoints", []string{"--set", "shards[0].etcd.mode=external"}, "needs etcd.external.endpoints"},
 		{"unknown etcd mode", []string{"--set", "shards[0].etcd.mode=sqlite"}, "shards/0/etcd/mode"},
-		{"virtual workspaces", []string{"--set", "virtualWorkspaces.enabled=true"}, "virtualWorkspaces/enabled"},
+		{"virtual workspaces without front-proxy", []string{"--set", "virtualWorkspaces.enabled=true", "--set", "frontProxy.enabled=false"}, "virtualWorkspaces.enabled needs frontProxy.enabled"},
+		{"virtual workspaces misspelt", []string{"--set", "virtualWorkspaces.replica=3"}, "replica"},
 		{"oidc without issuer", []string{"--set", "auth.oidc.enabled=true"}, "auth.oidc.issuerURL"},
 		{"misspelt key", []string{"--set", "frontProxy.replica=3"}, "replica"},
 		{"second shard without cache server", []string{"--set", "cacheServer.enabled=false", "--set", "shards[1].name=beta"}, "set cacheServer.enabled"},
@@ -217,5 +229,48 @@ func TestInvalidValuesAreRefusedWithAReason(t *testing.T) {
 				t.Fatalf("error does not say %q: %v", tc.want, err)
 			}
 		})
+	}
+	// Service names are DNS labels: a long release name leaves no room
+	// for "<release>-kplane-virtual-workspaces-<shard>".
+	t.Run("virtual-workspaces Service name too long", func(t *testing.T) {
+		t.Parallel()
+		const want = "longer than 63 characters"
+		out, err := runHelm(t, "template", strings.Repeat("r", 40), chartDir(t), "--namespace", namespace, "-f", values, "--set", "virtualWorkspaces.enabled=true")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("want an error containing %q, got %v:\n%.500s", want, err, out)
+		}
+	})
+}
+
+// TestAddingAShardRestartsOnlyTheFrontProxy renders the two-shard values
+// with a third shard added and checks that the pod templates of the
+// existing workloads are unchanged (so `helm upgrade` restarts none of
+// them) except the front-proxy's, whose mapping gains the new shard's
+// /shards/<shard>/ route.
+func TestAddingAShardRestartsOnlyTheFrontProxy(t *testing.T) {
+	values := repoPath(t, "test/deploy/testdata/values-two-shards.yaml")
+	templates := func(objs []*unstructured.Unstructured) map[string]interface{} {
+		out := map[string]interface{}{}
+		for _, o := range objs {
+			if o.GetKind() == "Deployment" || o.GetKind() == "StatefulSet" {
+				tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "template")
+				out[o.GetKind()+"/"+o.GetName()] = tmpl
+			}
+		}
+		return out
+	}
+	before := templates(render(t, values))
+	after := templates(render(t, values, "--set", "shards[2].name=gamma"))
+	for name, tmpl := range before {
+		changed := !equality.Semantic.DeepEqual(tmpl, after[name])
+		frontProxy := name == "Deployment/"+releaseName+"-kplane-front-proxy"
+		if changed != frontProxy {
+			t.Errorf("%s: pod template changed: %v, want %v", name, changed, frontProxy)
+		}
+	}
+	for _, name := range []string{"StatefulSet/kp-kplane-shard-gamma", "Deployment/kp-kplane-virtual-workspaces-gamma"} {
+		if _, ok := after[name]; !ok {
+			t.Errorf("no %s rendered for the new shard", name)
+		}
 	}
 }

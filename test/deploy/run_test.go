@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 
 // startOrder is the order pods start in, as their dependencies need:
 // etcd, the cache server, the root shard, the other shards, the
-// front-proxy. (In a cluster they start together and retry.)
+// front-proxy, the virtual-workspaces servers (which authorize through the
+// front-proxy). (In a cluster they start together and retry.)
 func startOrder(p *localPod) int {
 	switch {
 	case p.component == "etcd":
@@ -39,6 +40,8 @@ func startOrder(p *localPod) int {
 		return 2
 	case p.component == "shard":
 		return 3
+	case p.component == "virtual-workspaces":
+		return 5
 	default:
 		return 4
 	}
@@ -162,7 +165,18 @@ func get(t *testing.T, client *http.Client, url, token string) (int, string) {
 // frontProxyURL is the loopback URL of the front-proxy Service.
 func (c *cluster) frontProxyURL(t *testing.T) string {
 	t.Helper()
-	return "https://" + c.addresses.Replace(fmt.Sprintf("%s-kplane-front-proxy.%s.svc:443", releaseName, namespace))
+	return c.serviceURL(t, releaseName+"-kplane-front-proxy", 443)
+}
+
+// serviceURL is the loopback URL of a Service's port.
+func (c *cluster) serviceURL(t *testing.T, service string, port int) string {
+	t.Helper()
+	host := fmt.Sprintf("%s.%s.svc:%d", service, namespace, port)
+	local := c.addresses.Replace(host)
+	if local == host {
+		t.Fatalf("no Service %s with port %d is running", service, port)
+	}
+	return "https://" + local
 }
 
 // shardNames lists the Shards in root through the front-proxy, as the
@@ -202,6 +216,11 @@ func TestChartComponentsStartAndBecomeReady(t *testing.T) {
 			t.Fatalf("shards in root: %s, want root", got)
 		}
 		c.checkDashboardMetrics(t)
+		// The example serves the views in-process: no server of their own.
+		if n := c.podsOf("virtual-workspaces"); n != 0 {
+			t.Fatalf("%d virtual-workspaces pods rendered, want none (in-process views)", n)
+		}
+		c.initializingViews(t, "root")
 	})
 	t.Run("two-shards", func(t *testing.T) {
 		const token = "alice-token-for-the-chart-check"
@@ -222,6 +241,28 @@ func TestChartComponentsStartAndBecomeReady(t *testing.T) {
 		}
 		if code, _ := get(t, client, url, "not-a-token"); code != http.StatusUnauthorized {
 			t.Fatalf("an unknown token got %d from the front-proxy, want 401", code)
+		}
+		// Each shard has its own virtual-workspaces server, and the views
+		// through them refuse alice after asking root (a SubjectAccessReview
+		// through the front-proxy) whether she may initialize.
+		if n := c.podsOf("virtual-workspaces"); n != 2 {
+			t.Fatalf("%d virtual-workspaces pods run, want one per shard", n)
+		}
+		views := c.initializingViews(t, "beta", "root")
+		for _, view := range views {
+			code, body := get(t, client, view, token)
+			if !forbiddenByView(code, body, "alice") {
+				t.Fatalf("GET %s as alice: %d %s, want 403 from the view", view, code, body)
+			}
+		}
+		// The shards run with --run-virtual-workspaces=false: the views
+		// are not on their own port.
+		admin := c.clientWithCert(t, releaseName+"-kplane-shard-root-tls", releaseName+"-kplane-admin-client-tls")
+		for _, shard := range []string{"root", "beta"} {
+			direct := strings.Replace(views[len(views)-1], c.frontProxyURL(t), c.serviceURL(t, releaseName+"-kplane-shard-"+shard, 6443), 1)
+			if code, body := get(t, admin, direct, ""); code != http.StatusNotFound {
+				t.Fatalf("GET %s on shard %s itself as kplane-admin: %d %.300s, want 404", direct, shard, code, body)
+			}
 		}
 	})
 }

@@ -74,6 +74,32 @@ kplane.io/instance: {{ .instance }}
 {{- printf "%s-front-proxy" (include "kplane.fullname" .) -}}
 {{- end -}}
 
+{{/* Service (and Deployment) name of a shard's virtual-workspaces server: dict "root" $ "shard" $s */}}
+{{- define "kplane.virtualWorkspacesName" -}}
+{{- printf "%s-virtual-workspaces-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- end -}}
+
+{{/* Where a shard's views are served: its virtual-workspaces server, or
+the shard itself when it serves them in-process. dict "root" $ "shard" $s */}}
+{{- define "kplane.virtualWorkspacesURL" -}}
+{{- if .root.Values.virtualWorkspaces.enabled -}}
+{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.virtualWorkspacesName" .))) -}}
+{{- else -}}
+{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.shardName" .))) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The kubeconfigs of a shard's virtual-workspaces server: its shard as
+system:masters, and every workspace through the front-proxy as
+system:kcp:admin (which the front-proxy passes on) to authorize callers
+with SubjectAccessReviews. dict "root" $ "shard" $s */}}
+{{- define "kplane.virtualWorkspacesKubeconfigs" -}}
+shard.kubeconfig: |
+  {{- include "kplane.kubeconfig" (dict "cluster" (printf "shard-%s" .shard.name) "server" (printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.shardName" .)))) "user" "kplane-virtual-workspaces" "certDir" "/etc/kplane/virtual-workspaces-client") | nindent 2 }}
+external.kubeconfig: |
+  {{- include "kplane.kubeconfig" (dict "cluster" "front-proxy" "server" (printf "https://%s:%d" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.frontProxyName" .root))) (int .root.Values.frontProxy.service.port)) "user" "kplane-virtual-workspaces-external" "certDir" "/etc/kplane/virtual-workspaces-external-client") | nindent 2 }}
+{{- end -}}
+
 {{- define "kplane.externalURL" -}}
 {{- if eq (int .Values.externalPort) 443 -}}
 {{- printf "https://%s" .Values.externalHostname -}}
@@ -243,6 +269,17 @@ current-context: default
 {{- end -}}
 {{- if and .Values.cacheServer.enabled (eq .Values.cacheServer.etcd.mode "external") (eq (len .Values.cacheServer.etcd.external.endpoints) 0) -}}
 {{- fail "cacheServer.etcd.mode external needs cacheServer.etcd.external.endpoints" -}}
+{{- end -}}
+{{- if .Values.virtualWorkspaces.enabled -}}
+{{- if not .Values.frontProxy.enabled -}}
+{{- fail "virtualWorkspaces.enabled needs frontProxy.enabled: clients reach the views at <front-proxy>/services/ and /shards/<shard>/, and the servers authorize callers through the front-proxy; without it, set virtualWorkspaces.enabled=false (the shards serve the views in-process)" -}}
+{{- end -}}
+{{- range $shards -}}
+{{- $name := include "kplane.virtualWorkspacesName" (dict "root" $ "shard" .) -}}
+{{- if gt (len $name) 63 -}}
+{{- fail (printf "shards[%s]: the Service name %q of its virtual-workspaces server is longer than 63 characters; use a shorter release name or shard name" .name $name) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.auth.oidc.enabled (or (not .Values.auth.oidc.issuerURL) (not .Values.auth.oidc.clientID)) -}}
 {{- fail "auth.oidc.enabled needs auth.oidc.issuerURL and auth.oidc.clientID" -}}
