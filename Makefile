@@ -14,7 +14,7 @@ PLUGIN_DIR ?=
 IMAGE ?= ghcr.io/kplane-dev/kplane:dev
 CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 
-.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins image chart-check
+.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins image chart-check test-faults
 
 all: build
 
@@ -34,6 +34,11 @@ run-system: build
 # $(go env GOPATH)/bin), or into PLUGIN_DIR when it is set.
 install-plugins:
 	$(if $(PLUGIN_DIR),GOBIN=$(abspath $(PLUGIN_DIR))) $(GO) install ./cmd/kubectl-ws ./cmd/kubectl-create-workspace
+
+# The heavy fault cases: every process killed in turn, an external etcd
+# that disappears, a 3-member etcd losing its leader.
+test-faults:
+	$(GO) test -vet=off -tags faults $(GOFLAGS_TEST) ./test/faults
 
 # One image with every binary (Dockerfile), with docker or podman.
 image:

@@ -34,6 +34,9 @@ type Options struct {
 	// ShardsKubeconfig holds the credentials the index watches every
 	// shard with; its server is replaced by each shard's baseURL.
 	ShardsKubeconfig string
+	// MaxWatchesPerUser bounds the watches one user holds open through
+	// this front-proxy; more are answered 429. 0: no bound.
+	MaxWatchesPerUser int
 	// Profiling serves /debug/pprof without authentication, for local
 	// profiling only (off by default).
 	Profiling bool
@@ -46,6 +49,8 @@ func NewOptions() *Options {
 		SecureServing:  genericoptions.NewSecureServingOptions(),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC(),
 		Logs:           logs.NewOptions(),
+
+		MaxWatchesPerUser: DefaultMaxWatchesPerUser,
 	}
 	o.SecureServing.BindPort = 6443
 	o.SecureServing.ServerCert.PairName = "front-proxy"
@@ -58,6 +63,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.MappingFile, "mapping-file", o.MappingFile, "YAML file of path mappings: path, backend, backend_server_ca, proxy_client_cert, proxy_client_key, optional user_header, group_header, extra_header_prefix. Path /clusters/ routes to the shard of the request's workspace.")
 	fs.StringVar(&o.RootKubeconfig, "root-kubeconfig", o.RootKubeconfig, "Kubeconfig of the root shard, whose Shard objects in root list the shards.")
 	fs.StringVar(&o.ShardsKubeconfig, "shards-kubeconfig", o.ShardsKubeconfig, "Kubeconfig with the credentials used to watch Workspaces and LogicalClusters on every shard (its server is replaced by each shard's baseURL). Default: --root-kubeconfig.")
+	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may hold open through this front-proxy; more are answered 429 with Retry-After. 0: no bound.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles at /debug/pprof/ to anyone who can reach the port (no authentication); for local profiling only.")
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "Public keys (PEM) of the shards' service account tokens; such tokens are verified and passed on to the shard, which authenticates them. Repeatable.")
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))

@@ -2,6 +2,7 @@ package frontproxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -28,6 +30,26 @@ import (
 // own, privileged identities.
 var droppedGroups = sets.New(user.SystemPrivilegedGroup, "system:kcp:logical-cluster-admin", "system:kcp:external-logical-cluster-admin")
 
+// droppedGroupPrefixes are groups the shard grants to the initializing and
+// terminating views alone (access to a workspace waiting for them): an
+// outside identity (an OIDC claim, a client certificate) carrying one would
+// enter such workspaces.
+var droppedGroupPrefixes = []string{"system:kcp:initializer:", "system:kcp:terminator:"}
+
+// dropped tells whether a group of an authenticated user is kept from the
+// backend.
+func dropped(group string) bool {
+	if droppedGroups.Has(group) {
+		return true
+	}
+	for _, p := range droppedGroupPrefixes {
+		if strings.HasPrefix(group, p) {
+			return true
+		}
+	}
+	return false
+}
+
 var requestInfos = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 
 // proxy authenticates a request, finds its backend and forwards it with the
@@ -39,13 +61,22 @@ type proxy struct {
 	// serviceAccounts verifies shard service account tokens, which are
 	// passed on for the shard to authenticate.
 	serviceAccounts *serviceAccountTokens
-	// proxies holds one reverse proxy per route.
-	proxies map[*route]*httputil.ReverseProxy
+	// proxies holds one reverse proxy per route; upgrades one that speaks
+	// HTTP/1.1 to the backend, for upgrade requests (exec, port-forward,
+	// websockets), which HTTP/2 cannot carry.
+	proxies, upgrades map[*route]*httputil.ReverseProxy
+	// watches bounds the watches of one user; nil: no bound.
+	watches *watchLimiter
 }
 
 func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
-	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, proxies: map[*route]*httputil.ReverseProxy{}}
+	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, proxies: map[*route]*httputil.ReverseProxy{}, upgrades: map[*route]*httputil.ReverseProxy{}}
 	for _, r := range routes {
+		p.upgrades[r] = &httputil.ReverseProxy{
+			Rewrite:      func(*httputil.ProxyRequest) {},
+			Transport:    http1Only(r.transport),
+			ErrorHandler: p.backendError,
+		}
 		p.proxies[r] = &httputil.ReverseProxy{
 			Rewrite:   func(*httputil.ProxyRequest) {}, // the target is set on the request before
 			Transport: r.transport,
@@ -82,6 +113,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	fwd := forwarded{}
+	innerPath := req.URL.Path
 	if r.Path == ClustersPath {
 		if u == nil {
 			// Unauthenticated requests learn nothing about workspaces, not
@@ -107,6 +139,13 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		target, result := p.index.Resolve(parsed)
 		switch result {
 		case NotFound:
+			if !p.index.HasSynced() {
+				// Just started: the path may be on a shard not listed yet.
+				err := apierrors.NewServiceUnavailable("the front-proxy is starting: it does not know every workspace yet, retry")
+				err.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+				responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{}, w, req)
+				return
+			}
 			p.denyAccess(w, req, u, rest)
 			return
 		case Unavailable:
@@ -116,17 +155,63 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		fwd.shard = target.Shard
 		fwd.target = withPath(target.BaseURL, "/clusters/"+string(target.Cluster)+rest)
+		innerPath = rest
 	} else {
 		fwd.target = withPath(r.backend, req.URL.Path)
 	}
 	fwd.target.RawQuery = req.URL.RawQuery
+	if p.watches != nil && isWatch(req.Method, innerPath, req.URL.RawQuery) {
+		name := ""
+		if u != nil {
+			name = u.GetName()
+		}
+		release, err := p.watches.acquire(name)
+		if err != nil {
+			responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{}, w, req)
+			return
+		}
+		defer release()
+	}
 
 	out := req.Clone(context.WithValue(req.Context(), forwardedKey{}, fwd))
 	out.URL = fwd.target
 	out.Host = fwd.target.Host
 	out.RequestURI = ""
 	setIdentity(out.Header, r, u, passToken)
+	if isUpgrade(req.Header) {
+		p.upgrades[r].ServeHTTP(w, out)
+		return
+	}
 	p.proxies[r].ServeHTTP(w, out)
+}
+
+// isUpgrade tells whether a request asks to upgrade its connection.
+func isUpgrade(h http.Header) bool {
+	for _, v := range h.Values("Connection") {
+		for _, token := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// http1Only returns a copy of rt that never negotiates HTTP/2: Go's
+// HTTP/2 client refuses requests with an Upgrade header.
+func http1Only(rt http.RoundTripper) http.RoundTripper {
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return rt
+	}
+	t = t.Clone()
+	t.ForceAttemptHTTP2 = false
+	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	if t.TLSClientConfig != nil {
+		t.TLSClientConfig = t.TLSClientConfig.Clone()
+		t.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
+	return t
 }
 
 // authenticate returns the request's user (nil when it sent no
@@ -176,7 +261,7 @@ func setIdentity(h http.Header, r *route, u user.Info, passToken bool) {
 	}
 	h.Set(r.UserHeader, u.GetName())
 	for _, g := range u.GetGroups() {
-		if !droppedGroups.Has(g) {
+		if !dropped(g) {
 			h.Add(r.GroupHeader, g)
 		}
 	}

@@ -90,7 +90,8 @@ func TestSetIdentityReplacesClientHeadersAndDropsPrivilegedGroups(t *testing.T) 
 	h.Set("X-Remote-Extra-Foo", "bar")
 	h.Set("Authorization", "Bearer static-token")
 	h.Set("Impersonate-User", "someone")
-	u := &user.DefaultInfo{Name: "alice", Groups: []string{"team", user.SystemPrivilegedGroup, "system:kcp:logical-cluster-admin", "system:authenticated"},
+	u := &user.DefaultInfo{Name: "alice", Groups: []string{"team", user.SystemPrivilegedGroup, "system:kcp:logical-cluster-admin", "system:authenticated",
+		"system:kcp:initializer:root:org", "system:kcp:terminator:root:org"},
 		Extra: map[string][]string{"authentication.kcp.io/scopes": {"cluster:abc"}}}
 	setIdentity(h, route, u, false)
 	want := http.Header{

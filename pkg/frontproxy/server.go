@@ -82,7 +82,9 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	mux.Handle("/", newProxy(routes, s.index, authn, sa))
+	px := newProxy(routes, s.index, authn, sa)
+	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
+	mux.Handle("/", px)
 	s.handler = mux
 	return s, nil
 }

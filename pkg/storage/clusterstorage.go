@@ -112,7 +112,7 @@ func (s *clusterStorage) Create(ctx context.Context, key string, obj, out runtim
 	if err := setCluster(obj, cluster); err != nil {
 		return err
 	}
-	return s.Interface.Create(ctx, k, obj, out, ttl)
+	return retryable(s.Interface.Create(ctx, k, obj, out, ttl))
 }
 
 func (s *clusterStorage) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions,
@@ -121,7 +121,7 @@ func (s *clusterStorage) Delete(ctx context.Context, key string, out runtime.Obj
 	if err != nil {
 		return err
 	}
-	return s.Interface.Delete(ctx, k, out, preconditions, validateDeletion, cachedExistingObject, opts)
+	return retryable(s.Interface.Delete(ctx, k, out, preconditions, validateDeletion, cachedExistingObject, opts))
 }
 
 // wildcardScope turns what rewrite left of a wildcard key into a namespace
@@ -166,7 +166,7 @@ func (s *clusterStorage) Get(ctx context.Context, key string, opts storage.GetOp
 	if err != nil {
 		return err
 	}
-	return s.Interface.Get(ctx, k, opts, objPtr)
+	return retryable(s.Interface.Get(ctx, k, opts, objPtr))
 }
 
 func (s *clusterStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
@@ -176,7 +176,7 @@ func (s *clusterStorage) GetList(ctx context.Context, key string, opts storage.L
 	}
 	ns = wildcardScope(ns, &opts)
 	if err := s.Interface.GetList(ctx, k, opts, listObj); err != nil || ns == "" {
-		return err
+		return retryable(err)
 	}
 	return filterListByNamespace(listObj, ns)
 }
@@ -211,5 +211,5 @@ func (s *clusterStorage) GuaranteedUpdate(ctx context.Context, key string, desti
 		}
 		return out, ttl, nil
 	}
-	return s.Interface.GuaranteedUpdate(ctx, k, destination, ignoreNotFound, preconditions, update, cachedExistingObject)
+	return retryable(s.Interface.GuaranteedUpdate(ctx, k, destination, ignoreNotFound, preconditions, update, cachedExistingObject))
 }
