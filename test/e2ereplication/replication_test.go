@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,6 +30,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/apibinding"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
 // eventually bounds every wait; replication itself takes about a second.
@@ -48,33 +48,16 @@ var (
 )
 
 func kcp(t *testing.T, cfg *rest.Config) *kcpclient.Client {
-	t.Helper()
-	c, err := kcpclient.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KCPClient(t, cfg)
 }
 
 func kube(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	framework.Eventually(ctx, t, what, f)
 }
 
 // readyWorkspace creates a workspace of type typ (a path:name reference)

@@ -30,6 +30,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
 const eventually = 2 * time.Minute
@@ -44,21 +45,11 @@ func testContext(t *testing.T) context.Context {
 }
 
 func kube(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 func kcp(t *testing.T, cfg *rest.Config) *kcpclient.Client {
-	t.Helper()
-	c, err := kcpclient.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KCPClient(t, cfg)
 }
 
 var nameCounter struct {
@@ -114,14 +105,7 @@ func shardOf(ws *tenancyv1alpha1.Workspace) string {
 // workspaces from watches.
 func eventuallyOK(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last error: %v)", what, err, last)
-	}
+	framework.Eventually(ctx, t, what, f)
 }
 
 func kubectl(ctx context.Context, t *testing.T, server string, args ...string) string {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -23,6 +22,7 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
 // eventually bounds every wait.
@@ -37,33 +37,16 @@ var (
 )
 
 func kcpClient(t *testing.T, cfg *rest.Config) *kcpclient.Client {
-	t.Helper()
-	c, err := kcpclient.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KCPClient(t, cfg)
 }
 
 func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
+	framework.Eventually(ctx, t, what, f)
 }
 
 // organization creates an organization workspace below root on a shard

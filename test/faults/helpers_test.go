@@ -10,7 +10,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -18,6 +17,7 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
 const eventually = 2 * time.Minute
@@ -32,12 +32,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 func kube(t *testing.T, cfg *rest.Config) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return framework.KubeClient(t, cfg)
 }
 
 var nameCounter struct {
@@ -55,14 +50,7 @@ func uniqueName(prefix string) string {
 // eventuallyOK retries f until it succeeds.
 func eventuallyOK(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last error: %v)", what, err, last)
-	}
+	framework.Eventually(ctx, t, what, f)
 }
 
 // tenantWorkspace creates an organization below root on shard, waits for
