@@ -56,6 +56,12 @@ type child struct {
 	shard string
 }
 
+// routable tells whether requests to the workspace are forwarded: it has
+// a logical cluster and is no longer being scheduled.
+func (c child) routable() bool {
+	return c.cluster != "" && c.phase != corev1alpha1.LogicalClusterPhaseScheduling
+}
+
 // shardWatch is one shard and the watches of its objects.
 type shardWatch struct {
 	name    string
@@ -250,7 +256,7 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 		if !ok {
 			return Target{}, NotFound
 		}
-		if c.cluster == "" || c.phase == corev1alpha1.LogicalClusterPhaseScheduling {
+		if !c.routable() {
 			return Target{}, Unavailable
 		}
 		cluster = c.cluster
@@ -372,6 +378,9 @@ func (h workspaceHandler) set(obj interface{}, deleted bool) {
 	defer h.x.mu.Unlock()
 	// A workspace being deleted takes no more requests.
 	if deleted || ws.DeletionTimestamp != nil {
+		if _, routed := h.x.children[parent][ws.Name]; routed && ws.DeletionTimestamp != nil {
+			observeLag("delete", ws.DeletionTimestamp.Time)
+		}
 		delete(h.x.children[parent], ws.Name)
 		if len(h.x.children[parent]) == 0 {
 			delete(h.x.children, parent)
@@ -383,7 +392,11 @@ func (h workspaceHandler) set(obj interface{}, deleted bool) {
 		byName = map[string]child{}
 		h.x.children[parent] = byName
 	}
-	byName[ws.Name] = child{cluster: logicalcluster.Name(ws.Spec.Cluster), phase: ws.Status.Phase, shard: h.shard}
+	next := child{cluster: logicalcluster.Name(ws.Spec.Cluster), phase: ws.Status.Phase, shard: h.shard}
+	if prev := byName[ws.Name]; !prev.routable() && next.routable() {
+		observeLag("create", ws.CreationTimestamp.Time)
+	}
+	byName[ws.Name] = next
 }
 
 // String describes a target for logs.

@@ -154,6 +154,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		fwd.shard = target.Shard
+		setShardLabel(req.Context(), target.Shard)
 		fwd.target = withPath(target.BaseURL, "/clusters/"+string(target.Cluster)+rest)
 		innerPath = rest
 	} else {

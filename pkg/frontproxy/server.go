@@ -84,7 +84,7 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 	}
 	px := newProxy(routes, s.index, authn, sa)
 	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
-	mux.Handle("/", px)
+	mux.Handle("/", withRequestMetrics(px))
 	s.handler = mux
 	return s, nil
 }
