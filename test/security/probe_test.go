@@ -110,7 +110,7 @@ func clientFor(t testing.TB, cert *tls.Certificate) *http.Client {
 	defer clients.Unlock()
 	if clients.pool == nil {
 		clients.pool = x509.NewCertPool()
-		for _, dir := range []string{filepath.Join(sys.Dir, "front-proxy"), sys.ShardDir("root"), sys.ShardDir("shard-1")} {
+		for _, dir := range []string{filepath.Join(sys.Dir, "front-proxy"), sys.ShardDir("root"), sys.ShardDir("shard-1"), sys.CacheDir()} {
 			pem, err := os.ReadFile(filepath.Join(dir, rootdir.ServingCertPairName+".crt"))
 			if err != nil {
 				t.Fatal(err)
