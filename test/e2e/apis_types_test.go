@@ -324,8 +324,19 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if err := kcp.create(ctx, org.path(), apiExportEndpointSlicesGVR, slice, stored); err != nil {
 			t.Fatal(err)
 		}
-		stored.Spec.APIExport.Name = "modern"
-		err := kcp.update(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", stored, &apisv1alpha1.APIExportEndpointSlice{})
+		// The endpoint slice controller writes the status meanwhile: try on
+		// the latest version until the answer is about the spec.
+		var err error
+		for range 10 {
+			latest := &apisv1alpha1.APIExportEndpointSlice{}
+			if err := kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", latest); err != nil {
+				t.Fatal(err)
+			}
+			latest.Spec.APIExport.Name = "modern"
+			if err = kcp.update(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", latest, &apisv1alpha1.APIExportEndpointSlice{}); !apierrors.IsConflict(err) {
+				break
+			}
+		}
 		requireAPIError(t, err, 422, "point an endpoint slice at another export", "must not be changed")
 
 		binding := &apisv1alpha2.APIBinding{
