@@ -159,23 +159,6 @@ func isBound(b *apisv1alpha2.APIBinding) error {
 	return nil
 }
 
-// grant creates, in the workspace of kc, a ClusterRole with rules and binds
-// it to user.
-func grant(ctx context.Context, t *testing.T, kc kubernetes.Interface, name, user string, rules ...rbacv1.PolicyRule) {
-	t.Helper()
-	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ClusterRole %s: %v", name, err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ClusterRoleBinding %s: %v", name, err)
-	}
-}
-
 var accessRule = rbacv1.PolicyRule{Verbs: []string{"access"}, NonResourceURLs: []string{"/"}}
 
 // cacheReplicas lists, as the cache server's admin, the replicas of a kind
@@ -225,13 +208,13 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 	providerPath, consumerPath := "root:provider", "root:consumer"
 	providerCluster := logicalcluster.Name(provider.Spec.Cluster)
 	// user-2 administers the consumer organization.
-	grant(ctx, t, kube(t, sys.AdminConfig(t, consumerPath)), "user-2-admin", "user-2", accessRule,
+	framework.Grant(ctx, t, kube(t, sys.AdminConfig(t, consumerPath)), "user-2-admin", "user-2", accessRule,
 		rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}})
 	user2 := sys.UserConfig(t, "user-2", "")
 
 	export(ctx, t, adminKCP, providerPath, "widgets", "widgets", "Widget")
 	providerKube := kube(t, sys.AdminConfig(t, providerPath))
-	grant(ctx, t, providerKube, "bind-widgets", "user-2", accessRule,
+	framework.Grant(ctx, t, providerKube, "bind-widgets", "user-2", accessRule,
 		rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{"widgets"}})
 
 	t.Run("the export and the RBAC that grants bind are replicated with their origin", func(t *testing.T) {
@@ -322,7 +305,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 		if err := adminKCP.Create(ctx, logicalcluster.Name(providerPath), types, wt, &tenancyv1alpha1.WorkspaceType{}); err != nil {
 			t.Fatalf("create WorkspaceType: %v", err)
 		}
-		grant(ctx, t, providerKube, "use-store", "user-2", accessRule,
+		framework.Grant(ctx, t, providerKube, "use-store", "user-2", accessRule,
 			rbacv1.PolicyRule{Verbs: []string{"use"}, APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspacetypes"}, ResourceNames: []string{"store"}})
 		ref := &tenancyv1alpha1.WorkspaceTypeReference{Name: "store", Path: providerPath}
 		c := kcp(t, user2)

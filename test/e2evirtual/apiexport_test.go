@@ -25,6 +25,7 @@ import (
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/system"
+	"github.com/kplane-dev/kplane/test/e2e/framework"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "example.io", Version: "v1", Resource: "widgets"}
@@ -61,7 +62,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 	c := organization(ctx, t, "consumer-c", "root")
 	const export = "widgets.example.io"
 	exportWidgets(ctx, t, kcp, a, export)
-	grant(ctx, t, kubeClient(t, sys.AdminConfig(t, string(a))), "widgets-provider", provider,
+	framework.Grant(ctx, t, kubeClient(t, sys.AdminConfig(t, string(a))), "widgets-provider", provider,
 		rbacv1.PolicyRule{Verbs: []string{"access"}, NonResourceURLs: []string{"/"}},
 		rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{apisv1alpha2.SchemeGroupVersion.Group}, Resources: []string{"apiexports/content"}, ResourceNames: []string{export}},
 	)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -135,23 +134,6 @@ func bind(ctx context.Context, t *testing.T, c *kcpclient.Client, cluster, expor
 		}
 		return nil
 	})
-}
-
-// grant creates a ClusterRole with rules in the workspace of kc and binds
-// it to user.
-func grant(ctx context.Context, t *testing.T, kc kubernetes.Interface, name, user string, rules ...rbacv1.PolicyRule) {
-	t.Helper()
-	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ClusterRole %s: %v", name, err)
-	}
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create ClusterRoleBinding %s: %v", name, err)
-	}
 }
 
 // namespace creates a namespace in the workspace of kc.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -49,5 +51,22 @@ func Eventually(ctx context.Context, t testing.TB, what string, f func(context.C
 	})
 	if err != nil {
 		t.Fatalf("%s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// Grant creates, in the workspace of kc, a ClusterRole with rules and binds
+// it to user; the test fails if either cannot be created.
+func Grant(ctx context.Context, t testing.TB, kc kubernetes.Interface, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ClusterRole %s: %v", name, err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ClusterRoleBinding %s: %v", name, err)
 	}
 }
