@@ -17,47 +17,6 @@ import (
 // readmeServer is the URL the README's examples use (`make run`).
 const readmeServer = "https://127.0.0.1:6443"
 
-// readmeShellBlocks returns the ```sh blocks of the README section that
-// starts with heading, in order.
-func readmeShellBlocks(t *testing.T, heading string) []string {
-	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	start := strings.Index(text, "\n"+heading+"\n")
-	if start < 0 {
-		t.Fatalf("README.md has no section %q", heading)
-	}
-	section := text[start+1:]
-	if end := strings.Index(section[len(heading):], "\n## "); end >= 0 {
-		section = section[:len(heading)+end]
-	}
-	var blocks []string
-	for {
-		open := strings.Index(section, "```sh\n")
-		if open < 0 {
-			break
-		}
-		section = section[open+len("```sh\n"):]
-		end := strings.Index(section, "```")
-		if end < 0 {
-			t.Fatalf("README.md section %q has an unterminated code block", heading)
-		}
-		blocks = append(blocks, section[:end])
-		section = section[end+3:]
-	}
-	if len(blocks) == 0 {
-		t.Fatalf("README.md section %q has no sh blocks", heading)
-	}
-	return blocks
-}
-
 // TestReadmeWalkthroughWorksAsWritten runs the README's kubectl walkthrough
 // against a real shard, as a new user would after `make run`: the shard's
 // root directory stands where `make run` puts it (.kplane) and its URL
@@ -68,7 +27,7 @@ func TestReadmeWalkthroughWorksAsWritten(t *testing.T) {
 		t.Skip("kubectl not found on PATH; install it (README: Quick start) to run the README walkthrough")
 	}
 	t.Parallel()
-	blocks := readmeShellBlocks(t, "## kubectl walkthrough")
+	blocks := framework.ShellBlocks(t, "README.md", "## kubectl walkthrough")
 
 	e := &wsEnv{s: framework.StartShard(t)}
 	e.waitForRootBootstrap(t)

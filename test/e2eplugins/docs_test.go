@@ -18,48 +18,7 @@ import (
 // docs/plugins.md that starts with heading, in order.
 func docShellBlocks(t *testing.T, heading string) []string {
 	t.Helper()
-	return shellBlocks(t, filepath.Join("docs", "plugins.md"), heading)
-}
-
-// shellBlocks returns the ```sh blocks of the section of the repository's
-// file that starts with heading, in order.
-func shellBlocks(t *testing.T, file, heading string) []string {
-	t.Helper()
-	root, err := framework.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(filepath.Join(root, file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	start := strings.Index(text, "\n"+heading+"\n")
-	if start < 0 {
-		t.Fatalf("%s has no section %q", file, heading)
-	}
-	section := text[start+1+len(heading):]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	var blocks []string
-	for {
-		open := strings.Index(section, "```sh\n")
-		if open < 0 {
-			break
-		}
-		section = section[open+len("```sh\n"):]
-		end := strings.Index(section, "```")
-		if end < 0 {
-			t.Fatalf("%s section %q has an unterminated code block", file, heading)
-		}
-		blocks = append(blocks, section[:end])
-		section = section[end+3:]
-	}
-	if len(blocks) == 0 {
-		t.Fatalf("%s section %q has no sh blocks", file, heading)
-	}
-	return blocks
+	return framework.ShellBlocks(t, filepath.Join("docs", "plugins.md"), heading)
 }
 
 // TestDocsWalkthroughWorksAsWritten runs the plugin walkthrough of
@@ -102,7 +61,7 @@ func TestDocsWalkthroughWorksAsWritten(t *testing.T) {
 func TestReadmePluginWalkthroughWorksAsWritten(t *testing.T) {
 	requireKubectl(t)
 	t.Parallel()
-	out, stderr := runWalkthrough(t, shellBlocks(t, "README.md", "## Moving between workspaces with kubectl ws"))
+	out, stderr := runWalkthrough(t, framework.ShellBlocks(t, "README.md", "## Moving between workspaces with kubectl ws"))
 	for _, want := range []string{
 		`Workspace "shop" (type root:organization) is ready to use.` + "\n",
 		"Current workspace is 'root:shop:web'.\n",
