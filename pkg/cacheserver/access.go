@@ -53,7 +53,11 @@ func (a Access) authorize(_ context.Context, attrs authorizer.Attributes) (autho
 		return slices.ContainsFunc(groups, func(g string) bool { return slices.Contains(of, g) })
 	}
 	switch {
-	case slices.Contains(groups, user.SystemPrivilegedGroup), member(a.WriterGroups):
+	case slices.Contains(groups, user.SystemPrivilegedGroup):
+		return authorizer.DecisionAllow, "", nil
+	case !attrs.IsResourceRequest() && isDebugPath(attrs.GetPath()):
+		return authorizer.DecisionDeny, "profiles are for system:masters only", nil
+	case member(a.WriterGroups):
 		return authorizer.DecisionAllow, "", nil
 	case member(a.ReaderGroups) && isRead(attrs):
 		return authorizer.DecisionAllow, "", nil
@@ -71,6 +75,11 @@ func isRead(attrs authorizer.Attributes) bool {
 	}
 	return attrs.GetVerb() == "get"
 }
+
+// debugPath holds the Go profiles (/debug/pprof), for system:masters.
+const debugPath = "/debug/pprof"
+
+func isDebugPath(p string) bool { return p == debugPath || strings.HasPrefix(p, debugPath+"/") }
 
 func isOpenPath(p string) bool {
 	for _, root := range openPaths {

@@ -35,6 +35,9 @@ func TestWritersWriteReadersReadOthersAreToldWhy(t *testing.T) {
 		{"anonymous probes", path("/readyz", user.AllUnauthenticated), true, ""},
 		{"anonymous probes a check", path("/livez/ping", user.AllUnauthenticated), true, ""},
 		{"anonymous scrapes", path("/metrics", user.AllUnauthenticated), false, "read by members"},
+		{"masters profile", path("/debug/pprof/heap", user.SystemPrivilegedGroup), true, ""},
+		{"writer profiles", path("/debug/pprof/heap", "writers"), false, "system:masters only"},
+		{"reader profiles", path("/debug/pprof/", "readers"), false, "system:masters only"},
 	} {
 		d, reason, err := a.Authorize(context.Background(), tc.attrs)
 		if err != nil {

@@ -88,9 +88,9 @@ type scope struct {
 }
 
 // isProcessPath tells whether p is a process-wide endpoint, served without
-// a shard and a cluster: health and metrics.
+// a shard and a cluster: health, metrics and profiles.
 func isProcessPath(p string) bool {
-	for _, root := range []string{"/healthz", "/livez", "/readyz", "/metrics"} {
+	for _, root := range []string{"/healthz", "/livez", "/readyz", "/metrics", debugPath} {
 		if p == root || strings.HasPrefix(p, root+"/") {
 			return true
 		}

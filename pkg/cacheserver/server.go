@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -31,6 +33,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	// Replicas of different shards and clusters share names.
 	if err := kstorage.DisableWatchListClient(); err != nil {
+		return err
+	}
+	if err := applyProcessDefaults(); err != nil {
 		return err
 	}
 	var etcdURL string
@@ -69,6 +74,22 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
+	}
+	return nil
+}
+
+// applyProcessDefaults tunes the process for what a cache server holds:
+// many small replicas, each decoded once in its watch cache.
+func applyProcessDefaults() error {
+	// List snapshots keep copy-on-write btree versions of every watch
+	// cache for the history window: memory spent on lists that shards,
+	// which list once and then watch, never make.
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"ListFromCacheSnapshot": false}); err != nil {
+		return fmt.Errorf("turn off ListFromCacheSnapshot: %w", err)
+	}
+	// A lower GC target keeps RSS near the live heap of decoded replicas.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
+	"github.com/kplane-dev/kplane/pkg/proxyauth"
 
 	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
 	lcadmission "github.com/kplane-dev/kplane/pkg/admission/logicalcluster"
@@ -183,7 +184,10 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), genericConfig.Authentication.Authenticator)
+	// Requests from the front-proxy: its certificate is verified once per
+	// connection rather than on every request.
+	upstream := proxyauth.Prepend(genericConfig.Authentication.RequestHeaderConfig, genericConfig.Authentication.APIAudiences, genericConfig.Authentication.Authenticator)
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream)
 
 	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
 	wildcardConfig.Host = logicalcluster.Wildcard.Path().URL(wildcardConfig.Host)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/kplane-dev/kplane/pkg/proxyauth"
 	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -95,7 +96,8 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	gc.Authentication.Authenticator = authn
+	// The front-proxy's certificate is verified once per connection.
+	gc.Authentication.Authenticator = proxyauth.Prepend(authConfig.RequestHeaderConfig, gc.Authentication.APIAudiences, authn)
 	gc.Authorization.Authorizer = pathAuthorizer{}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 	gc.LongRunningFunc = longRunning
