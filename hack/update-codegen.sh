@@ -75,11 +75,27 @@ echo "defaulter-gen: ${DEFAULTER_PKGS[*]}"
 # read-only packages they get no files of ours written into them.
 APIMACHINERY_PKGS=(
 	k8s.io/apimachinery/pkg/apis/meta/v1
+	k8s.io/apimachinery/pkg/apis/meta/v1beta1
 	k8s.io/apimachinery/pkg/runtime
 	k8s.io/apimachinery/pkg/version
 	k8s.io/apimachinery/pkg/api/resource
+	k8s.io/apimachinery/pkg/util/intstr
 	k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1
 )
+# The Kubernetes groups a shard serves (pkg/shard/scheme.go) are inputs too,
+# so that the shard links their definitions only, not those of every
+# Kubernetes API that k8s.io/kubernetes/pkg/generated/openapi holds.
+KUBE_API_PKGS=(
+	k8s.io/api/admissionregistration/v1
+	k8s.io/api/authentication/v1
+	k8s.io/api/authorization/v1
+	k8s.io/api/autoscaling/v1
+	k8s.io/api/coordination/v1
+	k8s.io/api/core/v1
+	k8s.io/api/events/v1
+	k8s.io/api/rbac/v1
+)
+APIMACHINERY_PKGS+=("${KUBE_API_PKGS[@]}")
 READONLY_ARGS=()
 for pkg in "${APIMACHINERY_PKGS[@]}"; do
 	READONLY_ARGS+=(--readonly-pkg "${pkg}")

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -68,22 +68,18 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 	if err := o.SecureServing.ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
 		return nil, err
 	}
-	authConfig, err := o.Authentication.ToAuthenticationConfig()
+	authn, err := o.Authentication.toAuthentication()
 	if err != nil {
 		return nil, err
 	}
-	if authConfig.ClientCAContentProvider != nil {
-		if err := gc.Authentication.ApplyClientCert(authConfig.ClientCAContentProvider, gc.SecureServing); err != nil {
+	if authn.clientCA != nil {
+		if err := gc.Authentication.ApplyClientCert(authn.clientCA, gc.SecureServing); err != nil {
 			return nil, fmt.Errorf("client CA: %w", err)
 		}
 	}
-	authn, _, _, _, err := authConfig.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("authentication: %w", err)
-	}
 	authenticators := []authenticator.Request{adminAuthenticator(o.tokens)}
-	if authn != nil {
-		authenticators = append(authenticators, authn)
+	if authn.authenticator != nil {
+		authenticators = append(authenticators, authn.authenticator)
 	}
 	c, err := newConfig(gc, unionauth.New(authenticators...), o.Etcd, o.Access)
 	if err != nil {
@@ -142,7 +138,7 @@ func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *g
 		Generic: gc,
 		Access:  access,
 		restOptions: restOptionsGetter{
-			delegate:   apiextensionsoptions.NewCRDRESTOptionsGetter(*etcd, gc.ResourceTransformers, gc.StorageObjectCountTracker),
+			delegate:   unstructuredRESTOptions(*etcd, gc),
 			watchCache: etcd.EnableWatchCache,
 		},
 	}, nil
@@ -155,4 +151,14 @@ func adminAuthenticator(t rootdir.AdminTokens) authenticator.Request {
 		t.ShardAdmin: {Name: "cache-admin", Groups: []string{user.SystemPrivilegedGroup}},
 	})
 	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens))
+}
+
+// unstructuredRESTOptions stores replicas as unstructured JSON, as
+// apiextensions-apiserver stores custom resources (without its CBOR
+// option: replicas are never written in CBOR).
+func unstructuredRESTOptions(etcd genericoptions.EtcdOptions, gc *genericapiserver.Config) generic.RESTOptionsGetter {
+	etcd.StorageConfig.Codec = unstructured.UnstructuredJSONScheme
+	etcd.StorageConfig.StorageObjectCountTracker = gc.StorageObjectCountTracker
+	etcd.WatchCacheSizes = nil
+	return etcd.CreateRESTOptionsGetter(&genericoptions.SimpleStorageFactory{StorageConfig: etcd.StorageConfig}, gc.ResourceTransformers)
 }

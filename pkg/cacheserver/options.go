@@ -14,7 +14,6 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
-	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
@@ -26,7 +25,7 @@ const DefaultEtcdPrefix = "/cache"
 // Options are the cache server's command-line options.
 type Options struct {
 	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
-	Authentication *kubeoptions.BuiltInAuthenticationOptions
+	Authentication *AuthenticationOptions
 	Etcd           *genericoptions.EtcdOptions
 	Logs           *logsapi.LoggingConfiguration
 
@@ -58,7 +57,7 @@ type Options struct {
 func NewOptions() *Options {
 	o := &Options{
 		SecureServing:          genericoptions.NewSecureServingOptions().WithLoopback(),
-		Authentication:         kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithAnonymous(),
+		Authentication:         NewAuthenticationOptions(),
 		Etcd:                   genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(DefaultEtcdPrefix, nil)),
 		Logs:                   logs.NewOptions(),
 		RootDirectory:          ".kplane-cache",

@@ -3,7 +3,6 @@ package cacheserver
 import (
 	"fmt"
 
-	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	"k8s.io/apiextensions-apiserver/pkg/crdserverscheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +47,24 @@ func parameterScheme(gv schema.GroupVersion) *runtime.Scheme {
 // newTyper types replicas by their apiVersion and kind and everything else
 // by the parameter scheme.
 func newTyper(parameters *runtime.Scheme) runtime.ObjectTyper {
-	return apiextensionsapiserver.UnstructuredObjectTyper{Delegate: parameters, UnstructuredTyper: crdserverscheme.NewUnstructuredObjectTyper()}
+	return replicaTyper{parameters: parameters, replicas: crdserverscheme.NewUnstructuredObjectTyper()}
+}
+
+// replicaTyper types unstructured objects by themselves and the rest by
+// the parameter scheme.
+type replicaTyper struct {
+	parameters, replicas runtime.ObjectTyper
+}
+
+func (t replicaTyper) ObjectKinds(obj runtime.Object) ([]schema.GroupVersionKind, bool, error) {
+	if _, ok := obj.(runtime.Unstructured); ok {
+		return t.replicas.ObjectKinds(obj)
+	}
+	return t.parameters.ObjectKinds(obj)
+}
+
+func (t replicaTyper) Recognizes(gvk schema.GroupVersionKind) bool {
+	return t.parameters.Recognizes(gvk) || t.replicas.Recognizes(gvk)
 }
 
 // replicaSerializer reads and writes replicas as JSON and YAML. Decoded

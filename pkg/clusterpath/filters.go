@@ -70,7 +70,11 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve P
 			}
 		}
 
-		req = req.Clone(logicalcluster.WithCluster(ctx, cluster))
+		// A shallow copy with its own URL, as http.StripPrefix makes: a
+		// deep Clone would copy every header of every request.
+		req = req.WithContext(logicalcluster.WithCluster(ctx, cluster))
+		u := *req.URL
+		req.URL = &u
 		prefix := clustersPrefix + string(segment)
 		req.URL.Path = rest
 		if req.URL.RawPath != "" {

@@ -111,6 +111,9 @@ func TestWithClusterStripsPrefixAndSetsContext(t *testing.T) {
 			if gotPath != tc.wantPath || gotURI != tc.wantURI || gotCluster != tc.wantCluster || gotUnresolved != tc.unresolved {
 				t.Fatalf("got path %q uri %q cluster %q unresolved %v", gotPath, gotURI, gotCluster, gotUnresolved)
 			}
+			if original := strings.SplitN(tc.target, "?", 2)[0]; req.URL.Path != original {
+				t.Fatalf("the caller's request path became %q, want %q unchanged", req.URL.Path, original)
+			}
 		})
 	}
 }

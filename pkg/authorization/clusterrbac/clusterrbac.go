@@ -13,9 +13,11 @@ package clusterrbac
 
 import (
 	"context"
+	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -51,13 +53,85 @@ func (i Informers) HasSynced() bool {
 	return i.Roles.HasSynced() && i.RoleBindings.HasSynced() && i.ClusterRoles.HasSynced() && i.ClusterRoleBindings.HasSynced()
 }
 
-// New returns the RBAC authorizer and rule resolver over the informers.
+// New returns the RBAC authorizer and rule resolver over the informers. Call
+// it before the informers run: it registers a handler on ClusterRoleBindings.
 func New(i Informers) *rbac.RBACAuthorizer {
-	g := getters{i}
+	g := getters{Informers: i, bootstrap: &bootstrapBindings{informer: i.ClusterRoleBindings}}
+	i.ClusterRoleBindings.AddHandler(g.bootstrap)
 	return rbac.New(g, g, g, g)
 }
 
-type getters struct{ Informers }
+type getters struct {
+	Informers
+	bootstrap *bootstrapBindings
+}
+
+// bootstrapBindings caches the ClusterRoleBindings of BootstrapCluster. They
+// apply in every cluster, so every authorization lists them (twice for a
+// request into a workspace: entering it, then the request), and they change
+// only when the bootstrap policy does. Callers share the cached slice and
+// only read it.
+type bootstrapBindings struct {
+	informer *wildcardinformer.Informer
+
+	mu sync.Mutex
+	// generation counts invalidations, so that a list read before a change
+	// is never cached after it.
+	generation uint64
+	bindings   []*rbacv1.ClusterRoleBinding
+	valid      bool
+}
+
+func (b *bootstrapBindings) list() ([]*rbacv1.ClusterRoleBinding, error) {
+	b.mu.Lock()
+	if b.valid {
+		defer b.mu.Unlock()
+		return b.bindings, nil
+	}
+	generation := b.generation
+	b.mu.Unlock()
+	bindings, err := listClusterRoleBindings(b.informer, BootstrapCluster)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.generation == generation {
+		b.bindings, b.valid = bindings, true
+	}
+	b.mu.Unlock()
+	return bindings, nil
+}
+
+// changed invalidates the cache when obj is a binding of BootstrapCluster
+// (or cannot be told apart from one).
+func (b *bootstrapBindings) changed(obj interface{}) {
+	if m, err := meta.Accessor(obj); err == nil {
+		if c, ok := logicalcluster.ObjectCluster(m.GetAnnotations()); ok && c != BootstrapCluster {
+			return
+		}
+	}
+	b.mu.Lock()
+	b.generation++
+	b.bindings, b.valid = nil, false
+	b.mu.Unlock()
+}
+
+func (b *bootstrapBindings) OnAdd(obj interface{})       { b.changed(obj) }
+func (b *bootstrapBindings) OnUpdate(_, obj interface{}) { b.changed(obj) }
+func (b *bootstrapBindings) OnDelete(obj interface{})    { b.changed(obj) }
+func (b *bootstrapBindings) OnReplace()                  { b.changed(nil) }
+
+func listClusterRoleBindings(informer *wildcardinformer.Informer, cluster logicalcluster.Name) ([]*rbacv1.ClusterRoleBinding, error) {
+	objs, err := informer.List(cluster, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*rbacv1.ClusterRoleBinding, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*rbacv1.ClusterRoleBinding))
+	}
+	return out, nil
+}
 
 func clusterOf(ctx context.Context) logicalcluster.Name {
 	c, _ := logicalcluster.ClusterFromContext(ctx)
@@ -109,28 +183,31 @@ func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.Clust
 
 func (g getters) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	cluster := clusterOf(ctx)
-	clusters := []logicalcluster.Name{cluster}
+	bootstrap, err := g.bootstrap.list()
+	if err != nil {
+		return nil, err
+	}
+	var own []interface{}
 	if cluster != BootstrapCluster {
-		clusters = append(clusters, BootstrapCluster)
-	}
-	var out []*rbacv1.ClusterRoleBinding
-	for _, c := range clusters {
-		objs, err := g.ClusterRoleBindings.List(c, "")
-		if err != nil {
+		if own, err = g.ClusterRoleBindings.List(cluster, ""); err != nil {
 			return nil, err
 		}
-		for _, o := range objs {
-			out = append(out, o.(*rbacv1.ClusterRoleBinding))
-		}
 	}
+	var global []interface{}
 	if g.GlobalClusterRoleBindings != nil && g.global(cluster) {
-		objs, err := g.GlobalClusterRoleBindings.List(cluster, "")
-		if err != nil {
+		if global, err = g.GlobalClusterRoleBindings.List(cluster, ""); err != nil {
 			return nil, err
 		}
-		for _, o := range objs {
-			out = append(out, o.(*rbacv1.ClusterRoleBinding))
-		}
+	}
+	// The cluster's own bindings first: they decide most requests, and the
+	// authorizer stops at the first rule that allows.
+	out := make([]*rbacv1.ClusterRoleBinding, 0, len(own)+len(bootstrap)+len(global))
+	for _, o := range own {
+		out = append(out, o.(*rbacv1.ClusterRoleBinding))
+	}
+	out = append(out, bootstrap...)
+	for _, o := range global {
+		out = append(out, o.(*rbacv1.ClusterRoleBinding))
 	}
 	return out, nil
 }

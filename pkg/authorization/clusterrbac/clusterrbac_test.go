@@ -3,10 +3,13 @@ package clusterrbac
 import (
 	"context"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/tools/cache"
@@ -123,5 +126,72 @@ func TestRBACOfClustersOnOtherShardsComesFromGlobalInformers(t *testing.T) {
 		if got, _, err := a.Authorize(ctx, attr); err != nil || got != tc.want {
 			t.Errorf("%s in %s: %v %v, want %v", tc.user, tc.cluster, got, err, tc.want)
 		}
+	}
+}
+
+func TestBootstrapBindingChangesApplyToTheNextRequest(t *testing.T) {
+	readSecrets := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}
+	binding := func(cluster logicalcluster.Name, name, user string) *rbacv1.ClusterRoleBinding {
+		m := named(in(cluster), "", name)
+		m.ResourceVersion = "1"
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: m, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "secret-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	}
+	watcher := watch.NewFake()
+	bindings := wildcardinformer.New(&cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &rbacv1.ClusterRoleBindingList{ListMeta: metav1.ListMeta{ResourceVersion: "1"},
+				Items: []rbacv1.ClusterRoleBinding{*binding(BootstrapCluster, "dave-reads", "dave")}}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watcher, nil },
+	}, &rbacv1.ClusterRoleBinding{}, "clusterrolebindings")
+	a := New(Informers{
+		Roles:        informer(t, &rbacv1.Role{}),
+		RoleBindings: informer(t, &rbacv1.RoleBinding{}),
+		ClusterRoles: informer(t, &rbacv1.ClusterRole{},
+			&rbacv1.ClusterRole{ObjectMeta: named(in(BootstrapCluster), "", "secret-reader"), Rules: readSecrets}),
+		ClusterRoleBindings: bindings,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go bindings.Run(ctx)
+	if err := wildcardinformer.WaitForSync(ctx, bindings); err != nil {
+		t.Fatal(err)
+	}
+	decision := func(u string, cluster logicalcluster.Name) authorizer.Decision {
+		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: u}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
+		d, _, err := a.Authorize(logicalcluster.WithCluster(context.Background(), cluster), attr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// awaitDecision waits for the informer to have handled the last event.
+	awaitDecision := func(u string, cluster logicalcluster.Name, want authorizer.Decision) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+			return decision(u, cluster) == want, nil
+		}); err != nil {
+			t.Fatalf("%s in %s: decision %v, want %v", u, cluster, decision(u, cluster), want)
+		}
+	}
+	awaitDecision("dave", "team-a", authorizer.DecisionAllow)
+	awaitDecision("erin", "team-a", authorizer.DecisionNoOpinion) // cached now
+
+	watcher.Add(binding(BootstrapCluster, "erin-reads", "erin"))
+	awaitDecision("erin", "team-a", authorizer.DecisionAllow)
+	awaitDecision("erin", BootstrapCluster, authorizer.DecisionAllow)
+
+	watcher.Delete(binding(BootstrapCluster, "dave-reads", "dave"))
+	awaitDecision("dave", "team-a", authorizer.DecisionNoOpinion)
+
+	// A binding of another cluster leaves the bootstrap bindings as they are.
+	watcher.Add(binding("team-b", "frank-reads", "frank"))
+	awaitDecision("frank", "team-b", authorizer.DecisionAllow)
+	if d := decision("frank", "team-a"); d != authorizer.DecisionNoOpinion {
+		t.Errorf("frank in team-a: %v, want NoOpinion", d)
+	}
+	if d := decision("erin", "team-b"); d != authorizer.DecisionAllow {
+		t.Errorf("erin in team-b: %v, want Allow", d)
 	}
 }
