@@ -8,9 +8,14 @@
 // shard shares it with its garbage collector and quota controller); the
 // handler looks up (cluster, resource.group) per request and serves it with
 // a customresource storage and request scopes that are built on first use
-// and released when the CRD changes or goes away. Builds of different CRDs
-// run in parallel and hold no lock; tear-downs and builds in flight belong
-// to the server, which joins them at shutdown before storage stops. Discovery and OpenAPI documents of a cluster
+// and released when the CRD changes or goes away, or after it served
+// nothing for five minutes. What derives from the spec alone (schemas,
+// validators, CEL programs, the apply type converter) is shared by the
+// CRDs of equal spec in all clusters; a CRD's storage reads one cluster's
+// keys from etcd and starts its watch cache with its first watch. Builds of
+// different CRDs run in parallel and hold no lock; tear-downs and builds in
+// flight belong to the server, which joins them at shutdown before storage
+// stops. Discovery and OpenAPI documents of a cluster
 // are the built-in ones plus that cluster's CRDs. A single cluster-aware
 // controller sets the CRD conditions (NamesAccepted, Established,
 // Terminating) and deletes the instances of a deleted CRD.

@@ -30,6 +30,7 @@ import (
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -86,7 +87,16 @@ type crHandler struct {
 	owned sync.WaitGroup
 	// stopping is closed by shutdown: tear-downs stop waiting for requests.
 	stopping chan struct{}
+
+	// idleTimeout is how long serving state of a CRD in a cluster (or across
+	// clusters) may serve nothing before releaseIdle tears it down; clock
+	// tells the time.
+	idleTimeout time.Duration
+	clock       clock.PassiveClock
 }
+
+// defaultIdleTimeout is how long unused serving state is kept.
+const defaultIdleTimeout = 5 * time.Minute
 
 func newCRHandler(crds *crdIndex, builder *servingInfoBuilder) *crHandler {
 	h := &crHandler{
@@ -96,6 +106,9 @@ func newCRHandler(crds *crdIndex, builder *servingInfoBuilder) *crHandler {
 		wildcards: map[wildcardKey]*servingInfo{},
 		bounds:    map[boundKey]*servingInfo{},
 		stopping:  make(chan struct{}),
+
+		idleTimeout: defaultIdleTimeout,
+		clock:       clock.RealClock{},
 	}
 	h.build = builder.build
 	return h
@@ -196,6 +209,15 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	}
 	if handler == nil {
 		return
+	}
+	si.markUsed(h.clock.Now())
+	if longRunning(req, info) {
+		// An open watch keeps its serving state.
+		si.watches.Add(1)
+		defer func() {
+			si.markUsed(h.clock.Now())
+			si.watches.Add(-1)
+		}()
 	}
 	handler = metrics.InstrumentHandlerFunc(strings.ToUpper(info.Verb), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
 		metrics.CleanScope(info), metrics.APIServerComponent, si.deprecated[info.APIVersion], "", handler)
@@ -460,6 +482,7 @@ func (h *crHandler) buildAndStore(target servingTarget, crd *apiextensionsv1.Cus
 		si.destroy()
 		return nil, errShuttingDown
 	}
+	si.markUsed(h.clock.Now())
 	kept, current := store(si)
 	h.lock.Unlock()
 	if kept != si {
@@ -502,6 +525,34 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 	}
 	// Every removed entry gets a tear-down that shutdown joins (once
 	// stopped, the maps are empty and nothing is removed).
+	h.owned.Add(len(gone))
+	h.lock.Unlock()
+	for _, si := range gone {
+		go h.tearDown(si)
+	}
+}
+
+// releaseIdle tears down the serving state of CRDs, per cluster and across
+// clusters, that served nothing for idleTimeout: its watch cache, etcd watch
+// and goroutines go; the next request builds it anew. Serving state with a
+// watch open is in use. Bound serving state is released by
+// releaseUnusedBound.
+func (h *crHandler) releaseIdle() {
+	now := h.clock.Now()
+	h.lock.Lock()
+	var gone []*servingInfo
+	for key, si := range h.infos {
+		if si.idleFor(now) >= h.idleTimeout {
+			delete(h.infos, key)
+			gone = append(gone, si)
+		}
+	}
+	for key, si := range h.wildcards {
+		if si.idleFor(now) >= h.idleTimeout {
+			delete(h.wildcards, key)
+			gone = append(gone, si)
+		}
+	}
 	h.owned.Add(len(gone))
 	h.lock.Unlock()
 	for _, si := range gone {

@@ -12,7 +12,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -297,4 +300,108 @@ func TestTornDownServingStateRefusesNewRequestsAndDrainsInFlightOnes(t *testing.
 	await(t, idle, "draining after the last request")
 	// Draining again is harmless.
 	await(t, g.drain(), "draining again")
+}
+
+func TestIdleServingStateIsReleasedAndRebuiltOnNextUse(t *testing.T) {
+	x := testCRD("x.io", "xs", []string{"v1"}, apiextensionsv1.Established)
+	x.UID = "uid-x"
+	y := testCRD("y.io", "ys", []string{"v1"}, apiextensionsv1.Established)
+	y.UID = "uid-y"
+	f := newFakeBuilds("")
+	h := testHandler(t, f, map[logicalcluster.Name][]*apiextensionsv1.CustomResourceDefinition{"cluster-a": {x}, "cluster-b": {y}})
+	clock := testingclock.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h.clock = clock
+	h.idleTimeout = 5 * time.Minute
+	advance := func(d time.Duration) { clock.SetTime(clock.Now().Add(d)) }
+
+	xSI, err := h.servingInfoFor("cluster-a", x.UID, x.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ySI, err := h.servingInfoFor("cluster-b", y.UID, y.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A watch is open on Y: Y is in use however long it runs.
+	ySI.watches.Add(1)
+
+	advance(4 * time.Minute)
+	h.releaseIdle()
+	if got := h.servingCount(); got != 2 {
+		t.Fatalf("serving state for %d CRDs after 4 idle minutes, want 2", got)
+	}
+
+	advance(2 * time.Minute)
+	h.releaseIdle()
+	h.owned.Wait() // the tear-downs
+	if got := f.destroys(xSI); got != 1 {
+		t.Errorf("storage of X, idle for 6 minutes, stopped %d times, want 1", got)
+	}
+	if got := f.destroys(ySI); got != 0 {
+		t.Errorf("storage of Y stopped with a watch open")
+	}
+	if got := h.servingCount(); got != 1 {
+		t.Errorf("serving state for %d CRDs, want 1 (Y)", got)
+	}
+
+	// The next request for X builds its serving state anew.
+	again, err := h.servingInfoFor("cluster-a", x.UID, x.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == xSI {
+		t.Error("X is served from its released serving state")
+	}
+	if n := f.builds(x.Name); n != 2 {
+		t.Errorf("X was built %d times, want 2", n)
+	}
+
+	// Once Y's watch ends, Y is idle from then on.
+	ySI.markUsed(clock.Now())
+	ySI.watches.Add(-1)
+	advance(4 * time.Minute)
+	h.releaseIdle()
+	if got := f.destroys(ySI); got != 0 {
+		t.Errorf("storage of Y stopped 4 minutes after its watch ended")
+	}
+	advance(2 * time.Minute)
+	h.releaseIdle()
+	h.owned.Wait()
+	if got := f.destroys(ySI); got != 1 {
+		t.Errorf("storage of Y stopped %d times, want 1", got)
+	}
+	if got := h.servingCount(); got != 0 {
+		t.Errorf("serving state for %d CRDs, want 0", got)
+	}
+}
+
+func TestCRDsWithEqualSpecsInDifferentClustersShareSpecState(t *testing.T) {
+	b := &servingInfoBuilder{staticOpenAPISpec: func() map[string]*spec.Schema { return nil }}
+	withSchema := func(uid types.UID, field string) *apiextensionsv1.CustomResourceDefinition {
+		crd := testCRD("x.io", "xs", []string{"v1"}, apiextensionsv1.Established)
+		crd.UID = uid
+		crd.Spec.Versions[0].Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type:       "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{field: {Type: "string"}},
+		}}
+		return crd
+	}
+	inA, inB, other := withSchema("uid-a", "size"), withSchema("uid-b", "size"), withSchema("uid-c", "color")
+	get := func(crd *apiextensionsv1.CustomResourceDefinition) *specState {
+		st, err := b.specs.get(crd, b.openAPIModels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	a, bb, c := get(inA), get(inB), get(other)
+	if a != bb {
+		t.Error("CRDs with equal specs in two clusters do not share their spec state")
+	}
+	if a == c {
+		t.Error("CRDs with different schemas share their spec state")
+	}
+	if n := b.specs.len(); n != 2 {
+		t.Errorf("%d spec states held, want 2", n)
+	}
 }

@@ -177,7 +177,10 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 		s.running.Add(3)
 		go func() {
 			defer s.running.Done()
-			wait.UntilWithContext(hc, func(context.Context) { s.handler.releaseUnusedBound() }, 30*time.Second)
+			wait.UntilWithContext(hc, func(context.Context) {
+				s.handler.releaseUnusedBound()
+				s.handler.releaseIdle()
+			}, 30*time.Second)
 		}()
 		go func() {
 			defer s.running.Done()

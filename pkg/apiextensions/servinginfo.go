@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -14,24 +15,18 @@ import (
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
-	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
-	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource"
-	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
 	"k8s.io/apiserver/pkg/registry/generic"
-	"k8s.io/client-go/scale"
 	"k8s.io/client-go/scale/scheme/autoscalingv1"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -58,9 +53,29 @@ type servingInfo struct {
 	// coreStatus replaces the status storage of core group resources.
 	coreStatus map[string]subresourceStorage
 
+	// shared is what serving state of CRDs with an equal spec shares.
+	shared *specState
+
 	storageVersion string
 	// requests tracks requests in flight, so teardown waits for them.
 	requests *requestGroup
+	// lastUsed is when a request last used the serving state (Unix
+	// nanoseconds), and watches how many watches it serves: serving state
+	// idle for long is released (crHandler.releaseIdle).
+	lastUsed atomic.Int64
+	watches  atomic.Int32
+}
+
+// markUsed records a use at now.
+func (i *servingInfo) markUsed(now time.Time) { i.lastUsed.Store(now.UnixNano()) }
+
+// idleFor returns how long the serving state has served nothing at now:
+// zero while a request or watch is in flight.
+func (i *servingInfo) idleFor(now time.Time) time.Duration {
+	if i.watches.Load() > 0 || i.requests.inFlight() > 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, i.lastUsed.Load()))
 }
 
 // requestGroup counts the requests in flight on one servingInfo. Unlike a
@@ -89,6 +104,13 @@ func (g *requestGroup) Add(delta int) error {
 	}
 	g.closeIfIdleLocked()
 	return nil
+}
+
+// inFlight returns how many requests are in flight.
+func (g *requestGroup) inFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
 }
 
 // Done ends a request.
@@ -145,52 +167,17 @@ type servingInfoBuilder struct {
 	// staticOpenAPISpec returns the models of ObjectMeta and friends that
 	// server-side apply merges with the CRD schema.
 	staticOpenAPISpec func() map[string]*spec.Schema
+	// specs shares spec-derived state between serving states.
+	specs specStates
 }
 
 // build creates the serving state of crd for target.
 func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error) {
-	storageVersion, err := apiextensionshelpers.GetCRDStorageVersion(crd)
+	st, err := b.specs.get(crd, b.openAPIModels)
 	if err != nil {
 		return nil, err
 	}
 	names := crd.Status.AcceptedNames
-	if names.Plural == "" || names.Singular == "" || names.Kind == "" || names.ListKind == "" {
-		return nil, fmt.Errorf("CustomResourceDefinition %s has no accepted names yet", crd.Name)
-	}
-
-	structurals := map[string]*structuralschema.Structural{}
-	for _, v := range crd.Spec.Versions {
-		internal, err := internalValidation(crd, v.Name)
-		if err != nil {
-			return nil, err
-		}
-		if internal == nil {
-			continue
-		}
-		s, err := structuralschema.NewStructural(internal.OpenAPIV3Schema)
-		if !crd.Spec.PreserveUnknownFields && err != nil {
-			return nil, fmt.Errorf("schema of version %s is not structural: %w", v.Name, err)
-		}
-		if !crd.Spec.PreserveUnknownFields {
-			s = s.DeepCopy()
-			if err := structuraldefaulting.PruneDefaults(s); err != nil {
-				return nil, fmt.Errorf("prune defaults of version %s: %w", v.Name, err)
-			}
-		}
-		structurals[v.Name] = s
-	}
-	kindSchemas := schemas{
-		byVersion:             structurals,
-		groupKind:             schema.GroupKind{Group: crd.Spec.Group, Kind: names.Kind},
-		preserveUnknownFields: crd.Spec.PreserveUnknownFields,
-	}
-
-	var typeConverter managedfields.TypeConverter = managedfields.NewDeducedTypeConverter()
-	if models, err := b.openAPIModels(crd); err == nil && len(models) > 0 {
-		if typeConverter, err = managedfields.NewTypeConverter(models, crd.Spec.PreserveUnknownFields); err != nil {
-			return nil, err
-		}
-	}
 
 	var safeConverter, unsafeConverter runtime.ObjectConvertor
 	if target.metadataOnly() {
@@ -200,33 +187,12 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 		return nil, err
 	}
 
-	replicasPaths := managedfields.ResourcePathMappings{}
-	equivalents := runtime.NewEquivalentResourceRegistry()
-	for _, v := range crd.Spec.Versions {
-		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
-		sub, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
-		if err != nil {
-			return nil, err
-		}
-		resource := gv.WithResource(names.Plural)
-		kind := gv.WithKind(names.Kind)
-		equivalents.RegisterKindFor(resource, "", kind)
-		if sub == nil || sub.Scale == nil {
-			replicasPaths[gv.String()] = nil
-		} else {
-			replicasPaths[gv.String()] = fieldPathOf(sub.Scale.SpecReplicasPath)
-			equivalents.RegisterKindFor(resource, "scale", autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
-		}
-		if sub != nil && sub.Status != nil {
-			equivalents.RegisterKindFor(resource, "status", kind)
-		}
-	}
-
 	info := &servingInfo{
 		cluster:        target.cluster,
 		uid:            crd.UID,
 		spec:           &crd.Spec,
 		acceptedNames:  &crd.Status.AcceptedNames,
+		shared:         st,
 		storages:       map[string]customresource.CustomResourceStorage{},
 		requestScopes:  map[string]*handlers.RequestScope{},
 		statusScopes:   map[string]*handlers.RequestScope{},
@@ -234,7 +200,7 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 		deprecated:     map[string]bool{},
 		coreStatus:     map[string]subresourceStorage{},
 		warnings:       map[string][]string{},
-		storageVersion: storageVersion,
+		storageVersion: st.storageVersion,
 		requests:       newRequestGroup(),
 	}
 	ok := false
@@ -246,83 +212,31 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 
 	clusterScoped := crd.Spec.Scope == apiextensionsv1.ClusterScoped
 	for _, v := range crd.Spec.Versions {
-		if !v.Storage && !v.Served {
+		vs := st.versions[v.Name]
+		if vs == nil {
 			continue
 		}
 		gv := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
 		kind := gv.WithKind(names.Kind)
 		resource := gv.WithResource(names.Plural)
 
-		parameterScheme := parameterSchemeFor(gv)
-		parameterCodec := runtime.NewParameterCodec(parameterScheme)
-		typer := newTyper(parameterScheme)
-
-		internal, err := internalValidation(crd, v.Name)
-		if err != nil {
-			return nil, err
-		}
-		var props *apiextensionsinternal.JSONSchemaProps
-		if internal != nil {
-			props = internal.OpenAPIV3Schema
-		}
-		validator, _, err := apiservervalidation.NewSchemaValidator(props)
-		if err != nil {
-			return nil, err
-		}
-
-		sub, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
-		if err != nil {
-			return nil, err
-		}
-		var statusSpec *apiextensionsinternal.CustomResourceSubresourceStatus
-		var statusValidator apiservervalidation.SchemaValidator
-		if sub != nil && sub.Status != nil {
-			statusSpec = &apiextensionsinternal.CustomResourceSubresourceStatus{}
-			if props != nil {
-				if statusProps, found := props.Properties["status"]; found {
-					if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&statusProps); err != nil {
-						return nil, err
-					}
-				}
-			}
-		}
-		var scaleSpec *apiextensionsinternal.CustomResourceSubresourceScale
-		if sub != nil && sub.Scale != nil {
-			scaleSpec = &apiextensionsinternal.CustomResourceSubresourceScale{}
-			if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(sub.Scale, scaleSpec, nil); err != nil {
-				return nil, err
-			}
-		}
-
-		table, err := tableconvertor.New(columnsFor(v.AdditionalPrinterColumns))
-		if err != nil {
-			// Invalid printer columns fall back to the default table.
-			table, _ = tableconvertor.New(columnsFor(nil))
-		}
-
-		strategy := customresource.NewStrategy(typer, !clusterScoped, strategyKind(kind), validator, statusValidator,
-			structurals[v.Name], statusSpec, scaleSpec, v.SelectableFields)
 		optsGetter := storageCodecGetter{
 			RESTOptionsGetter: b.restOptions(target),
 			converter:         safeConverter,
 			decodeVersion:     gv,
-			encodeVersion:     schema.GroupVersion{Group: crd.Spec.Group, Version: storageVersion},
-			schemas:           kindSchemas,
+			encodeVersion:     schema.GroupVersion{Group: crd.Spec.Group, Version: st.storageVersion},
+			schemas:           st.schemas,
 		}
-		storage, err := customresource.NewStorage(resource.GroupResource(), gv.WithResource(names.Singular).GroupResource(),
-			kind, gv.WithKind(names.ListKind), strategy, optsGetter, names.Categories, table, replicasPaths)
+		storage, coreStatus, err := vs.newStorage(optsGetter)
 		if err != nil {
 			return nil, err
 		}
 		info.storages[v.Name] = storage
-		if crd.Spec.Group == "" {
-			info.coreStatus[v.Name] = forCoreGroup(storage, customresource.NewStatusStrategy(strategy))
-		}
-		if err := waitForStorage(storage); err != nil {
-			return nil, err
+		if coreStatus != nil {
+			info.coreStatus[v.Name] = coreStatus
 		}
 
-		ns := newNegotiatedSerializer(typer, safeConverter, kindSchemas)
+		ns := newNegotiatedSerializer(vs.typer, safeConverter, st.schemas)
 		var standard []runtime.SerializerInfo
 		for _, s := range ns.SupportedMediaTypes() {
 			if s.MediaType != runtime.ContentTypeProtobuf {
@@ -332,14 +246,14 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 		scope := handlers.RequestScope{
 			Namer:                    handlers.ContextBasedNaming{Namer: meta.NewAccessor(), ClusterScoped: clusterScoped},
 			Serializer:               ns,
-			ParameterCodec:           parameterCodec,
+			ParameterCodec:           vs.parameterCodec,
 			StandardSerializers:      standard,
 			Creater:                  unstructuredCreator{},
 			Convertor:                safeConverter,
-			Defaulter:                schemaDefaulter{delegate: parameterScheme, schemas: kindSchemas},
-			Typer:                    typer,
+			Defaulter:                schemaDefaulter{delegate: vs.parameters, schemas: st.schemas},
+			Typer:                    vs.typer,
 			UnsafeConvertor:          unsafeConverter,
-			EquivalentResourceMapper: equivalents,
+			EquivalentResourceMapper: st.equivalents,
 			Resource:                 resource,
 			Kind:                     kind,
 			HubGroupVersion:          gv,
@@ -348,19 +262,22 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 			Authorizer:               b.authorizer,
 			MaxRequestBodyBytes:      b.maxRequestBodyBytes,
 		}
-		if scope, err = withFieldManager(typeConverter, scope, coreResetFields(storage.CustomResource.GetResetFields()), ""); err != nil {
+		if scope, err = withFieldManager(st.typeConverter, scope, coreResetFields(storage.CustomResource.GetResetFields()), ""); err != nil {
 			return nil, err
 		}
 		info.requestScopes[v.Name] = &scope
 
+		sub, err := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
 		scaleScope := scope
 		scaleScope.Subresource = "scale"
-		scaleScope.Serializer = serializer.NewCodecFactory(scale.NewScaleConverter().Scheme(),
-			serializer.WithStreamingCollectionEncodingToJSON(), serializer.WithStreamingCollectionEncodingToProtobuf())
+		scaleScope.Serializer = scaleSerializer()
 		scaleScope.Kind = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
-		scaleScope.TableConvertor, _ = tableconvertor.New(scaleColumns(sub))
+		scaleScope.TableConvertor = vs.scaleTable
 		if sub != nil && sub.Scale != nil {
-			if scaleScope, err = withFieldManager(typeConverter, scaleScope, nil, "scale"); err != nil {
+			if scaleScope, err = withFieldManager(st.typeConverter, scaleScope, nil, "scale"); err != nil {
 				return nil, err
 			}
 		}
@@ -390,7 +307,7 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 		statusScope.Subresource = "status"
 		sub, _ := apiextensionshelpers.GetSubresourcesForVersion(crd, name)
 		if sub != nil && sub.Status != nil {
-			if statusScope, err = withFieldManager(typeConverter, statusScope, statusResetFields, "status"); err != nil {
+			if statusScope, err = withFieldManager(st.typeConverter, statusScope, statusResetFields, "status"); err != nil {
 				return nil, err
 			}
 		}
@@ -398,20 +315,6 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 	}
 	ok = true
 	return info, nil
-}
-
-// waitForStorage waits until a new storage's watch cache has its initial
-// list, so that the request that built it is served instead of being told
-// to retry.
-func waitForStorage(s customresource.CustomResourceStorage) error {
-	ready := func() bool { return s.CustomResource.Storage.Storage.ReadinessCheck() == nil }
-	for deadline := time.Now().Add(10 * time.Second); !ready(); {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("storage of %s is not ready", s.CustomResource.DefaultQualifiedResource)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
 }
 
 // parameterSchemes holds one scheme per group version for the typed options

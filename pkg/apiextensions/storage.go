@@ -70,7 +70,12 @@ func clusterDecorator(etcd *sharedEtcd, cluster logicalcluster.Name, watchCache 
 		return etcd.rawStorage(c, newFunc, newListFunc, prefix)
 	}
 	if watchCache {
-		inner = etcd.cachedStorage
+		inner = func(c *storagebackend.ConfigForResource, prefix string, keyFunc func(runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
+			getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
+			// One cluster's keys are few: consistent reads go to etcd, and
+			// the watch cache starts with the first watch (watchCached).
+			return etcd.cachedStorage(!cluster.IsWildcard(), c, prefix, keyFunc, newFunc, newListFunc, getAttrs, triggers, indexers)
+		}
 	}
 	return func(
 		config *storagebackend.ConfigForResource,

@@ -1,0 +1,158 @@
+package apiextensions
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+)
+
+// freePorts returns n ports that were free a moment ago.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Held until all are picked, so that they differ.
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	ports := freePorts(t, 2)
+	server, err := embeddedetcd.Start(t.Context(), embeddedetcd.Options{Directory: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Close)
+	return server.ClientURL
+}
+
+func widget(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "x.io/v1", "kind": "Widget",
+		"metadata": map[string]interface{}{"name": name, "namespace": "default"},
+	}}
+}
+
+// nameOf returns the name of a watched object (the cache wraps them).
+func nameOf(t *testing.T, obj runtime.Object) string {
+	t.Helper()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.GetName()
+}
+
+// nextEvent returns the next event of w that is not a bookmark.
+func nextEvent(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch ended")
+			}
+			if ev.Type != watch.Bookmark {
+				return ev
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no watch event")
+		}
+	}
+}
+
+func TestStorageOfACRDInAClusterCachesOnlyOnceWatchedAndWatchesFromVersionsReadBefore(t *testing.T) {
+	backend := storagebackend.NewDefaultConfig("/registry", unstructured.UnstructuredJSONScheme)
+	backend.Transport.ServerList = []string{startEtcd(t)}
+	etcd := &sharedEtcd{}
+	t.Cleanup(etcd.close) // before the server stops
+	config := backend.ForResource(schema.GroupResource{Group: "x.io", Resource: "widgets"})
+	const prefix = "/x.io/widgets/customresources/cluster-a"
+	keyFunc := func(obj runtime.Object) (string, error) {
+		return prefix + "/default/" + obj.(*unstructured.Unstructured).GetName(), nil
+	}
+	s, destroy, err := etcd.cachedStorage(true, config, prefix, keyFunc,
+		func() runtime.Object { return &unstructured.Unstructured{} },
+		func() runtime.Object { return &unstructured.UnstructuredList{} },
+		storage.DefaultNamespaceScopedAttr, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := s.(*watchCached)
+	ctx := t.Context()
+
+	create := func(name string) *unstructured.Unstructured {
+		t.Helper()
+		out := &unstructured.Unstructured{}
+		if err := s.Create(ctx, prefix+"/default/"+name, widget(name), out, 0); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	create("a")
+	list := &unstructured.UnstructuredList{}
+	if err := s.GetList(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("LIST returned %d widgets, want 1", len(list.Items))
+	}
+	if cached.delegator != nil {
+		t.Fatal("a LIST started the watch cache")
+	}
+
+	// A widget created after the LIST and before the first watch: the
+	// cache starts later than the LIST's version, and the watch from it
+	// still sees the widget.
+	create("b")
+	w, err := s.Watch(ctx, prefix, storage.ListOptions{ResourceVersion: list.GetResourceVersion(), Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := nextEvent(t, w); ev.Type != watch.Added || nameOf(t, ev.Object) != "b" {
+		t.Fatalf("watch from the LIST's version: %s %v, want ADDED b", ev.Type, ev.Object)
+	}
+	if cached.delegator == nil {
+		t.Fatal("the first watch did not start the watch cache")
+	}
+
+	// A watch without a version, served by the cache, starts with the
+	// current state.
+	now, err := s.Watch(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer now.Stop()
+	create("c")
+	for _, want := range []string{"a", "b", "c"} {
+		if ev := nextEvent(t, now); ev.Type != watch.Added || nameOf(t, ev.Object) != want {
+			t.Fatalf("watch from now: %s %v, want ADDED %s", ev.Type, ev.Object, want)
+		}
+	}
+	if ev := nextEvent(t, w); ev.Type != watch.Added || nameOf(t, ev.Object) != "c" {
+		t.Fatalf("watch from the LIST's version: %s %v, want ADDED c", ev.Type, ev.Object)
+	}
+
+	destroy()
+	if _, err := s.Watch(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}); err == nil {
+		t.Error("a stopped storage served a watch")
+	}
+}
