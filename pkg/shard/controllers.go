@@ -99,7 +99,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
 		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
-		})
+		}, c.content.CreateNamespaces)
 	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))

@@ -74,7 +74,9 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 			return
 		}
 		go gc.Run(ctx, 2)
-		go sa.Run(ctx, 2)
+		// Two creates per new namespace, two namespaces per new workspace:
+		// 2 workers fell behind a burst of workspaces.
+		go sa.Run(ctx, 8)
 		go quotas.Run(ctx, 2)
 		if tokens != nil {
 			go tokens.controller.Run(ctx, 2)

@@ -8,9 +8,11 @@ package logicalcluster
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
@@ -27,6 +29,11 @@ type Controller struct {
 	logicalClusters *wildcardinformer.Informer
 	kcp             *kcpclient.Client
 	base            *rest.Config
+	// httpClient is base's, shared by the clients of every cluster.
+	httpClient *http.Client
+	// createNamespaces creates namespaces in a cluster in-process; nil
+	// creates them through base.
+	createNamespaces func(ctx context.Context, cluster logicalcluster.Name, names ...string) error
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
 	// deletion empties clusters being deleted.
@@ -35,39 +42,41 @@ type Controller struct {
 	// go, until the informer sees it gone: events still queued for it (its
 	// own status and namespace writes) must not empty it a second time.
 	released sync.Map
+	// written skips reconciles of LogicalClusters whose informer copy
+	// predates this controller's last write of them.
+	written loop.Written
 }
 
 // New returns the controller.
 // deleteContent deletes everything in a cluster but its LogicalCluster,
-// reading at least at resourceVersion, and reports what finalizers hold.
+// reading at least at resourceVersion, and reports what finalizers hold;
+// createNamespaces creates namespaces in a cluster, leaving existing ones
+// alone (nil: through base, over HTTP).
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
-	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL}
+	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error),
+	createNamespaces func(ctx context.Context, cluster logicalcluster.Name, names ...string) error) *Controller {
+	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL, createNamespaces: createNamespaces}
+	if httpClient, err := rest.HTTPClientFor(base); err == nil {
+		c.httpClient = httpClient
+	}
 	c.deletion = &deletionReconciler{
 		deleteContent: deleteContent,
 		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
-			updated := &corev1alpha1.LogicalCluster{}
-			lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
-			err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, "status")
-			return updated, err
+			return c.write(ctx, cluster, lc, "status")
 		},
 		update:   c.update,
 		released: func(cluster logicalcluster.Name) bool { _, ok := c.released.Load(cluster); return ok },
 		release:  func(cluster logicalcluster.Name) { c.released.Store(cluster, struct{}{}) },
+		now:      time.Now,
 	}
 	c.loop = loop.New("logicalcluster", c.reconcile)
 	logicalClusters.AddHandler(c.loop.Handler(nil))
 	logicalClusters.AddHandler(forgetReleased{c})
 	// A namespace going away may unblock a cluster's deletion (deletions of
-	// other objects held by finalizers are caught by the requeue).
-	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
-		key, err := wildcardinformer.KeyFunc(obj)
-		if err != nil {
-			return "", false
-		}
-		cluster, _, _, _ := wildcardinformer.SplitKey(key)
-		return wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName), true
-	}))
+	// other objects held by finalizers are caught by the requeue). Other
+	// namespace events, those of every new cluster's bootstrap among them,
+	// concern no LogicalCluster.
+	c.RequeueOnDeletionOf(namespaces)
 	return c
 }
 
@@ -80,16 +89,25 @@ func (c *Controller) RequeueOnDeletionOf(inf *wildcardinformer.Informer) {
 	inf.AddHandler(requeueOnDelete{c})
 }
 
-// requeueOnDelete enqueues the LogicalCluster of a deleted object.
+// requeueOnDelete enqueues the LogicalCluster of a deleted object when it
+// is being deleted too.
 type requeueOnDelete struct{ c *Controller }
 
 func (requeueOnDelete) OnAdd(interface{})                 {}
 func (requeueOnDelete) OnUpdate(interface{}, interface{}) {}
 func (h requeueOnDelete) OnDelete(obj interface{}) {
-	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
-		cluster, _, _, _ := wildcardinformer.SplitKey(key)
-		h.c.loop.Enqueue(wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName))
+	key, err := wildcardinformer.KeyFunc(obj)
+	if err != nil {
+		return
 	}
+	cluster, _, _, _ := wildcardinformer.SplitKey(key)
+	if h.c.logicalClusters != nil {
+		lcObj, exists, err := h.c.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
+		if err != nil || !exists || lcObj.(*corev1alpha1.LogicalCluster).DeletionTimestamp == nil {
+			return
+		}
+	}
+	h.c.loop.Enqueue(wildcardinformer.Key(cluster, "", corev1alpha1.LogicalClusterName))
 }
 
 // forgetReleased drops a cluster from released once its LogicalCluster is
@@ -102,6 +120,10 @@ func (f forgetReleased) OnDelete(obj interface{}) {
 	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
 		cluster, _, _, _ := wildcardinformer.SplitKey(key)
 		f.c.released.Delete(cluster)
+		f.c.written.Forget(key)
+		if f.c.deletion != nil {
+			f.c.deletion.forget(cluster)
+		}
 	}
 }
 
@@ -117,6 +139,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if err != nil || !exists {
 		return err
 	}
+	if c.written.Stale(key, obj.(*corev1alpha1.LogicalCluster).ResourceVersion) {
+		return nil
+	}
 	lc := obj.(*corev1alpha1.LogicalCluster).DeepCopy()
 	if lc.DeletionTimestamp != nil {
 		return c.deletion.reconcile(ctx, cluster, lc)
@@ -124,16 +149,37 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	return c.reconcilePhase(ctx, cluster, lc)
 }
 
+// clusterClient returns a client of one logical cluster.
+func (c *Controller) clusterClient(cluster logicalcluster.Name) (kubernetes.Interface, error) {
+	if c.httpClient == nil {
+		return kubernetes.NewForConfig(kcpclient.ClusterConfig(c.base, cluster))
+	}
+	return kubernetes.NewForConfigAndClient(kcpclient.ClusterConfig(c.base, cluster), c.httpClient)
+}
+
 // update writes lc (its finalizers).
 func (c *Controller) update(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
-	return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{})
+	_, err := c.write(ctx, cluster, lc)
+	return err
 }
 
 // updateStatus writes lc's status.
 func (c *Controller) updateStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	_, err := c.write(ctx, cluster, lc, "status")
+	return err
+}
+
+// write updates lc (its status with subresource "status") and returns the
+// stored LogicalCluster; until the informer shows the write, reconciles of
+// older copies are skipped.
+func (c *Controller) write(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster, subresource ...string) (*corev1alpha1.LogicalCluster, error) {
 	lc.APIVersion, lc.Kind = corev1alpha1.SchemeGroupVersion.String(), "LogicalCluster"
-	return c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, &corev1alpha1.LogicalCluster{}, "status")
+	updated := &corev1alpha1.LogicalCluster{}
+	if err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, subresource...); err != nil {
+		return nil, err
+	}
+	c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
+	return updated, nil
 }
 
 var requeueSoon = loop.RequeueAfter(500 * time.Millisecond)

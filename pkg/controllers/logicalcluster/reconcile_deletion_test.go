@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +26,22 @@ type fakeDeletion struct {
 	updates        []*corev1alpha1.LogicalCluster
 	releasedNames  []logicalcluster.Name
 	contentDeletes int
+	// now is the reconciler's clock.
+	now time.Time
+	r   *deletionReconciler
 }
 
+// reconciler returns the fake's reconciler, the same one each time: it
+// remembers since when content has been held.
 func (f *fakeDeletion) reconciler() *deletionReconciler {
-	return &deletionReconciler{
+	if f.r != nil {
+		return f.r
+	}
+	if f.now.IsZero() {
+		f.now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	f.r = &deletionReconciler{
+		now: func() time.Time { return f.now },
 		deleteContent: func(context.Context, logicalcluster.Name, string) (content.Remaining, error) {
 			f.contentDeletes++
 			return f.remaining, nil
@@ -44,6 +57,7 @@ func (f *fakeDeletion) reconciler() *deletionReconciler {
 		released: func(c logicalcluster.Name) bool { return slices.Contains(f.releasedNames, c) },
 		release:  func(c logicalcluster.Name) { f.releasedNames = append(f.releasedNames, c) },
 	}
+	return f.r
 }
 
 func deletingCluster() *corev1alpha1.LogicalCluster {
@@ -61,20 +75,29 @@ func heldConfigMap() content.Remaining {
 	}
 }
 
-func TestDeletionReportsWhatFinalizersHold(t *testing.T) {
+func TestDeletionReportsWhatFinalizersHoldOnceTheyHoldItAWhile(t *testing.T) {
 	f := &fakeDeletion{remaining: heldConfigMap()}
-	err := f.reconciler().reconcile(context.Background(), "abc", deletingCluster())
 	var requeue loop.RequeueAfter
+	err := f.reconciler().reconcile(context.Background(), "abc", deletingCluster())
+	if !errors.As(err, &requeue) {
+		t.Fatalf("reconcile: %v, want a requeue while content remains", err)
+	}
+	if len(f.statusWrites) != 0 {
+		t.Fatalf("%d status writes on first finding held content, want none (most finalizers go at once)", len(f.statusWrites))
+	}
+
+	f.now = f.now.Add(reportAfter)
+	err = f.reconciler().reconcile(context.Background(), "abc", deletingCluster())
 	if !errors.As(err, &requeue) {
 		t.Fatalf("reconcile: %v, want a requeue while content remains", err)
 	}
 	if len(f.updates) != 0 || len(f.releasedNames) != 0 {
 		t.Fatalf("released the LogicalCluster while content remains: updates %v", f.updates)
 	}
-	if len(f.statusWrites) != 2 {
-		t.Fatalf("%d status writes, want 2 (phase Deleting, then the condition)", len(f.statusWrites))
+	if len(f.statusWrites) != 1 {
+		t.Fatalf("%d status writes, want 1 (phase Deleting with the condition)", len(f.statusWrites))
 	}
-	last := f.statusWrites[1]
+	last := f.statusWrites[0]
 	if last.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
 		t.Errorf("phase %q, want Deleting", last.Status.Phase)
 	}
@@ -89,6 +112,36 @@ func TestDeletionReportsWhatFinalizersHold(t *testing.T) {
 	_ = f.reconciler().reconcile(context.Background(), "abc", last)
 	if len(f.statusWrites) != 0 {
 		t.Errorf("rewrote an unchanged status: %d writes", len(f.statusWrites))
+	}
+
+	// Other content held now: the report follows at once.
+	f.remaining = content.Remaining{Resources: map[schema.GroupResource]int{{Resource: "secrets"}: 2}, Finalizers: map[string]int{"example.com/other": 2}}
+	_ = f.reconciler().reconcile(context.Background(), "abc", last)
+	if len(f.statusWrites) != 1 || !strings.Contains(f.statusWrites[0].Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted).Message, "secrets") {
+		t.Errorf("status writes %+v, want one naming secrets", f.statusWrites)
+	}
+}
+
+func TestBrieflyHeldContentCostsNoStatusWrite(t *testing.T) {
+	f := &fakeDeletion{remaining: content.Remaining{
+		Resources:  map[schema.GroupResource]int{{Group: "apis.kcp.io", Resource: "apibindings"}: 1},
+		Finalizers: map[string]int{"apis.kcp.io/apibinding-finalizer": 1},
+	}}
+	lc := deletingCluster()
+	var requeue loop.RequeueAfter
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); !errors.As(err, &requeue) {
+		t.Fatalf("reconcile: %v, want a requeue while content remains", err)
+	}
+	// The binding's finalizer goes; its deletion brings the cluster back.
+	f.remaining = content.Remaining{}
+	if err := f.reconciler().reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 0 {
+		t.Errorf("%d status writes, want none: the cluster went from Ready to released", len(f.statusWrites))
+	}
+	if len(f.updates) != 1 || len(f.releasedNames) != 1 {
+		t.Errorf("updates %d, released %v: want the finalizer removed in the pass that found the cluster empty", len(f.updates), f.releasedNames)
 	}
 }
 

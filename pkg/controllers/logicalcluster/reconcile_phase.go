@@ -3,17 +3,17 @@ package logicalcluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -65,18 +65,45 @@ var Namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
 
 // bootstrapContent creates what every new workspace has: the namespaces
 // default and kube-system and, when the creator is known, a binding of the
-// creator to cluster-admin.
+// creator to cluster-admin. The objects do not depend on each other: they
+// are created at once. The namespaces are created in-process when the
+// shard gives the means (no HTTP round trip, TLS or encoding for objects
+// no admission plugin of a new cluster has a say on); watchers see them as
+// any other.
 func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	client, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(c.base, cluster))
+	client, err := c.clusterClient(cluster)
 	if err != nil {
 		return err
 	}
-	for _, ns := range Namespaces {
-		_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", ns, err)
+	var creates []func() error
+	if c.createNamespaces != nil {
+		creates = append(creates, func() error { return c.createNamespaces(ctx, cluster, Namespaces...) })
+	} else {
+		for _, ns := range Namespaces {
+			creates = append(creates, func() error {
+				_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("create namespace %s: %w", ns, err)
+				}
+				return nil
+			})
 		}
 	}
+	if binding := ownerBinding(lc); binding != nil {
+		creates = append(creates, func() error {
+			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("bind owner %q as cluster-admin: %w", binding.Subjects[0].Name, err)
+			}
+			return nil
+		})
+	}
+	return runAll(creates)
+}
+
+// ownerBinding returns the binding of a cluster's creator to cluster-admin,
+// nil when the creator is not known.
+func ownerBinding(lc *corev1alpha1.LogicalCluster) *rbacv1.ClusterRoleBinding {
 	raw := lc.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey]
 	if raw == "" {
 		return nil
@@ -85,14 +112,24 @@ func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluste
 	if err := json.Unmarshal([]byte(raw), &owner); err != nil || owner.Username == "" {
 		return nil // not ours to fix; the workspace works without an owner binding
 	}
-	binding := &rbacv1.ClusterRoleBinding{
+	return &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: OwnerBindingName},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: owner.Username}},
 	}
-	_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("bind owner %q as cluster-admin: %w", owner.Username, err)
+}
+
+// runAll runs fns concurrently and returns their errors joined.
+func runAll(fns []func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn()
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -121,17 +121,34 @@ func newController(namespaces, serviceAccounts, configMaps *wildcardinformer.Inf
 	c.loop = loop.New("serviceaccount", c.reconcile)
 	namespaces.AddHandler(c.loop.Handler(nil))
 	// A deleted or changed object brings its namespace back to the queue.
-	toNamespace := func(obj interface{}) (string, bool) {
-		key, err := wildcardinformer.KeyFunc(obj)
-		if err != nil {
-			return "", false
-		}
-		cluster, ns, _, ok := wildcardinformer.SplitKey(key)
-		return wildcardinformer.Key(cluster, "", ns), ok && ns != ""
-	}
-	serviceAccounts.AddHandler(c.loop.Handler(toNamespace))
-	configMaps.AddHandler(c.loop.Handler(toNamespace))
+	serviceAccounts.AddHandler(changedOrDeleted{c.loop})
+	configMaps.AddHandler(changedOrDeleted{c.loop})
 	return c
+}
+
+// changedOrDeleted enqueues the namespace of a changed or deleted object.
+// An object that appears needs nothing: mostly this controller created it,
+// and a reconcile then would race the other object's informer into a
+// second create; Run looks at every namespace once when it starts.
+type changedOrDeleted struct{ l *loop.Loop }
+
+func (changedOrDeleted) OnAdd(interface{})             {}
+func (h changedOrDeleted) OnUpdate(_, obj interface{}) { h.enqueue(obj) }
+func (h changedOrDeleted) OnDelete(obj interface{})    { h.enqueue(obj) }
+func (h changedOrDeleted) enqueue(obj interface{}) {
+	if key, ok := namespaceKey(obj); ok {
+		h.l.Enqueue(key)
+	}
+}
+
+// namespaceKey is the key of the namespace of a namespaced object.
+func namespaceKey(obj interface{}) (string, bool) {
+	key, err := wildcardinformer.KeyFunc(obj)
+	if err != nil {
+		return "", false
+	}
+	cluster, ns, _, ok := wildcardinformer.SplitKey(key)
+	return wildcardinformer.Key(cluster, "", ns), ok && ns != ""
 }
 
 // Run runs the workers until ctx is done. The namespace informer may have

@@ -39,6 +39,9 @@ type Controller struct {
 	deletion *deletionReconciler
 	// load counts the workspaces per shard for placing new ones.
 	load *shardLoad
+	// written skips reconciles of Workspaces whose informer copy predates
+	// this controller's last write of them.
+	written loop.Written
 }
 
 // Config holds the controller's dependencies.
@@ -62,13 +65,15 @@ func New(cfg Config) *Controller {
 		getLogicalCluster:    c.getLogicalCluster,
 		deleteLogicalCluster: c.deleteLogicalCluster,
 		updateStatus: func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) (*tenancyv1alpha1.Workspace, error) {
-			updated := &tenancyv1alpha1.Workspace{}
-			ws.APIVersion, ws.Kind = tenancyv1alpha1.SchemeGroupVersion.String(), "Workspace"
-			err := c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, updated, "status")
-			return updated, err
+			return c.update(ctx, parent, ws, "status")
 		},
 		update: func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
-			return c.update(ctx, parent, ws)
+			_, err := c.update(ctx, parent, ws)
+			return err
+		},
+		remote: func(ws *tenancyv1alpha1.Workspace) bool {
+			shard := shardOf(ws)
+			return shard != "" && shard != c.shardName
 		},
 	}
 	c.loop = loop.New("workspace", c.reconcile)
@@ -94,8 +99,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	obj, exists, err := c.workspaces.Get(parent, "", name)
-	if err != nil || !exists {
+	if err != nil {
 		return err
+	}
+	if !exists {
+		c.written.Forget(key)
+		return nil
+	}
+	if c.written.Stale(key, obj.(*tenancyv1alpha1.Workspace).ResourceVersion) {
+		return nil
 	}
 	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
 	switch {
@@ -139,9 +151,22 @@ func clusterOf(ws *tenancyv1alpha1.Workspace) logicalcluster.Name {
 
 // getLogicalCluster reads the LogicalCluster of a scheduled workspace, from
 // the informer when it is on this shard and through its shard otherwise.
+// Of a workspace without a recorded placement it reads the cluster this
+// shard may have created for it before recording it (see
+// reconcileScheduling), from etcd: the informer may not show it yet.
 func (c *Controller) getLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error) {
 	shardName := shardOf(ws)
 	cluster := clusterOf(ws)
+	if cluster == "" {
+		lc := &corev1alpha1.LogicalCluster{}
+		if err := c.local.Get(ctx, ClusterName(string(ws.UID)), kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc); err != nil {
+			return nil, err
+		}
+		if lc.Spec.Owner == nil || lc.Spec.Owner.UID != ws.UID {
+			return nil, nil
+		}
+		return lc, nil
+	}
 	if shardName == "" || shardName == c.shardName {
 		obj, exists, err := c.logicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
 		if err != nil || !exists {
@@ -164,7 +189,15 @@ func (c *Controller) getLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.
 	return lc, nil
 }
 
-func (c *Controller) update(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, subresource ...string) error {
+// update writes ws (its status with subresource "status") and returns the
+// stored Workspace; until the informer shows the write, reconciles of
+// older copies are skipped.
+func (c *Controller) update(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, subresource ...string) (*tenancyv1alpha1.Workspace, error) {
 	ws.APIVersion, ws.Kind = tenancyv1alpha1.SchemeGroupVersion.String(), "Workspace"
-	return c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, &tenancyv1alpha1.Workspace{}, subresource...)
+	updated := &tenancyv1alpha1.Workspace{}
+	if err := c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, updated, subresource...); err != nil {
+		return nil, err
+	}
+	c.written.Record(wildcardinformer.Key(parent, "", ws.Name), updated.ResourceVersion)
+	return updated, nil
 }

@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // staticShards is a shardlookup.Source over a fixed list.
@@ -127,6 +130,52 @@ func TestPickShardSkipsUnschedulableShards(t *testing.T) {
 		got, err := c.pickShard(string(rune('a'+i)), &tenancyv1alpha1.Workspace{})
 		if err != nil || got == nil || got.Name != "beta" {
 			t.Fatalf("pick %d: %v, %v; want beta (alpha is unschedulable)", i, got, err)
+		}
+	}
+}
+
+// TestPlacementKeepsTheShardOfALogicalClusterCreatedBefore: this shard
+// creates a LogicalCluster before it records the placement; a retry (after
+// a failed update, or a restart) places the workspace where it already is
+// instead of picking again.
+func TestPlacementKeepsTheShardOfALogicalClusterCreatedBefore(t *testing.T) {
+	shards := staticShards{
+		{ObjectMeta: metav1.ObjectMeta{Name: "alpha"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "beta"}},
+	}
+	ws := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "w", UID: "uid-1"}}
+	newController := func() *Controller {
+		return &Controller{
+			shards: shards, load: newShardLoad(), shardName: "alpha",
+			logicalClusters: wildcardinformer.New(&cache.ListWatch{}, &corev1alpha1.LogicalCluster{}, "test-logicalclusters"),
+		}
+	}
+
+	// Restarted: the informer holds the cluster this shard created.
+	c := newController()
+	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{
+		Name:        corev1alpha1.LogicalClusterName,
+		Annotations: map[string]string{logicalcluster.AnnotationKey: string(ClusterName("uid-1"))},
+	}, Spec: corev1alpha1.LogicalClusterSpec{Owner: &corev1alpha1.LogicalClusterOwner{UID: "uid-1"}}}
+	if err := c.logicalClusters.Indexer().Add(lc); err != nil {
+		t.Fatal(err)
+	}
+	c.load.set("root|other", "alpha") // alpha is the busier shard
+	for range 10 {
+		if got, err := c.placement("root|w", ws); err != nil || got == nil || got.Name != "alpha" {
+			t.Fatalf("placement = %v, %v; want alpha, which holds the workspace's LogicalCluster", got, err)
+		}
+	}
+
+	// Same process, informer behind: the assumed shard is kept.
+	c = newController()
+	first, err := c.placement("root|w", ws)
+	if err != nil || first == nil {
+		t.Fatalf("placement = %v, %v", first, err)
+	}
+	for range 10 {
+		if got, _ := c.placement("root|w", ws); got == nil || got.Name != first.Name {
+			t.Fatalf("placement moved from %s to %v on retry", first.Name, got)
 		}
 	}
 }

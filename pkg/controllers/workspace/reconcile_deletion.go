@@ -18,13 +18,15 @@ import (
 )
 
 // deletionReconciler deletes a workspace's LogicalCluster and releases the
-// workspace once it is gone. Meanwhile the workspace is Deleting and mirrors
-// the LogicalCluster's WorkspaceContentDeleted condition, which names what
-// still holds the content; the condition turns True when the logical
-// cluster is gone.
+// workspace once it is gone. While the LogicalCluster reports something
+// (terminators it waits for, or its WorkspaceContentDeleted condition, which
+// names what still holds the content) the workspace is Deleting and
+// mirrors the condition, which turns True when the logical cluster is gone.
+// A cluster that goes without a word costs the workspace no status write,
+// as in kcp: its finalizer is removed and it is gone.
 type deletionReconciler struct {
-	// getLogicalCluster reads the LogicalCluster of a scheduled workspace;
-	// nil or NotFound when it is gone.
+	// getLogicalCluster reads the LogicalCluster of a workspace; nil or
+	// NotFound when it is gone.
 	getLogicalCluster func(ctx context.Context, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.LogicalCluster, error)
 	// deleteLogicalCluster deletes it on its shard.
 	deleteLogicalCluster func(ctx context.Context, ws *tenancyv1alpha1.Workspace) error
@@ -32,54 +34,74 @@ type deletionReconciler struct {
 	updateStatus func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) (*tenancyv1alpha1.Workspace, error)
 	// update writes ws (its finalizers).
 	update func(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error
+	// remote tells whether the workspace's cluster is on another shard,
+	// whose changes bring no events here.
+	remote func(ws *tenancyv1alpha1.Workspace) bool
 }
 
 func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
 	if !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
 		return nil
 	}
-	// A workspace whose placement is recorded may have a LogicalCluster
-	// even before spec.cluster is set.
-	if clusterOf(ws) != "" {
-		lc, err := r.getLogicalCluster(ctx, ws)
-		if err != nil && !apierrors.IsNotFound(err) {
+	// A workspace without a recorded placement may have a LogicalCluster
+	// on this shard (reconcileScheduling creates it before the placement
+	// is written); getLogicalCluster looks for it.
+	lc, err := r.getLogicalCluster(ctx, ws)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if lc != nil {
+		if lc.DeletionTimestamp == nil {
+			if err := r.deleteLogicalCluster(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if deletingStatus(ws, lc) {
+			_, err := r.updateStatus(ctx, parent, ws)
 			return err
 		}
-		if lc != nil {
-			if lc.DeletionTimestamp == nil {
-				if err := r.deleteLogicalCluster(ctx, ws); err != nil {
-					return err
-				}
-			}
-			old := ws.Status.DeepCopy()
-			ws.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
-			if c := lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted); c != nil {
-				conditionsv1alpha1.Set(ws, *c)
-			}
-			if !apiequality.Semantic.DeepEqual(*old, ws.Status) {
-				_, err := r.updateStatus(ctx, parent, ws)
-				return err
-			}
+		if r.remote(ws) {
 			return loop.RequeueAfter(time.Second)
 		}
-		if !ws.Status.Conditions.IsTrue(tenancyv1alpha1.WorkspaceContentDeleted) {
-			conditionsv1alpha1.Set(ws, conditionsv1alpha1.Condition{Type: tenancyv1alpha1.WorkspaceContentDeleted, Status: corev1.ConditionTrue})
-			updated, err := r.updateStatus(ctx, parent, ws)
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			ws = updated
+		// The LogicalCluster's changes bring the workspace back.
+		return nil
+	}
+	// The condition turns True where anyone may have seen it False, or
+	// where the workspace outlives this finalizer.
+	if c := ws.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted); (c != nil || len(ws.Finalizers) > 1) && (c == nil || c.Status != corev1.ConditionTrue) {
+		conditionsv1alpha1.Set(ws, conditionsv1alpha1.Condition{Type: tenancyv1alpha1.WorkspaceContentDeleted, Status: corev1.ConditionTrue})
+		updated, err := r.updateStatus(ctx, parent, ws)
+		if apierrors.IsNotFound(err) {
+			return nil
 		}
+		if err != nil {
+			return err
+		}
+		ws = updated
 	}
 	ws.Finalizers = slices.DeleteFunc(ws.Finalizers, func(f string) bool { return f == tenancyv1alpha1.LogicalClusterFinalizer })
-	err := r.update(ctx, parent, ws)
+	err = r.update(ctx, parent, ws)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
+}
+
+// deletingStatus mirrors onto a deleted workspace what its LogicalCluster
+// reports while it goes: once it is Terminating or carries
+// WorkspaceContentDeleted, the workspace is Deleting with that condition.
+// It tells whether the status changed.
+func deletingStatus(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalCluster) bool {
+	c := lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted)
+	if c == nil && lc.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		return false
+	}
+	old := ws.Status.DeepCopy()
+	ws.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
+	if c != nil {
+		conditionsv1alpha1.Set(ws, *c)
+	}
+	return !apiequality.Semantic.DeepEqual(*old, ws.Status)
 }
 
 // deleteLogicalCluster deletes a workspace's LogicalCluster on its shard.
@@ -96,7 +118,11 @@ func (c *Controller) deleteLogicalCluster(ctx context.Context, ws *tenancyv1alph
 	if err != nil {
 		return err
 	}
-	err = client.Delete(ctx, clusterOf(ws), kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
+	cluster := clusterOf(ws)
+	if cluster == "" {
+		cluster = ClusterName(string(ws.UID))
+	}
+	err = client.Delete(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -41,6 +41,7 @@ func (f *fakeWorkspaceDeletion) reconciler() *deletionReconciler {
 			f.updates = append(f.updates, ws.DeepCopy())
 			return nil
 		},
+		remote: func(*tenancyv1alpha1.Workspace) bool { return false },
 	}
 }
 
@@ -93,11 +94,60 @@ func TestWorkspaceDeletionDeletesTheLogicalClusterFirst(t *testing.T) {
 	if len(f.updates) != 0 {
 		t.Errorf("released the workspace while its LogicalCluster exists")
 	}
+	// Nothing reported by the cluster yet: nothing to write (kcp keeps
+	// the phase too).
+	if len(f.statusWrites) != 0 {
+		t.Errorf("%d status writes while the LogicalCluster reports nothing, want none", len(f.statusWrites))
+	}
+}
+
+func TestDeletedWorkspaceIsDeletingWhileItsClusterTerminates(t *testing.T) {
+	now := metav1.Now()
+	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster", DeletionTimestamp: &now},
+		Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseTerminating,
+			Terminators: []corev1alpha1.LogicalClusterTerminator{"root:cleanup"}},
+	}}
+	if err := f.reconciler().reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
+		t.Fatalf("status writes %+v, want one to phase Deleting", f.statusWrites)
+	}
+}
+
+func TestWorkspaceWhoseClusterWentQuietlyIsReleasedInOneWrite(t *testing.T) {
+	f := &fakeWorkspaceDeletion{}
+	if err := f.reconciler().reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(f.statusWrites) != 0 {
+		t.Errorf("%d status writes, want none: nobody saw WorkspaceContentDeleted False and the workspace goes", len(f.statusWrites))
+	}
+	if len(f.updates) != 1 || len(f.updates[0].Finalizers) != 0 {
+		t.Errorf("updates %+v, want one that drops the finalizer", f.updates)
+	}
+}
+
+func TestWorkspaceWithoutPlacementLooksForItsClusterAnyway(t *testing.T) {
+	// reconcileScheduling creates a LogicalCluster on this shard before it
+	// records the placement: a workspace deleted in between still has one.
+	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}}
+	ws := deletedWorkspace()
+	ws.Spec.Cluster = ""
+	if err := f.reconciler().reconcile(context.Background(), "root", ws); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if f.deleted != 1 || len(f.updates) != 0 {
+		t.Errorf("deleted %d, updates %d: want the LogicalCluster deleted and the workspace kept", f.deleted, len(f.updates))
+	}
 }
 
 func TestWorkspaceIsReleasedWithContentDeletedTrueOnceItsClusterIsGone(t *testing.T) {
 	f := &fakeWorkspaceDeletion{}
 	ws := deletedWorkspace()
+	// Held content was reported, and another finalizer keeps the workspace.
+	conditionsv1alpha1.Set(ws, conditionsv1alpha1.Condition{Type: tenancyv1alpha1.WorkspaceContentDeleted, Status: corev1.ConditionFalse})
 	ws.Finalizers = append(ws.Finalizers, "example.com/mine")
 	if err := f.reconciler().reconcile(context.Background(), "root", ws); err != nil {
 		t.Fatalf("reconcile: %v", err)

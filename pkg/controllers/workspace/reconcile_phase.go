@@ -25,13 +25,49 @@ func (c *Controller) reconcilePhase(ctx context.Context, parent logicalcluster.N
 	if err != nil {
 		return err
 	}
+	remote := shardOf(ws) != "" && shardOf(ws) != c.shardName
+	switch mirrorPhase(ws, lc) {
+	case phaseWrite:
+		_, err = c.update(ctx, parent, ws, "status")
+		return err
+	case phaseAwaitCluster:
+		// Created moments ago on this shard: the informer catches up.
+		return loop.RequeueAfter(200 * time.Millisecond)
+	}
+	if remote && ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+		return loop.RequeueAfter(time.Second) // no events from other shards
+	}
+	return nil
+}
+
+// phaseAction is what mirrorPhase asks of reconcilePhase.
+type phaseAction int
+
+const (
+	// phaseUnchanged: nothing to write; the LogicalCluster's next change
+	// brings the workspace back.
+	phaseUnchanged phaseAction = iota
+	// phaseWrite: the workspace's status changed.
+	phaseWrite
+	// phaseAwaitCluster: the LogicalCluster of a scheduling workspace is
+	// not seen yet.
+	phaseAwaitCluster
+)
+
+// mirrorPhase sets the status of ws from its LogicalCluster (nil: not
+// found). While the cluster is still Scheduling (being bootstrapped) a
+// Scheduling workspace is left alone: the cluster's next phase is written
+// with WorkspaceScheduled in one write.
+func mirrorPhase(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalCluster) phaseAction {
+	if lc == nil && scheduling(ws.Status.Phase) {
+		return phaseAwaitCluster
+	}
+	if lc != nil && scheduling(lc.Status.Phase) && scheduling(ws.Status.Phase) {
+		return phaseUnchanged
+	}
 	old := ws.Status.DeepCopy()
 	conditionsv1alpha1.Set(ws, conditionsv1alpha1.Condition{Type: tenancyv1alpha1.WorkspaceScheduled, Status: corev1.ConditionTrue})
 	if lc == nil {
-		// Created moments ago on this shard: the informer catches up.
-		if ws.Status.Phase == "" || ws.Status.Phase == corev1alpha1.LogicalClusterPhaseScheduling {
-			return loop.RequeueAfter(200 * time.Millisecond)
-		}
 		ws.Status.Phase = corev1alpha1.LogicalClusterPhaseUnavailable
 	} else {
 		ws.Status.Phase = lc.Status.Phase
@@ -50,10 +86,12 @@ func (c *Controller) reconcilePhase(ctx context.Context, parent logicalcluster.N
 		}
 	}
 	if apiequality.Semantic.DeepEqual(*old, ws.Status) {
-		if shard := shardOf(ws); shard != "" && shard != c.shardName && ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
-			return loop.RequeueAfter(time.Second) // no events from other shards
-		}
-		return nil
+		return phaseUnchanged
 	}
-	return c.update(ctx, parent, ws, "status")
+	return phaseWrite
+}
+
+// scheduling tells whether a phase is (still) Scheduling.
+func scheduling(phase corev1alpha1.LogicalClusterPhaseType) bool {
+	return phase == "" || phase == corev1alpha1.LogicalClusterPhaseScheduling
 }

@@ -63,16 +63,41 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	}
 	initializers, terminators := workspacetypes.Lifecycle(types)
 
-	// The placement is recorded on the Workspace before anything is created
-	// on the shard, as kcp does: a retry (an update conflict, a restart)
-	// then creates the LogicalCluster on the same shard instead of a second
-	// one on whichever shard is least loaded by then.
+	// A placement on another shard is recorded on the Workspace before
+	// anything is created there, as kcp does: a retry (an update conflict,
+	// a restart) then creates the LogicalCluster on the same shard instead
+	// of a second one on whichever shard is least loaded by then. On this
+	// shard the LogicalCluster is created first and the placement written
+	// with spec.cluster in one update: a retry finds the cluster here (see
+	// placement), so the Workspace takes one write less and no informer
+	// round trip before its cluster exists.
+	key := wildcardinformer.Key(parent, "", ws.Name)
 	shardName, cluster := shardOf(ws), logicalcluster.Name(ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey])
 	if shardName == "" || cluster == "" {
-		return c.recordPlacement(ctx, parent, ws)
+		picked, err := c.placement(key, ws)
+		if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
+			return c.setUnschedulable(ctx, parent, ws, invalid.Error())
+		}
+		if err != nil {
+			return err
+		}
+		if picked == nil {
+			return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
+		}
+		shardName, cluster = picked.Name, ClusterName(string(ws.UID))
+		setScheduledAnnotations(ws, shardName, cluster)
+		if shardName != c.shardName {
+			updated, err := c.update(ctx, parent, ws)
+			if err != nil {
+				c.load.forget(key)
+				return err
+			}
+			ws = updated
+		}
 	}
 	shard := c.shard(shardName)
 	if shard == nil {
+		c.load.forget(key)
 		return c.setUnschedulable(ctx, parent, ws, fmt.Sprintf("shard %q the workspace was placed on is not registered", shardName))
 	}
 
@@ -93,6 +118,8 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	if err != nil {
 		return err
 	}
+	// A failed create keeps the assumed placement: the cluster may exist
+	// all the same (a lost response), and the retry goes to the same shard.
 	if err := client.Create(ctx, cluster, kcpclient.LogicalClusters, lc, &corev1alpha1.LogicalCluster{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create LogicalCluster %s on shard %s: %w", cluster, shard.Name, err)
 	}
@@ -112,30 +139,32 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		}
 		ws.Labels[corev1alpha1.RegionLabel] = region
 	}
-	return c.update(ctx, parent, ws)
+	// The LogicalCluster's events bring the workspace back for its phase.
+	_, err = c.update(ctx, parent, ws)
+	return err
 }
 
-// recordPlacement chooses the shard of an unplaced workspace and records it,
-// with the logical cluster's name, in the Workspace's annotations; the
-// update brings the workspace back to reconcileScheduling.
-func (c *Controller) recordPlacement(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
-	key := wildcardinformer.Key(parent, "", ws.Name)
-	shard, err := c.pickShard(key, ws)
-	if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
-		return c.setUnschedulable(ctx, parent, ws, invalid.Error())
+// placement returns the shard of a workspace whose placement is not
+// recorded: the one this controller assumed for it already (its
+// LogicalCluster may exist there), this shard when it holds the
+// workspace's LogicalCluster (created before a restart), else the least
+// loaded match (see pickShard). The workspace is assumed placed there until
+// the informer shows it scheduled.
+func (c *Controller) placement(key string, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
+	if name, ok := c.load.assumedShard(key); ok {
+		if shard := c.shard(name); shard != nil {
+			return shard, nil
+		}
 	}
-	if err != nil {
-		return err
+	if obj, exists, _ := c.logicalClusters.Get(ClusterName(string(ws.UID)), "", corev1alpha1.LogicalClusterName); exists {
+		if lc, ok := obj.(*corev1alpha1.LogicalCluster); ok && lc.Spec.Owner != nil && lc.Spec.Owner.UID == ws.UID {
+			if shard := c.shard(c.shardName); shard != nil {
+				c.load.assume(key, shard.Name)
+				return shard, nil
+			}
+		}
 	}
-	if shard == nil {
-		return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
-	}
-	setScheduledAnnotations(ws, shard.Name, ClusterName(string(ws.UID)))
-	if err := c.update(ctx, parent, ws); err != nil {
-		c.load.forget(key)
-		return err
-	}
-	return nil
+	return c.pickShard(key, ws)
 }
 
 // logicalClusterAnnotations are the annotations of the LogicalCluster of a
@@ -211,7 +240,7 @@ func (c *Controller) setUnschedulable(ctx context.Context, parent logicalcluster
 	if existing := ws.Status.Conditions.Get(cond.Type); existing == nil || existing.Message != msg || ws.Status.Phase != corev1alpha1.LogicalClusterPhaseScheduling {
 		conditionsv1alpha1.Set(ws, cond)
 		ws.Status.Phase = corev1alpha1.LogicalClusterPhaseScheduling
-		if err := c.update(ctx, parent, ws, "status"); err != nil {
+		if _, err := c.update(ctx, parent, ws, "status"); err != nil {
 			return err
 		}
 	}

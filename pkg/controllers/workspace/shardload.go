@@ -65,6 +65,21 @@ func (l *shardLoad) pick(key string, candidates []*corev1alpha1.Shard) *corev1al
 	return chosen
 }
 
+// assumedShard returns the shard a workspace was assumed placed on, if any.
+func (l *shardLoad) assumedShard(key string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	shard, ok := l.assumed[key]
+	return shard, ok
+}
+
+// assume records that the workspace of key is placed on shard.
+func (l *shardLoad) assume(key, shard string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.assumed[key] = shard
+}
+
 // forget drops the assumed placement of a workspace that was not scheduled
 // after all.
 func (l *shardLoad) forget(key string) {
