@@ -1,7 +1,11 @@
 // Command bench measures a shard: start-up, workspaces per second (flat and
 // as a tree), memory per workspace, metric series, request latency,
-// APIBindings (one export bound in many workspaces) and deletion. It prints a table and one JSON line. It starts its own shard
-// unless --kubeconfig points at a running one. With --mode=system it starts
+// APIBindings (one export bound in many workspaces), reads (GETs spread over
+// 5,000 workspaces, parallel GETs, wildcard LISTs of 10,000 and 50,000
+// configmaps; reads.go), CRD serving (crds.go), deletion, and memory after
+// deletion and over create-delete cycles (churn.go). It prints a table and
+// one JSON line. It starts its own shard unless --kubeconfig points at a
+// running one. With --mode=system it starts
 // the root shard, more shards and the front-proxy instead and measures what
 // the proxy adds (system.go); with --mode=cache it starts them with a
 // cache server and measures replication (cache.go).
@@ -13,8 +17,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -35,7 +41,23 @@ type options struct {
 	// mode is shard (one shard), system (shards and the front-proxy,
 	// system.go), cache (replication through a cache server, cache.go) or
 	// virtual (the APIExport view, virtual.go).
-	mode    string
+	mode string
+
+	// getWorkspaces is the workspace count at which GETs spread over all
+	// workspaces are timed (0 skips them).
+	getWorkspaces       int
+	parallelGetWorkers  int
+	parallelGetDuration time.Duration
+	listSizes           string
+	listRepeats         int
+	deleteWorkspaces    int
+	crdWorkspaces       int
+	crdIdleWait         time.Duration
+	memoryReturnWait    time.Duration
+	churnCycles         int
+	churnWorkspaces     int
+	churnSettle         time.Duration
+
 	system  systemOptions
 	cache   cacheOptions
 	virtual virtualOptions
@@ -53,12 +75,27 @@ func main() {
 	flag.IntVar(&o.requests, "requests", 2000, "configmap GETs and CREATEs for the latency run")
 	flag.IntVar(&o.bindings, "bindings", 1000, "workspaces that bind one APIExport in the bindings run (0 skips it)")
 	flag.IntVar(&o.objectsPerBinding, "objects-per-binding", 10, "objects of the bound resource created in each binding workspace")
+	flag.IntVar(&o.getWorkspaces, "get-workspaces", 5000, "time --requests configmap GETs spread over all workspaces at the first --memory-points value with at least this many workspaces (0 skips)")
+	flag.IntVar(&o.parallelGetWorkers, "parallel-get-workers", 10, "workers of the parallel GET run, each GETting its own configmap in its own workspace (0 skips)")
+	flag.DurationVar(&o.parallelGetDuration, "parallel-get-duration", 10*time.Second, "duration of the parallel GET run")
+	flag.StringVar(&o.listSizes, "list-sizes", "10000,50000", "configmap counts (all workspaces) at which wildcard LISTs are timed; empty skips")
+	flag.IntVar(&o.listRepeats, "list-repeats", 5, "wildcard LISTs timed at each --list-sizes value (median and min reported)")
+	flag.IntVar(&o.deleteWorkspaces, "delete-workspaces", 1000, "workspaces created and then deleted, timed from the first delete until all are gone (0 skips)")
+	flag.IntVar(&o.crdWorkspaces, "crd-workspaces", 1000, "workspaces each with its own CRD for the CRD serving run (0 skips)")
+	flag.DurationVar(&o.crdIdleWait, "crd-idle-wait", 0, "in the CRD run, wait this long after the first requests and read goroutines and heap again before deleting the CRDs (0 skips)")
+	flag.DurationVar(&o.memoryReturnWait, "memory-return-wait", time.Minute, "after deleting all workspaces, read memory again this long after (0 skips)")
+	flag.IntVar(&o.churnCycles, "churn-cycles", 5, "create-delete cycles after deleting all workspaces, memory read after each (0 skips)")
+	flag.IntVar(&o.churnWorkspaces, "churn-workspaces", 1000, "workspaces created and deleted in each churn cycle")
+	flag.DurationVar(&o.churnSettle, "churn-settle", 10*time.Second, "pause after each churn cycle's deletion before the memory reading")
 	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go)")
 	o.system.addFlags(flag.CommandLine)
 	o.cache.addFlags(flag.CommandLine)
 	o.virtual.addFlags(flag.CommandLine)
 	flag.Parse()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Hour)
+	// An interrupt ends the run through ctx, so that the shard is stopped.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	ctx, cancel := context.WithTimeout(sigCtx, 4*time.Hour)
 	defer cancel()
 	runMode := run
 	switch o.mode {
@@ -76,13 +113,17 @@ func main() {
 	r, err := runMode(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		if o.mode == "shard" {
+			fmt.Fprintln(os.Stderr, "bench: partial results of the steps before the error:")
+			r.print(os.Stdout)
+		}
 		os.Exit(1)
 	}
 	r.print(os.Stdout)
 }
 
 // results are the numbers the benchmark reports; JSON keys are fixed by
-// issues 6 and 13 and docs/performance.md.
+// issues 6, 13 and 20 and docs/performance.md.
 type results struct {
 	StartToReadySeconds  float64       `json:"start_to_ready_seconds"`
 	RSSIdleBytes         int64         `json:"rss_idle_bytes"`
@@ -109,6 +150,44 @@ type results struct {
 	Memory               []memoryPoint `json:"memory"`
 	Workspaces           int           `json:"workspaces"`
 	Concurrency          int           `json:"concurrency"`
+	BenchSeconds         float64       `json:"bench_seconds"`
+
+	// Reads (issue 20, reads.go).
+	GetSpreadWorkspaces int                  `json:"get_5k_workspaces"` // workspaces present for get_*_5k
+	GetSpreadP50Ms      float64              `json:"get_p50_ms_5k"`
+	GetSpreadP99Ms      float64              `json:"get_p99_ms_5k"`
+	GetParallelWorkers  int                  `json:"get_parallel_workers"`
+	GetParallelPerSec   float64              `json:"get_parallel_per_sec"`
+	GetParallelP50Ms    float64              `json:"get_parallel_p50_ms"`
+	GetParallelP99Ms    float64              `json:"get_parallel_p99_ms"`
+	WildcardLists       []wildcardListResult `json:"wildcard_lists"`
+	WildcardList10kMs   float64              `json:"wildcard_list_10k_ms"` // median
+	WildcardList10kMin  float64              `json:"wildcard_list_10k_min_ms"`
+	WildcardList10kN    int                  `json:"wildcard_list_10k_items"`
+	WildcardList50kMs   float64              `json:"wildcard_list_50k_ms"` // median
+	WildcardList50kMin  float64              `json:"wildcard_list_50k_min_ms"`
+	WildcardList50kN    int                  `json:"wildcard_list_50k_items"`
+
+	// Deletion and memory coming back (issue 20, churn.go).
+	DeleteWorkspaces        int       `json:"delete_workspaces"`
+	Delete1kSeconds         float64   `json:"delete_1k_seconds"`
+	RSSAfterDelete60sBytes  int64     `json:"rss_after_delete_60s_bytes"`
+	HeapAfterDelete60sBytes int64     `json:"heap_after_delete_60s_bytes"`
+	ChurnWorkspaces         int       `json:"churn_workspaces"`
+	ChurnDeleteSeconds      []float64 `json:"churn_delete_seconds"`
+	ChurnRSSBytes           []int64   `json:"churn_rss_bytes"`
+	ChurnHeapBytes          []int64   `json:"churn_heap_bytes"`
+
+	// CRD serving (issue 20, crds.go).
+	CRDWorkspaces          int     `json:"crd_workspaces"`
+	CRDEstablishedP50Ms    float64 `json:"crd_established_p50_ms"`
+	CRDEstablishedP99Ms    float64 `json:"crd_established_p99_ms"`
+	CRDFirstRequestP50Ms   float64 `json:"crd_first_request_p50_ms"`
+	CRDFirstRequestP99Ms   float64 `json:"crd_first_request_p99_ms"`
+	CRDFirstRequestMaxMs   float64 `json:"crd_first_request_max_ms"`
+	CRDFirstRequestRetries int     `json:"crd_first_request_retries"`
+	CRDGoroutines          []int   `json:"crd_goroutines"` // before the CRDs, serving, [idle,] after deleting them
+	CRDHeapBytes           []int64 `json:"crd_heap_bytes"` // the same moments
 
 	// The bindings run (issue 13).
 	Bindings                  int           `json:"bindings"`
@@ -146,6 +225,8 @@ type memoryPoint struct {
 	Workspaces int   `json:"workspaces"`
 	RSSBytes   int64 `json:"rss_bytes"`
 	HeapBytes  int64 `json:"heap_bytes"`
+	// Seconds is how long creating the workspaces up to this point took.
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 func (r results) print(w *os.File) {
@@ -179,13 +260,26 @@ func (r results) print(w *os.File) {
 	row("workspaces/s flat", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms)", r.WSPerSecFlat, r.WSReadyP50Ms, r.WSReadyP99Ms))
 	row("workspaces/s tree", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms)", r.WSPerSecTree, r.TreeReadyP50Ms, r.TreeReadyP99Ms))
 	for _, m := range r.Memory {
-		row(fmt.Sprintf("memory at %d workspaces", m.Workspaces), "RSS "+mib(m.RSSBytes)+", heap "+mib(m.HeapBytes))
+		took := ""
+		if m.Seconds > 0 {
+			took = fmt.Sprintf(" (topped up in %.0f s)", m.Seconds)
+		}
+		row(fmt.Sprintf("memory at %d workspaces", m.Workspaces), "RSS "+mib(m.RSSBytes)+", heap "+mib(m.HeapBytes)+took)
 	}
 	row("bytes per workspace", fmt.Sprintf("RSS %.1f KiB, heap %.1f KiB", r.RSSBytesPerWorkspace/1024, r.HeapBytesPerWS/1024))
 	row("metric series", fmt.Sprintf("%d empty, %d loaded", r.MetricSeriesEmpty, r.MetricSeriesLoaded))
 	row("configmap GET", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetP50Ms, r.GetP99Ms))
 	row("configmap CREATE", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.CreateP50Ms, r.CreateP99Ms))
 	row("wildcard LIST configmaps", fmt.Sprintf("%.0f ms (%d items)", r.WildcardListMs, r.WildcardListItems))
+	if r.GetSpreadWorkspaces > 0 {
+		row(fmt.Sprintf("configmap GET over %d workspaces", r.GetSpreadWorkspaces), fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetSpreadP50Ms, r.GetSpreadP99Ms))
+	}
+	if r.GetParallelWorkers > 0 {
+		row(fmt.Sprintf("parallel GET, %d workers", r.GetParallelWorkers), fmt.Sprintf("%.0f GET/s (p50 %.2f ms, p99 %.2f ms)", r.GetParallelPerSec, r.GetParallelP50Ms, r.GetParallelP99Ms))
+	}
+	for _, l := range r.WildcardLists {
+		row(fmt.Sprintf("wildcard LIST of %d configmaps", l.Size), fmt.Sprintf("median %.0f ms, min %.0f ms (%d items, %d LISTs)", l.MedianMs, l.MinMs, l.Items, l.Repeats))
+	}
 	if r.Bindings > 0 {
 		row("bindings / objects per binding", fmt.Sprintf("%d / %d", r.Bindings, r.ObjectsPerBinding))
 		row("bindings/s to Bound", fmt.Sprintf("%.1f (create to Bound p50 %.0f ms, p99 %.0f ms)", r.BindingsPerSec, r.BindingBoundP50Ms, r.BindingBoundP99Ms))
@@ -205,7 +299,34 @@ func (r results) print(w *os.File) {
 		}
 		row("wildcard LIST by identity", fmt.Sprintf("%.0f ms (%d items)", r.WildcardIdentityListMs, r.WildcardIdentityListItems))
 	}
+	if r.DeleteWorkspaces > 0 {
+		row(fmt.Sprintf("delete %d workspaces", r.DeleteWorkspaces), fmt.Sprintf("%.1f s", r.Delete1kSeconds))
+	}
+	if r.CRDWorkspaces > 0 {
+		row("CRDs / workspaces", fmt.Sprintf("%d, one each (create to Established p50 %.0f ms, p99 %.0f ms)", r.CRDWorkspaces, r.CRDEstablishedP50Ms, r.CRDEstablishedP99Ms))
+		row("CRD first request", fmt.Sprintf("p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d refused before served)", r.CRDFirstRequestP50Ms, r.CRDFirstRequestP99Ms, r.CRDFirstRequestMaxMs, r.CRDFirstRequestRetries))
+		heaps := make([]string, len(r.CRDHeapBytes))
+		for i, h := range r.CRDHeapBytes {
+			heaps[i] = mib(h)
+		}
+		row("CRD goroutines / heap", fmt.Sprintf("%v / %s (before, serving, [idle,] CRDs deleted)", r.CRDGoroutines, strings.Join(heaps, ", ")))
+	}
 	row("delete all workspaces", fmt.Sprintf("%.1f s, after: RSS %s, heap %s", r.DeleteAllSeconds, mib(r.RSSAfterDeleteBytes), mib(r.HeapAfterDeleteBytes)))
+	if r.RSSAfterDelete60sBytes != 0 {
+		row("60 s after deleting all", fmt.Sprintf("RSS %s, heap %s (idle: %s, %s)", mib(r.RSSAfterDelete60sBytes), mib(r.HeapAfterDelete60sBytes), mib(r.RSSIdleBytes), mib(r.HeapIdleBytes)))
+	}
+	if len(r.ChurnRSSBytes) > 0 {
+		var rss, heap, del []string
+		for i := range r.ChurnRSSBytes {
+			rss = append(rss, mib(r.ChurnRSSBytes[i]))
+			heap = append(heap, mib(r.ChurnHeapBytes[i]))
+			del = append(del, fmt.Sprintf("%.1f s", r.ChurnDeleteSeconds[i]))
+		}
+		row(fmt.Sprintf("create-delete %d workspaces, %d cycles", r.ChurnWorkspaces, len(rss)), "RSS "+strings.Join(rss, ", "))
+		row("", "heap "+strings.Join(heap, ", "))
+		row("", "delete "+strings.Join(del, ", "))
+	}
+	row("bench duration", fmt.Sprintf("%.0f s", r.BenchSeconds))
 	tw.Flush()
 	b, _ := json.Marshal(r)
 	fmt.Fprintln(w, string(b))

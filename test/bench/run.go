@@ -21,6 +21,7 @@ import (
 )
 
 func run(ctx context.Context, o options) (results, error) {
+	began := time.Now()
 	r := results{Workspaces: o.workspaces, Concurrency: o.concurrency}
 	var t *target
 	var err error
@@ -35,7 +36,7 @@ func run(ctx context.Context, o options) (results, error) {
 		return r, err
 	}
 	defer t.stop()
-	step := func(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
+	step := func(s string) { fmt.Fprintf(os.Stderr, "bench: [%s] %s\n", time.Since(began).Round(time.Second), s) }
 
 	time.Sleep(2 * time.Second) // let start-up work settle before the idle reading
 	r.RSSIdleBytes, r.HeapIdleBytes = t.memory()
@@ -65,17 +66,30 @@ func run(ctx context.Context, o options) (results, error) {
 
 	total := b.count()
 	for _, p := range parsePoints(o.memoryPoints) {
+		var took time.Duration
 		if total < p {
 			step(fmt.Sprintf("creating workspaces up to %d for the memory reading", p))
 			extra := b.names(fmt.Sprintf("mem%d", p), p-total)
+			start := time.Now()
 			if _, _, err := b.createFlat(ctx, extra); err != nil {
 				return r, err
 			}
+			took = time.Since(start)
 			total = p
 		}
 		time.Sleep(time.Second)
 		rss, heap := t.memory()
-		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap})
+		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, Seconds: took.Seconds()})
+		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), took.Seconds()))
+		// GETs spread over all workspaces, once, at the first point with
+		// at least --get-workspaces; after the memory reading, and they
+		// read only the kube-root-ca.crt every workspace has.
+		if o.getWorkspaces > 0 && r.GetSpreadWorkspaces == 0 && b.count() >= o.getWorkspaces {
+			step(fmt.Sprintf("timing %d configmap GETs spread over all %d workspaces", o.requests, b.count()))
+			if err := b.spreadGets(ctx, &r, o.requests, step); err != nil {
+				return r, err
+			}
+		}
 	}
 	if n := len(r.Memory); n > 0 {
 		last := r.Memory[n-1]
@@ -83,10 +97,27 @@ func run(ctx context.Context, o options) (results, error) {
 		r.HeapBytesPerWS = float64(last.HeapBytes-r.HeapIdleBytes) / float64(last.Workspaces)
 	}
 
+	// Wildcard LISTs of --list-sizes configmaps, before the latency run adds
+	// its configmaps (so that 10,000 can be reached with 5,000 workspaces);
+	// the configmaps they add are deleted again afterwards.
+	if sizes := parsePoints(o.listSizes); len(sizes) > 0 {
+		step(fmt.Sprintf("wildcard LISTs of %s configmaps", o.listSizes))
+		if err := b.wildcardLists(ctx, &r, sizes, o.listRepeats, step); err != nil {
+			return r, err
+		}
+	}
+
 	// Configmaps last, so that the memory readings are of empty workspaces.
 	step("measuring configmap latency")
 	if err := b.latency(ctx, &r, flat, o.requests); err != nil {
 		return r, err
+	}
+
+	if o.parallelGetWorkers > 0 {
+		step(fmt.Sprintf("parallel GETs: %d workers, each its own configmap in its own workspace, for %s", o.parallelGetWorkers, o.parallelGetDuration))
+		if err := b.parallelGets(ctx, &r, flat, o.parallelGetWorkers, o.parallelGetDuration); err != nil {
+			return r, err
+		}
 	}
 
 	if o.bindings > 0 {
@@ -96,15 +127,59 @@ func run(ctx context.Context, o options) (results, error) {
 		}
 	}
 
+	if o.deleteWorkspaces > 0 {
+		step(fmt.Sprintf("creating %d workspaces, then timing their deletion", o.deleteWorkspaces))
+		if err := b.deleteTimed(ctx, &r, o.deleteWorkspaces); err != nil {
+			return r, err
+		}
+	}
+
+	if o.crdWorkspaces > 0 {
+		step(fmt.Sprintf("one CRD in each of %d new workspaces, first request in each", o.crdWorkspaces))
+		if err := b.crds(ctx, t, &r, o, step); err != nil {
+			return r, err
+		}
+	}
+
 	step(fmt.Sprintf("deleting all %d workspaces", b.count()))
 	start := time.Now()
 	if err := b.deleteAll(ctx); err != nil {
 		return r, err
 	}
-	r.DeleteAllSeconds = time.Since(start).Seconds()
+	deleted := time.Now()
+	r.DeleteAllSeconds = deleted.Sub(start).Seconds()
 	time.Sleep(2 * time.Second)
 	r.RSSAfterDeleteBytes, r.HeapAfterDeleteBytes = t.memory()
+
+	// Memory coming back, last: nothing else runs in the shard meanwhile.
+	if o.memoryReturnWait > 0 {
+		step(fmt.Sprintf("waiting until %s after the deletion for the memory reading", o.memoryReturnWait))
+		if err := sleep(ctx, time.Until(deleted.Add(o.memoryReturnWait))); err != nil {
+			return r, err
+		}
+		r.RSSAfterDelete60sBytes, r.HeapAfterDelete60sBytes = t.memory()
+	}
+	if o.churnCycles > 0 && o.churnWorkspaces > 0 {
+		step(fmt.Sprintf("%d cycles of creating and deleting %d workspaces", o.churnCycles, o.churnWorkspaces))
+		if err := b.churn(ctx, t, &r, o, step); err != nil {
+			return r, err
+		}
+	}
+	r.BenchSeconds = time.Since(began).Seconds()
 	return r, nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // bench creates workspaces and watches them become Ready.
@@ -117,6 +192,7 @@ type bench struct {
 
 	mu       sync.Mutex
 	ready    map[string]chan *tenancyv1alpha1.Workspace // parent|name -> Ready notification
+	gone     map[string]chan struct{}                   // parent|name -> deleted notification
 	created  int
 	watchEnd context.CancelFunc
 }
@@ -130,7 +206,8 @@ func newBench(t *target, concurrency int) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{kcp: kcp, masters: masters, adminConfig: t.admin, mastersConfig: t.masters, concurrency: concurrency, ready: map[string]chan *tenancyv1alpha1.Workspace{}}
+	b := &bench{kcp: kcp, masters: masters, adminConfig: t.admin, mastersConfig: t.masters, concurrency: concurrency,
+		ready: map[string]chan *tenancyv1alpha1.Workspace{}, gone: map[string]chan struct{}{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.watchEnd = cancel
 	w, err := masters.Watch(ctx, logicalcluster.Wildcard, kcpclient.Workspaces, "0")
@@ -138,7 +215,7 @@ func newBench(t *target, concurrency int) (*bench, error) {
 		cancel()
 		return nil, fmt.Errorf("watch workspaces: %w", err)
 	}
-	go b.watchReady(w)
+	go b.watchWorkspaces(ctx, w)
 	return b, nil
 }
 
@@ -154,19 +231,60 @@ func (b *bench) expect(parent logicalcluster.Name, name string) chan *tenancyv1a
 	return ch
 }
 
-func (b *bench) watchReady(w watch.Interface) {
-	for e := range w.ResultChan() {
-		ws, ok := e.Object.(*tenancyv1alpha1.Workspace)
-		if !ok || ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
-			continue
+// expectGone returns a channel that is closed when the workspace is deleted.
+func (b *bench) expectGone(parent logicalcluster.Name, name string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ch := make(chan struct{})
+	b.gone[key(parent, name)] = ch
+	return ch
+}
+
+// watchWorkspaces reports Ready and deleted workspaces. The server ends a
+// watch after its request timeout (30 to 60 minutes), shorter than a full
+// run, so the watch is resumed from the last resource version it saw.
+func (b *bench) watchWorkspaces(ctx context.Context, w watch.Interface) {
+	lastRV := "0"
+	for {
+		for e := range w.ResultChan() {
+			if e.Type == watch.Error {
+				lastRV = "" // most likely "too old": start again from now
+				break
+			}
+			ws, ok := e.Object.(*tenancyv1alpha1.Workspace)
+			if !ok {
+				continue
+			}
+			lastRV = ws.ResourceVersion
+			if e.Type == watch.Bookmark {
+				continue
+			}
+			parent, _ := logicalcluster.ObjectCluster(ws.Annotations)
+			k := key(parent, ws.Name)
+			b.mu.Lock()
+			if ch, ok := b.gone[k]; ok && e.Type == watch.Deleted {
+				delete(b.gone, k)
+				close(ch)
+			}
+			if ch, ok := b.ready[k]; ok && e.Type != watch.Deleted && ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady {
+				delete(b.ready, k)
+				ch <- ws
+			}
+			b.mu.Unlock()
 		}
-		parent, _ := logicalcluster.ObjectCluster(ws.Annotations)
-		b.mu.Lock()
-		if ch, ok := b.ready[key(parent, ws.Name)]; ok {
-			delete(b.ready, key(parent, ws.Name))
-			ch <- ws
+		w.Stop()
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			var err error
+			if w, err = b.masters.Watch(ctx, logicalcluster.Wildcard, kcpclient.Workspaces, lastRV); err == nil {
+				break
+			}
+			fmt.Fprintf(os.Stderr, "bench: resuming the workspace watch from %q: %v\n", lastRV, err)
+			lastRV = ""
+			time.Sleep(time.Second)
 		}
-		b.mu.Unlock()
 	}
 }
 
@@ -407,6 +525,9 @@ func (b *bench) deleteAll(ctx context.Context) error {
 			return err
 		}
 		if len(all.Items) == 0 {
+			b.mu.Lock()
+			b.created = 0
+			b.mu.Unlock()
 			return nil
 		}
 		select {
