@@ -17,6 +17,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -166,14 +169,9 @@ func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *
 // cluster is empty.
 func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (Remaining, error) {
 	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
-	var remaining Remaining
-	for _, e := range d.first {
-		if err := deleteAll(ctx, e, resourceVersion, &remaining); err != nil {
-			return Remaining{}, err
-		}
-	}
-	if !remaining.Empty() {
-		return remaining, nil
+	remaining, err := deleteGroup(ctx, d.first, resourceVersion)
+	if err != nil || !remaining.Empty() {
+		return remaining, err
 	}
 	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
 	if err != nil {
@@ -186,44 +184,92 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 		}
 		return nil
 	})
+	// Namespaces are independent of each other: they are emptied at once.
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
 	for _, ns := range names {
-		// Terminating first: nothing new can be created in it meanwhile.
-		if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
-			return Remaining{}, err
-		}
-		nsCtx := genericapirequest.WithNamespace(ctx, ns)
-		var inNamespace Remaining
-		for _, e := range d.namespaced {
-			if err := deleteAll(nsCtx, e, resourceVersion, &inNamespace); err != nil {
-				return Remaining{}, err
+		g.Go(func() error {
+			left, err := d.deleteNamespace(gctx, ns, resourceVersion)
+			if err != nil {
+				return err
 			}
-		}
-		if !inNamespace.Empty() {
-			remaining.merge(inNamespace)
-			// The namespace waits for its content.
-			remaining.add(namespacesResource, nil)
-			continue
-		}
-		gone, finalizers, err := d.finalizeNamespace(ctx, ns)
-		if err != nil {
-			return Remaining{}, err
-		}
-		if !gone {
-			remaining.add(namespacesResource, finalizers)
-		}
+			mu.Lock()
+			remaining.merge(left)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Remaining{}, err
 	}
 	if !remaining.Empty() {
 		return remaining, nil
 	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
-		for _, e := range group {
-			if err := deleteAll(ctx, e, resourceVersion, &remaining); err != nil {
-				return Remaining{}, err
+		if remaining, err = deleteGroup(ctx, group, resourceVersion); err != nil || !remaining.Empty() {
+			return remaining, err
+		}
+	}
+	return remaining, nil
+}
+
+// deleteNamespace deletes a namespace of ctx's cluster with its content and
+// returns what finalizers hold of it.
+func (d *Deleter) deleteNamespace(ctx context.Context, ns, resourceVersion string) (Remaining, error) {
+	// Terminating first: nothing new can be created in it meanwhile.
+	if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
+		return Remaining{}, err
+	}
+	remaining, err := deleteGroup(genericapirequest.WithNamespace(ctx, ns), d.namespaced, resourceVersion)
+	if err != nil {
+		return Remaining{}, err
+	}
+	if !remaining.Empty() {
+		// The namespace waits for its content.
+		remaining.add(namespacesResource, nil)
+		return remaining, nil
+	}
+	gone, finalizers, err := d.finalizeNamespace(ctx, ns)
+	if err != nil {
+		return Remaining{}, err
+	}
+	if !gone {
+		remaining.add(namespacesResource, finalizers)
+	}
+	return remaining, nil
+}
+
+// groupParallelism bounds the resources of one group deleted at once in one
+// cluster or namespace. Most lists are empty and answered by the watch
+// cache; what a pass waits for is each cache catching up with the
+// deletion's resource version, and those waits overlap.
+const groupParallelism = 8
+
+// deleteGroup deletes the collections of a group in ctx's cluster and
+// namespace at once and returns what finalizers hold.
+func deleteGroup(ctx context.Context, group []entry, resourceVersion string) (Remaining, error) {
+	var (
+		mu        sync.Mutex
+		remaining Remaining
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(groupParallelism)
+	for _, e := range group {
+		g.Go(func() error {
+			var left Remaining
+			if err := deleteAll(gctx, e, resourceVersion, &left); err != nil {
+				return err
 			}
-		}
-		if !remaining.Empty() {
-			return remaining, nil
-		}
+			if !left.Empty() {
+				mu.Lock()
+				remaining.merge(left)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Remaining{}, err
 	}
 	return remaining, nil
 }
