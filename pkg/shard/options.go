@@ -113,6 +113,10 @@ func NewOptions() *Options {
 	// them as it shuts down, instead of the HTTP server waiting up to a
 	// minute for them.
 	cp.GenericServerRunOptions.ShutdownWatchTerminationGracePeriod = 5 * time.Second
+	// Deleted objects stay in etcd's index and database until compacted:
+	// compact every minute (upstream: 5), so that the memory of deleted
+	// workspaces comes back soon after (--etcd-compaction-interval).
+	cp.Etcd.StorageConfig.CompactionInterval = time.Minute
 	cp.Authentication.ServiceAccounts.Issuers = []string{"https://kplane.default.svc"}
 	tokenGetter := &serviceaccount.TokenGetter{}
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = tokenGetter.Factory

@@ -2,15 +2,17 @@ package storage
 
 import (
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
-	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/storage"
+	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // cohabitating maps resources that share the storage of another group to the
@@ -60,7 +62,7 @@ func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example
 func Decorator(watchCache bool) generic.StorageDecorator {
 	inner := generic.UndecoratedStorage
 	if watchCache {
-		inner = genericregistry.StorageWithCacher()
+		inner = storageWithCacher
 	}
 	return func(
 		config *storagebackend.ConfigForResource,
@@ -81,4 +83,52 @@ func Decorator(watchCache bool) generic.StorageDecorator {
 		}
 		return NewClusterStorage(s, resourcePrefix), destroy, nil
 	}
+}
+
+// storageWithCacher is genericregistry.StorageWithCacher with one change: the
+// cache lists and watches etcd through historyBound, so its event history is
+// released once the resource goes quiet. Requests the cache delegates go to
+// etcd directly.
+func storageWithCacher(
+	config *storagebackend.ConfigForResource,
+	resourcePrefix string,
+	keyFunc func(obj runtime.Object) (string, error),
+	newFunc func() runtime.Object,
+	newListFunc func() runtime.Object,
+	getAttrsFunc storage.AttrFunc,
+	triggerFuncs storage.IndexerFuncs,
+	indexers *cache.Indexers,
+) (storage.Interface, factory.DestroyFunc, error) {
+	s, destroyStorage, err := generic.NewRawStorage(config, newFunc, newListFunc, resourcePrefix)
+	if err != nil {
+		return s, destroyStorage, err
+	}
+	cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
+		Storage:             newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter),
+		Versioner:           storage.APIObjectVersioner{},
+		GroupResource:       config.GroupResource,
+		EventsHistoryWindow: config.EventsHistoryWindow,
+		ResourcePrefix:      resourcePrefix,
+		KeyFunc:             keyFunc,
+		NewFunc:             newFunc,
+		NewListFunc:         newListFunc,
+		GetAttrsFunc:        getAttrsFunc,
+		IndexerFuncs:        triggerFuncs,
+		Indexers:            indexers,
+		Codec:               config.Codec,
+	})
+	if err != nil {
+		destroyStorage()
+		return nil, func() {}, err
+	}
+	delegator := cacherstorage.NewCacheDelegator(cacher, s)
+	var once sync.Once
+	destroy := func() {
+		once.Do(func() {
+			delegator.Stop()
+			cacher.Stop()
+			destroyStorage()
+		})
+	}
+	return delegator, destroy, nil
 }

@@ -196,7 +196,19 @@ func (i *Informer) snapshotHandlers() []Handler {
 // the handlers.
 type notifyingStore Informer
 
+// dropManagedFields removes what no reader of an informer uses and every
+// object would otherwise carry in memory, as kube-controller-manager's
+// informers do. The reflector decoded obj for this store alone, so it is
+// changed in place. An update sent back from an informer's object keeps the
+// stored managedFields: the API server keeps them when a request has none.
+func dropManagedFields(obj interface{}) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+}
+
 func (s *notifyingStore) Add(obj interface{}) error {
+	dropManagedFields(obj)
 	old, exists, err := s.indexer.Get(obj)
 	if err != nil {
 		return err
@@ -230,6 +242,7 @@ func (s *notifyingStore) Replace(list []interface{}, _ string) error {
 	handlers := (*Informer)(s).snapshotHandlers()
 	fresh := make(map[string]struct{}, len(list))
 	for _, obj := range list {
+		dropManagedFields(obj)
 		key, err := KeyFunc(obj)
 		if err != nil {
 			return err

@@ -64,3 +64,36 @@ func TestStoreIndexesByClusterAndNotifies(t *testing.T) {
 		t.Fatalf("adds=%d updates=%d deletes=%d, want 3/2/2", r.adds, r.updates, r.deletes)
 	}
 }
+
+func TestStoredObjectsKeepNoManagedFields(t *testing.T) {
+	withFields := func(cluster, name string) *corev1.ConfigMap {
+		o := cm(cluster, "default", name)
+		o.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}}
+		o.Data = map[string]string{"k": "v"}
+		return o
+	}
+	i := New(&cache.ListWatch{}, &corev1.ConfigMap{}, "test")
+	s := (*notifyingStore)(i)
+	if err := s.Replace([]interface{}{withFields("a", "listed")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(withFields("a", "added")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(withFields("b", "updated")); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []struct{ cluster, name string }{{"a", "listed"}, {"a", "added"}, {"b", "updated"}} {
+		obj, exists, _ := i.Get(logicalcluster.Name(key.cluster), "default", key.name)
+		if !exists {
+			t.Fatalf("%s|default/%s missing", key.cluster, key.name)
+		}
+		got := obj.(*corev1.ConfigMap)
+		if got.ManagedFields != nil {
+			t.Errorf("%s|default/%s keeps managedFields %v", key.cluster, key.name, got.ManagedFields)
+		}
+		if got.Data["k"] != "v" {
+			t.Errorf("%s|default/%s lost its data: %v", key.cluster, key.name, got.Data)
+		}
+	}
+}

@@ -64,15 +64,23 @@ type graph struct {
 	// it in their ownerReferences.
 	dependents map[nodeKey]map[nodeKey]struct{}
 	// clusters interns cluster names, which every object of a cluster
-	// otherwise carries as its own copy.
-	clusters map[logicalcluster.Name]logicalcluster.Name
+	// otherwise carries as its own copy. A name is dropped with the last
+	// node of its cluster, so deleted clusters leave nothing behind.
+	clusters map[logicalcluster.Name]*internedCluster
+}
+
+// internedCluster is the one copy of a cluster name and the number of nodes
+// that use it.
+type internedCluster struct {
+	name  logicalcluster.Name
+	nodes int
 }
 
 func newGraph() *graph {
 	return &graph{
 		nodes:      map[nodeKey]*node{},
 		dependents: map[nodeKey]map[nodeKey]struct{}{},
-		clusters:   map[logicalcluster.Name]logicalcluster.Name{},
+		clusters:   map[logicalcluster.Name]*internedCluster{},
 	}
 }
 
@@ -102,12 +110,24 @@ func (g *graph) len() int {
 	return len(g.nodes)
 }
 
-func (g *graph) intern(c logicalcluster.Name) logicalcluster.Name {
-	if i, ok := g.clusters[c]; ok {
-		return i
+// internLocked returns the interned copy of c, counting one more node of it.
+func (g *graph) internLocked(c logicalcluster.Name) logicalcluster.Name {
+	i := g.clusters[c]
+	if i == nil {
+		i = &internedCluster{name: c}
+		g.clusters[c] = i
 	}
-	g.clusters[c] = c
-	return c
+	i.nodes++
+	return i.name
+}
+
+// releaseLocked counts one node of c less and forgets c with its last node.
+func (g *graph) releaseLocked(c logicalcluster.Name) {
+	if i := g.clusters[c]; i != nil {
+		if i.nodes--; i.nodes <= 0 {
+			delete(g.clusters, c)
+		}
+	}
 }
 
 // upsert records an added or updated object and returns the keys to look at.
@@ -115,8 +135,12 @@ func (g *graph) intern(c logicalcluster.Name) logicalcluster.Name {
 func (g *graph) upsert(n *node) work {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	n.key.cluster = g.intern(n.key.cluster)
 	old := g.nodes[n.key]
+	if old != nil {
+		n.key.cluster = old.key.cluster
+	} else {
+		n.key.cluster = g.internLocked(n.key.cluster)
+	}
 	g.nodes[n.key] = n
 
 	var w work
@@ -171,6 +195,7 @@ func (g *graph) remove(k nodeKey) work {
 		return work{}
 	}
 	delete(g.nodes, k)
+	g.releaseLocked(k.cluster)
 	for _, r := range n.owners {
 		g.unlinkLocked(nodeKey{k.cluster, r.UID}, k)
 	}

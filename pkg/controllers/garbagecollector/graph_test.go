@@ -137,3 +137,27 @@ func TestDependentsIndexForgetsUnobservedOwnersWithoutDependents(t *testing.T) {
 		t.Errorf("dependents index = %v, want empty", g.dependents)
 	}
 }
+
+func TestGraphForgetsAClusterWithItsLastObject(t *testing.T) {
+	g := newGraph()
+	g.upsert(cm("a", "owner"))
+	g.upsert(cm("a", "dep", "owner"))
+	g.upsert(cm("a", "dep", "owner")) // an update counts no second node
+	g.upsert(cm("b", "other"))
+
+	g.remove(nodeKey{"a", "owner"})
+	if _, ok := g.clusters["a"]; !ok {
+		t.Fatal("cluster a forgotten while a/dep is still observed")
+	}
+	g.remove(nodeKey{"a", "dep"})
+	g.remove(nodeKey{"a", "dep"}) // a repeated delete releases nothing
+	if _, ok := g.clusters["a"]; ok {
+		t.Error("cluster a still interned after its last object went")
+	}
+	if i := g.clusters["b"]; i == nil || i.nodes != 1 {
+		t.Errorf("cluster b = %+v, want one node", i)
+	}
+	if len(g.nodes) != 1 || len(g.dependents) != 0 {
+		t.Errorf("graph keeps %d nodes and %d dependents entries, want 1 and 0", len(g.nodes), len(g.dependents))
+	}
+}

@@ -33,7 +33,17 @@ type Server struct {
 	etcd *embed.Etcd
 	// ClientURL is where clients reach it.
 	ClientURL string
+	// stop ends the goroutines of the server.
+	stop context.CancelFunc
 }
+
+const (
+	// defragmentCheckInterval is how often the database file is checked for
+	// free pages worth giving back.
+	defragmentCheckInterval = 15 * time.Second
+	// defragmentMinFree is the least free space worth rewriting the file for.
+	defragmentMinFree = 16 << 20
+)
 
 // Start starts etcd and waits until it serves, or ctx ends.
 func Start(ctx context.Context, o Options) (*Server, error) {
@@ -55,6 +65,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// Keep history bounded: the apiserver compacts too, this is a backstop.
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "5m"
+	// The raft log kept in memory holds every recent write in full, 5,000
+	// of them by default for slow followers to catch up from. This member
+	// has no followers: keep a hundred.
+	cfg.SnapshotCatchUpEntries = 100
 	cfg.LogLevel = "warn"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(newKlogCore(klog.Background().WithName("etcd"), zapcore.WarnLevel)))
 
@@ -74,11 +88,56 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		e.Close()
 		return nil, ctx.Err()
 	}
-	return &Server{etcd: e, ClientURL: clientURL.String()}, nil
+	// Owned by the server, not by ctx, which may only cover the start.
+	runCtx, stop := context.WithCancel(context.Background())
+	s := &Server{etcd: e, ClientURL: clientURL.String(), stop: stop}
+	go s.releaseFreePages(runCtx)
+	return s, nil
 }
 
 // Close stops etcd.
-func (s *Server) Close() { s.etcd.Close() }
+func (s *Server) Close() {
+	s.stop()
+	s.etcd.Close()
+}
+
+// releaseFreePages rewrites the database file when most of it is free:
+// bbolt reuses the pages that compaction frees but never gives them back,
+// and the whole file is mapped into the shard's memory, so after deleting
+// many objects the file would hold their space for good.
+func (s *Server) releaseFreePages(ctx context.Context) {
+	logger := klog.FromContext(ctx).WithName("etcd")
+	t := time.NewTicker(defragmentCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.etcd.Server.StoppingNotify():
+			return
+		case <-t.C:
+		}
+		b := s.etcd.Server.Backend()
+		size, inUse := b.Size(), b.SizeInUse()
+		if !worthDefragmenting(size, inUse) {
+			continue
+		}
+		start := time.Now()
+		if err := s.etcd.Server.Defragment(); err != nil {
+			logger.Error(err, "Defragmenting the database failed", "size", size, "inUse", inUse)
+			continue
+		}
+		logger.V(2).Info("Defragmented the database", "size", size, "inUse", inUse, "newSize", b.Size(), "duration", time.Since(start))
+	}
+}
+
+// worthDefragmenting tells whether a database file of size bytes, of which
+// inUse hold data, is worth rewriting: when its free pages are many and more
+// than its data (rewriting copies the data and blocks writes meanwhile).
+func worthDefragmenting(size, inUse int64) bool {
+	free := size - inUse
+	return free >= defragmentMinFree && free > inUse
+}
 
 // Err delivers the error that stopped etcd after it started serving.
 func (s *Server) Err() <-chan error { return s.etcd.Err() }

@@ -1,0 +1,120 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// listWatchStorage lists a fixed set of config maps and hands out one fake
+// watch.
+type listWatchStorage struct {
+	storage.Interface
+	items []corev1.ConfigMap
+	watch *watch.FakeWatcher
+}
+
+func (s *listWatchStorage) GetList(_ context.Context, _ string, _ storage.ListOptions, listObj runtime.Object) error {
+	listObj.(*corev1.ConfigMapList).Items = s.items
+	return nil
+}
+
+func (s *listWatchStorage) Watch(context.Context, string, storage.ListOptions) (watch.Interface, error) {
+	return s.watch, nil
+}
+
+func configMap(i int) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", i)}}
+}
+
+func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	inner := &listWatchStorage{items: []corev1.ConfigMap{*configMap(-1)}, watch: watch.NewFake()}
+	h := newHistoryBound(inner, clock, time.Minute)
+	if err := h.GetList(context.Background(), "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.Watch(context.Background(), "/core/configmaps", storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A burst: objects created and deleted again, every event passed on.
+	for i := 0; i < historyMinEvents; i++ {
+		e := watch.Event{Type: watch.Added, Object: configMap(i)}
+		if i%2 == 1 {
+			e.Type = watch.Deleted
+		}
+		go inner.watch.Action(e.Type, e.Object)
+		if got := <-w.ResultChan(); got.Type != e.Type {
+			t.Fatalf("event %d is %s, want %s", i, got.Type, e.Type)
+		}
+	}
+	clock.Step(time.Minute)
+	e, ok := <-w.ResultChan()
+	if !ok || e.Type != watch.Error {
+		t.Fatalf("after a quiet minute the watch delivered %v (open %v), want an error", e, ok)
+	}
+	if err := apierrors.FromObject(e.Object); !apierrors.IsResourceExpired(err) {
+		t.Fatalf("the watch ended with %v, want resource version expired", err)
+	}
+	if _, ok := <-w.ResultChan(); ok {
+		t.Fatal("the watch stays open after it expired")
+	}
+	if !inner.watch.IsStopped() {
+		t.Fatal("the storage's watch was not stopped")
+	}
+}
+
+func TestHistoryExpired(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name                     string
+		objects, events, deleted int
+		quiet                    time.Duration
+		want                     bool
+	}{
+		{name: "everything deleted, then quiet", objects: 0, events: 3000, deleted: 1000, quiet: time.Minute, want: true},
+		{name: "still busy", objects: 0, events: 3000, deleted: 1000, quiet: time.Second},
+		{name: "fewer events than the ring keeps anyway", objects: 0, events: historyMinEvents - 1, deleted: 100, quiet: time.Hour},
+		{name: "a burst of creates", objects: 3000, events: 9000, quiet: time.Hour},
+		{name: "a relist would cost more than the history", objects: 40000, events: 3000, deleted: 1000, quiet: time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := clocktesting.NewFakeClock(now)
+			h := newHistoryBound(nil, clock, time.Minute)
+			h.objects, h.events, h.deleted, h.lastEvent = tc.objects, tc.events, tc.deleted, now
+			clock.Step(tc.quiet)
+			if got := h.historyExpired(); got != tc.want {
+				t.Errorf("historyExpired() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHistoryCountsRestartWithAList(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	inner := &listWatchStorage{items: []corev1.ConfigMap{*configMap(1), *configMap(2)}}
+	h := newHistoryBound(inner, clock, time.Minute)
+	h.objects, h.events, h.deleted = 7, 900, 300
+	ctx := context.Background()
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	next := storage.ListOptions{Predicate: storage.SelectionPredicate{Continue: "page-2"}}
+	if err := h.GetList(ctx, "/core/configmaps", next, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	if h.objects != 4 || h.events != 0 || h.deleted != 0 {
+		t.Fatalf("after a list of two pages of two: objects=%d events=%d deleted=%d, want 4, 0 and 0", h.objects, h.events, h.deleted)
+	}
+}
