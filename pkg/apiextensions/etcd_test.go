@@ -1,7 +1,6 @@
 package apiextensions
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -13,35 +12,10 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
-// freePorts returns n ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Held until all are picked, so that they differ.
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
-func startEtcd(t *testing.T) string {
-	t.Helper()
-	ports := freePorts(t, 2)
-	server, err := embeddedetcd.Start(t.Context(), embeddedetcd.Options{Directory: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Close)
-	return server.ClientURL
-}
+func startEtcd(t *testing.T) string { return etcdtest.Start(t).ClientURL }
 
 func widget(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{

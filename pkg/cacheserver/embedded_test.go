@@ -1,9 +1,7 @@
 package cacheserver
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,23 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
 )
-
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
 
 // testUsers are the users of usersByHeader, with their groups.
 var testUsers = map[string][]string{
@@ -59,14 +42,7 @@ func usersByHeader() authenticator.Request {
 // its handler answers: paths, access, wildcards, discovery and a replica
 // written and listed.
 func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ports := freePorts(t, 2)
-	server, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Directory: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
+	server := etcdtest.Start(t)
 	etcd := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(DefaultEtcdPrefix, nil))
 	etcd.StorageConfig.Transport.ServerList = []string{server.ClientURL}
 	c, err := NewEmbeddedConfig(Embedding{

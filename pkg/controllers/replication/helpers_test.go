@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -31,7 +30,7 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/cacheserver"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
@@ -247,30 +246,9 @@ type testCache struct {
 
 const writerToken = "shard-writer-token"
 
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 func startCache(t testing.TB) *testCache {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	ports := freePorts(t, 2)
-	server, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Directory: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Close)
+	server := etcdtest.Start(t)
 	etcd := genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(cacheserver.DefaultEtcdPrefix, nil))
 	etcd.StorageConfig.Transport.ServerList = []string{server.ClientURL}
 	c, err := cacheserver.NewEmbeddedConfig(cacheserver.Embedding{
