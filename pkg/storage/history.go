@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -40,6 +41,8 @@ type historyBound struct {
 	storage.Interface
 	clock     clock.WithTicker
 	idleAfter time.Duration
+	// released is told when a history is let go (nil: nobody).
+	released func()
 
 	mu sync.Mutex
 	// objects is the number of objects of the last list, plus the added
@@ -144,6 +147,9 @@ func (b *boundedWatch) run(h *historyBound) {
 			expired := apierrors.NewResourceExpired("watch cache history released after the resource went idle")
 			select {
 			case b.out <- watch.Event{Type: watch.Error, Object: &expired.ErrStatus}:
+				if h.released != nil {
+					h.released()
+				}
 			case <-b.done:
 			}
 			return
@@ -152,3 +158,34 @@ func (b *boundedWatch) run(h *historyBound) {
 		}
 	}
 }
+
+// memoryReturner gives the memory of released histories back to the
+// operating system in one go. The runtime's scavenger returns freed pages
+// over minutes, so RSS would stay at its peak long after a mass deletion
+// freed the heap; a release happens only after one, for several resources
+// within seconds of each other, so one FreeOSMemory (a full GC) after the
+// last of them is cheap.
+type memoryReturner struct {
+	clock clock.WithDelayedExecution
+	// delay lets the caches relist and drop the old history first; every
+	// release within it postpones the return.
+	delay time.Duration
+	free  func()
+
+	mu    sync.Mutex
+	timer clock.Timer
+}
+
+// schedule returns memory delay after the last call.
+func (r *memoryReturner) schedule() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.timer = r.clock.AfterFunc(r.delay, r.free)
+}
+
+// returnMemory is the process's returner, told by every watch cache's
+// historyBound.
+var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: debug.FreeOSMemory}

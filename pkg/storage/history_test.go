@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,6 +41,8 @@ func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing
 	clock := clocktesting.NewFakeClock(time.Now())
 	inner := &listWatchStorage{items: []corev1.ConfigMap{*configMap(-1)}, watch: watch.NewFake()}
 	h := newHistoryBound(inner, clock, time.Minute)
+	released := make(chan struct{}, 1)
+	h.released = func() { released <- struct{}{} }
 	if err := h.GetList(context.Background(), "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +70,7 @@ func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing
 	if err := apierrors.FromObject(e.Object); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("the watch ended with %v, want resource version expired", err)
 	}
+	<-released // the process is told, to give the memory back
 	if _, ok := <-w.ResultChan(); ok {
 		t.Fatal("the watch stays open after it expired")
 	}
@@ -116,5 +120,29 @@ func TestHistoryCountsRestartWithAList(t *testing.T) {
 	}
 	if h.objects != 4 || h.events != 0 || h.deleted != 0 {
 		t.Fatalf("after a list of two pages of two: objects=%d events=%d deleted=%d, want 4, 0 and 0", h.objects, h.events, h.deleted)
+	}
+}
+
+func TestMemoryIsReturnedOnceAfterTheLastReleaseOfABurst(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	var returned atomic.Int32
+	r := &memoryReturner{clock: clock, delay: 5 * time.Second, free: func() { returned.Add(1) }}
+	// Several resources release their histories within seconds.
+	for i := 0; i < 3; i++ {
+		r.schedule()
+		clock.Step(2 * time.Second)
+	}
+	if n := returned.Load(); n != 0 {
+		t.Fatalf("memory returned %d times while releases kept coming", n)
+	}
+	clock.Step(5 * time.Second)
+	if n := returned.Load(); n != 1 {
+		t.Fatalf("memory returned %d times after the burst, want 1", n)
+	}
+	// A later burst returns it again.
+	r.schedule()
+	clock.Step(5 * time.Second)
+	if n := returned.Load(); n != 2 {
+		t.Fatalf("memory returned %d times after the second burst, want 2", n)
 	}
 }

@@ -103,8 +103,10 @@ func storageWithCacher(
 	if err != nil {
 		return s, destroyStorage, err
 	}
+	history := newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter)
+	history.released = returnMemory.schedule
 	cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-		Storage:             newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter),
+		Storage:             history,
 		Versioner:           storage.APIObjectVersioner{},
 		GroupResource:       config.GroupResource,
 		EventsHistoryWindow: config.EventsHistoryWindow,
