@@ -185,21 +185,10 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 		return nil
 	})
 	// Namespaces are independent of each other: they are emptied at once.
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	for _, ns := range names {
-		g.Go(func() error {
-			left, err := d.deleteNamespace(gctx, ns, resourceVersion)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			remaining.merge(left)
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	remaining, err = atOnce(ctx, names, -1, func(ctx context.Context, ns string) (Remaining, error) {
+		return d.deleteNamespace(ctx, ns, resourceVersion)
+	})
+	if err != nil {
 		return Remaining{}, err
 	}
 	if !remaining.Empty() {
@@ -248,16 +237,27 @@ const groupParallelism = 8
 // deleteGroup deletes the collections of a group in ctx's cluster and
 // namespace at once and returns what finalizers hold.
 func deleteGroup(ctx context.Context, group []entry, resourceVersion string) (Remaining, error) {
+	return atOnce(ctx, group, groupParallelism, func(ctx context.Context, e entry) (Remaining, error) {
+		var left Remaining
+		err := deleteAll(ctx, e, resourceVersion, &left)
+		return left, err
+	})
+}
+
+// atOnce runs f for every item, at most limit at a time (no limit if
+// negative), and adds up what they leave; the first error cancels the
+// others and is returned.
+func atOnce[T any](ctx context.Context, items []T, limit int, f func(context.Context, T) (Remaining, error)) (Remaining, error) {
 	var (
 		mu        sync.Mutex
 		remaining Remaining
 	)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(groupParallelism)
-	for _, e := range group {
+	g.SetLimit(limit)
+	for _, item := range items {
 		g.Go(func() error {
-			var left Remaining
-			if err := deleteAll(gctx, e, resourceVersion, &left); err != nil {
+			left, err := f(gctx, item)
+			if err != nil {
 				return err
 			}
 			if !left.Empty() {
