@@ -56,7 +56,7 @@ type Options struct {
 // and reader groups.
 func NewOptions() *Options {
 	o := &Options{
-		SecureServing:          genericoptions.NewSecureServingOptions().WithLoopback(),
+		SecureServing:          rootdir.SecureServing(6443),
 		Authentication:         NewAuthenticationOptions(),
 		Etcd:                   genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(DefaultEtcdPrefix, nil)),
 		Logs:                   logs.NewOptions(),
@@ -65,11 +65,6 @@ func NewOptions() *Options {
 		EmbeddedEtcdPeerPort:   2382,
 		Access:                 Access{WriterGroups: []string{DefaultWriterGroup}, ReaderGroups: []string{DefaultReaderGroup}},
 	}
-	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.BindPort = 6443
-	// The serving certificate is generated in the root directory.
-	o.SecureServing.ServerCert.CertDirectory = ""
-	o.SecureServing.ServerCert.PairName = rootdir.ServingCertPairName
 	return o
 }
 

@@ -51,15 +51,11 @@ type Options struct {
 // certificates, static tokens and requestheader authentication.
 func NewOptions() *Options {
 	o := &Options{
-		SecureServing:  genericoptions.NewSecureServingOptions().WithLoopback(),
+		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".kplane-virtual-workspaces",
 	}
-	o.SecureServing.BindAddress = net.ParseIP("127.0.0.1")
-	o.SecureServing.BindPort = 6444
-	o.SecureServing.ServerCert.CertDirectory = ""
-	o.SecureServing.ServerCert.PairName = rootdir.ServingCertPairName
 	return o
 }
 
