@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,36 +62,59 @@ type proxy struct {
 	// serviceAccounts verifies shard service account tokens, which are
 	// passed on for the shard to authenticate.
 	serviceAccounts *serviceAccountTokens
-	// proxies holds one reverse proxy per route; upgrades one that speaks
-	// HTTP/1.1 to the backend, for upgrade requests (exec, port-forward,
-	// websockets), which HTTP/2 cannot carry.
-	proxies, upgrades map[*route]*httputil.ReverseProxy
+	// requests holds one reverse proxy per route that speaks HTTP/1.1 to
+	// the backend over a pool of kept-alive connections, for every request
+	// but the streams: one request, one connection at a time, has fewer
+	// goroutine hand-offs in the proxy than HTTP/2's multiplexing, which is
+	// most of what the proxy adds to a short request (docs/performance.md).
+	// It serves upgrade requests (exec, port-forward, websockets) too, which
+	// HTTP/2 cannot carry.
+	// streams holds one that speaks HTTP/2, for watches and followed logs:
+	// they share a few connections instead of holding one each.
+	requests, streams map[*route]*httputil.ReverseProxy
 	// watches bounds the watches of one user; nil: no bound.
 	watches *watchLimiter
 }
 
 func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
-	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, proxies: map[*route]*httputil.ReverseProxy{}, upgrades: map[*route]*httputil.ReverseProxy{}}
+	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{}}
 	for _, r := range routes {
-		p.upgrades[r] = &httputil.ReverseProxy{
-			Rewrite:      func(*httputil.ProxyRequest) {},
+		// Streams (watches, chunked lists, logs: no Content-Length) are
+		// flushed on every write by ReverseProxy itself; a response of
+		// known length is written without flushing, so that its headers,
+		// body and end of stream leave in one write instead of three (see
+		// docs/performance.md).
+		p.requests[r] = &httputil.ReverseProxy{
+			Rewrite:      func(*httputil.ProxyRequest) {}, // the target is set on the request before
 			Transport:    http1Only(r.transport),
 			ErrorHandler: p.backendError,
+			BufferPool:   copyBuffers,
 		}
-		p.proxies[r] = &httputil.ReverseProxy{
-			Rewrite:   func(*httputil.ProxyRequest) {}, // the target is set on the request before
-			Transport: r.transport,
-			// Streams (watches, chunked lists, logs: no Content-Length) are
-			// flushed on every write by ReverseProxy itself; a response of
-			// known length is written without flushing, so that its headers,
-			// body and end of stream leave in one write instead of three
-			// (the proxy's largest per-request cost, see docs/performance.md).
-			FlushInterval: 0,
-			ErrorHandler:  p.backendError,
+		p.streams[r] = &httputil.ReverseProxy{
+			Rewrite:      func(*httputil.ProxyRequest) {},
+			Transport:    r.transport,
+			ErrorHandler: p.backendError,
+			BufferPool:   copyBuffers,
 		}
 	}
 	return p
 }
+
+// copyBuffers lends the reverse proxies the buffers they copy response
+// bodies through, which ReverseProxy otherwise allocates for every
+// response (32 KiB each).
+var copyBuffers = &bufferPool{}
+
+type bufferPool struct{ pool sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
 
 // forwarded is what ServeHTTP learned about a request before proxying it.
 type forwarded struct {
@@ -179,11 +203,22 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	out.Host = fwd.target.Host
 	out.RequestURI = ""
 	setIdentity(out.Header, r, u, passToken)
-	if isUpgrade(req.Header) {
-		p.upgrades[r].ServeHTTP(w, out)
+	if isStream(req) && !isUpgrade(req.Header) {
+		p.streams[r].ServeHTTP(w, out)
 		return
 	}
-	p.proxies[r].ServeHTTP(w, out)
+	p.requests[r].ServeHTTP(w, out)
+}
+
+// isStream tells whether a request is likely to hold its backend
+// connection for long: a watch or a followed log. A request taken for one
+// wrongly only goes over the other transport.
+func isStream(req *http.Request) bool {
+	if req.Method != http.MethodGet {
+		return false
+	}
+	q := req.URL.RawQuery
+	return strings.Contains(req.URL.Path, "/watch/") || strings.Contains(q, "watch=") || strings.Contains(q, "follow=")
 }
 
 // isUpgrade tells whether a request asks to upgrade its connection.

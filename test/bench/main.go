@@ -64,6 +64,9 @@ type options struct {
 }
 
 func main() {
+	if runBareProxyFromEnv() {
+		return
+	}
 	var o options
 	flag.IntVar(&o.workspaces, "workspaces", 1000, "number of workspaces for the flat and the tree run")
 	flag.IntVar(&o.concurrency, "concurrency", 20, "concurrent clients")

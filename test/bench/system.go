@@ -104,6 +104,14 @@ type systemResults struct {
 	ProxyCreateP99Ms   float64 `json:"proxy_create_p99_ms"`
 	ProxyCreateAddedMs float64 `json:"proxy_create_added_p50_ms"`
 	ProxyCreateAddPct  float64 `json:"proxy_create_added_p50_pct"`
+	// The bare proxy (bareproxy.go) in the same run: what a hop that only
+	// terminates TLS and HTTP/2 adds, the floor of the proxy's figures.
+	BareGetP50Ms      float64 `json:"bare_proxy_get_p50_ms"`
+	BareGetAddedP50Ms float64 `json:"bare_proxy_get_added_p50_ms"`
+	BareGetAddedPct   float64 `json:"bare_proxy_get_added_p50_pct"`
+	BareCreateP50Ms   float64 `json:"bare_proxy_create_p50_ms"`
+	BareCreateAddedMs float64 `json:"bare_proxy_create_added_p50_ms"`
+	BareCreateAddPct  float64 `json:"bare_proxy_create_added_p50_pct"`
 
 	// Watch: configmaps created directly on the shard, watched directly
 	// and through the proxy at once.
@@ -412,10 +420,13 @@ func (s *systemRun) placements(ctx context.Context) (*placement, error) {
 // the proxy.
 type latencyRun struct {
 	// proxyCPU is the front-proxy's CPU time so far.
-	proxyCPU       func() time.Duration
-	shard          string
-	cluster        logicalcluster.Name
-	direct, proxy  kubernetes.Interface
+	proxyCPU      func() time.Duration
+	shard         string
+	cluster       logicalcluster.Name
+	direct, proxy kubernetes.Interface
+	// bare goes to the shard through a reverse proxy that does nothing
+	// else (bareproxy.go): the floor of what a proxy hop adds.
+	bare           kubernetes.Interface
 	directWatchCfg *rest.Config
 }
 
@@ -460,6 +471,13 @@ func (s *systemRun) newLatencyRun(ctx context.Context, b *bench, sr *systemResul
 	if l.proxy, err = kubernetes.NewForConfig(proxy); err != nil {
 		return nil, err
 	}
+	bare, err := startBareProxy(ctx, direct, s.dir)
+	if err != nil {
+		return nil, err
+	}
+	if l.bare, err = kubernetes.NewForConfig(bare); err != nil {
+		return nil, err
+	}
 	// The proxy serves the workspace once its index has it.
 	deadline := time.Now().Add(convergenceTimeout)
 	for {
@@ -497,58 +515,61 @@ func (l *latencyRun) requests(ctx context.Context, sr *systemResults, n, concurr
 		_, err := c.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
 		return err
 	}
-	pairs := func(n int, fn op, prefix string) (direct, proxy []time.Duration, err error) {
+	// rounds has every client send one request of each path in turn, the
+	// order rotating; it returns the times of each path.
+	paths := []struct {
+		via    string
+		client kubernetes.Interface
+	}{{"direct", l.direct}, {"proxy", l.proxy}, {"bare", l.bare}}
+	rounds := func(n int, fn op, prefix string) (times [][]time.Duration, err error) {
 		items := make(chan int, n)
 		for i := 0; i < n; i++ {
 			items <- i
 		}
 		close(items)
+		times = make([][]time.Duration, len(paths))
 		var mu sync.Mutex
 		err = parallel(ctx, concurrency, items, func(i int) error {
-			timed := func(c kubernetes.Interface, via string) (time.Duration, error) {
+			round := make([]time.Duration, len(paths))
+			for k := range paths {
+				p := (i + k) % len(paths)
 				start := time.Now()
-				if err := fn(c, i, prefix+via); err != nil {
-					return 0, fmt.Errorf("%s %d via %s: %w", prefix, i, via, err)
+				if err := fn(paths[p].client, i, prefix+paths[p].via); err != nil {
+					return fmt.Errorf("%s %d via %s: %w", prefix, i, paths[p].via, err)
 				}
-				return time.Since(start), nil
-			}
-			var d, p time.Duration
-			var err error
-			if i%2 == 0 {
-				if d, err = timed(l.direct, "direct"); err == nil {
-					p, err = timed(l.proxy, "proxy")
-				}
-			} else {
-				if p, err = timed(l.proxy, "proxy"); err == nil {
-					d, err = timed(l.direct, "direct")
-				}
-			}
-			if err != nil {
-				return err
+				round[p] = time.Since(start)
 			}
 			mu.Lock()
-			direct, proxy = append(direct, d), append(proxy, p)
+			for p := range paths {
+				times[p] = append(times[p], round[p])
+			}
 			mu.Unlock()
 			return nil
 		})
-		return direct, proxy, err
+		return times, err
 	}
-	// Warm both paths up: connections, the proxy's and the shard's caches.
-	if _, _, err := pairs(100, get, "warm"); err != nil {
+	// Warm every path up: connections, the proxies' and the shard's caches.
+	if _, err := rounds(100, get, "warm"); err != nil {
 		return err
 	}
 	cpu := l.proxyCPU()
-	direct, proxy, err := pairs(n, get, "get")
+	times, err := rounds(n, get, "get")
 	if err != nil {
 		return err
 	}
 	sr.ProxyCPUPerGetUs = float64((l.proxyCPU() - cpu).Microseconds()) / float64(n)
+	direct, proxy, bare := times[0], times[1], times[2]
 	sr.DirectGetP50Ms, sr.DirectGetP99Ms = percentile(direct, 50), percentile(direct, 99)
 	sr.ProxyGetP50Ms, sr.ProxyGetP99Ms = percentile(proxy, 50), percentile(proxy, 99)
 	sr.ProxyGetAddedP50Ms, sr.ProxyGetAddedPct = added(sr.DirectGetP50Ms, sr.ProxyGetP50Ms)
-	if direct, proxy, err = pairs(n, create, "cm-"); err != nil {
+	sr.BareGetP50Ms = percentile(bare, 50)
+	sr.BareGetAddedP50Ms, sr.BareGetAddedPct = added(sr.DirectGetP50Ms, sr.BareGetP50Ms)
+	if times, err = rounds(n, create, "cm-"); err != nil {
 		return err
 	}
+	direct, proxy, bare = times[0], times[1], times[2]
+	sr.BareCreateP50Ms = percentile(bare, 50)
+	sr.BareCreateAddedMs, sr.BareCreateAddPct = added(percentile(direct, 50), sr.BareCreateP50Ms)
 	sr.DirectCreateP50Ms, sr.DirectCreateP99Ms = percentile(direct, 50), percentile(direct, 99)
 	sr.ProxyCreateP50Ms, sr.ProxyCreateP99Ms = percentile(proxy, 50), percentile(proxy, 99)
 	sr.ProxyCreateAddedMs, sr.ProxyCreateAddPct = added(sr.DirectCreateP50Ms, sr.ProxyCreateP50Ms)
@@ -769,12 +790,14 @@ func (sr *systemResults) print(tw *tabwriter.Writer) {
 	mib := func(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 	row("shards / concurrency", fmt.Sprintf("%d / %d", sr.Shards, sr.Concurrency))
 	row("system start to ready", fmt.Sprintf("%.2f s (every shard and the front-proxy)", sr.StartToReadySeconds))
-	row("latency workspace", fmt.Sprintf("on shard %s; %d requests of each kind per path, %d client(s), direct and proxied in turn", sr.LatencyShard, sr.LatencyRequests, sr.LatencyConcurrency))
+	row("latency workspace", fmt.Sprintf("on shard %s; %d requests of each kind per path, %d client(s), direct, proxied and bare in turn", sr.LatencyShard, sr.LatencyRequests, sr.LatencyConcurrency))
 	row("configmap GET direct", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", sr.DirectGetP50Ms, sr.DirectGetP99Ms))
 	row("configmap GET via proxy", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (adds %.2f ms, %.0f%% at p50)", sr.ProxyGetP50Ms, sr.ProxyGetP99Ms, sr.ProxyGetAddedP50Ms, sr.ProxyGetAddedPct))
 	row("proxy CPU per proxied GET", fmt.Sprintf("%.0f µs (user+system, /proc)", sr.ProxyCPUPerGetUs))
 	row("configmap CREATE direct", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", sr.DirectCreateP50Ms, sr.DirectCreateP99Ms))
 	row("configmap CREATE via proxy", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (adds %.2f ms, %.0f%% at p50)", sr.ProxyCreateP50Ms, sr.ProxyCreateP99Ms, sr.ProxyCreateAddedMs, sr.ProxyCreateAddPct))
+	row("GET / CREATE via a bare proxy", fmt.Sprintf("p50 %.2f / %.2f ms (adds %.2f ms, %.0f%% / %.2f ms, %.0f%%): the floor of any TLS and HTTP/2 hop here",
+		sr.BareGetP50Ms, sr.BareCreateP50Ms, sr.BareGetAddedP50Ms, sr.BareGetAddedPct, sr.BareCreateAddedMs, sr.BareCreateAddPct))
 	row("watch events/s", fmt.Sprintf("%.0f via proxy, %.0f direct (%d creates on the shard; proxy adds p50 %.2f ms, p99 %.2f ms per event)",
 		sr.ProxyWatchEventsPerSec, sr.DirectWatchEventsPerSec, sr.WatchEvents, sr.ProxyWatchDelayP50Ms, sr.ProxyWatchDelayP99Ms))
 	row("workspaces/s flat via proxy", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms), per shard %v", sr.WSPerSecFlat, sr.WSReadyP50Ms, sr.WSReadyP99Ms, sr.WorkspacesPerShard))
