@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -123,6 +124,9 @@ func startBareProxy(ctx context.Context, cfg *rest.Config, dir string) (*rest.Co
 	cmd := exec.CommandContext(ctx, self)
 	cmd.Env = append(os.Environ(), bareProxyTargetEnv+"="+shard.Scheme+"://"+shard.Host, bareProxyCAEnv+"="+caFile)
 	cmd.Stderr = os.Stderr
+	// It ends with the bench even when the bench exits before ctx's end
+	// is seen.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
