@@ -53,7 +53,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca)
+	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca, c.Informers.kcp.deleting)
 	if err != nil {
 		return fmt.Errorf("service account controller: %w", err)
 	}

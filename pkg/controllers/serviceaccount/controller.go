@@ -52,6 +52,9 @@ type Controller struct {
 	serviceAccounts *wildcardinformer.Informer
 	configMaps      *wildcardinformer.Informer
 	reconcilers     []reconciler
+	// clusterDeleting tells whether a logical cluster is being deleted: its
+	// namespaces are emptied, and creates in it are refused.
+	clusterDeleting func(logicalcluster.Name) bool
 }
 
 // reconciler is one step of the reconcile of a namespace.
@@ -62,7 +65,8 @@ type reconciler interface {
 // New returns the controller. base is the shard's loopback configuration
 // without a cluster; caBundle is published in every namespace. The
 // serviceAccounts and configMaps informers must be built on ListWatches.
-func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, base *rest.Config, caBundle []byte) (*Controller, error) {
+// Namespaces of clusters being deleted (clusterDeleting) are left alone.
+func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, base *rest.Config, caBundle []byte, clusterDeleting func(logicalcluster.Name) bool) (*Controller, error) {
 	httpClient, err := rest.HTTPClientFor(base)
 	if err != nil {
 		return nil, err
@@ -70,7 +74,9 @@ func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, bas
 	clientFor := func(cluster logicalcluster.Name) (corev1client.CoreV1Interface, error) {
 		return corev1client.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
 	}
-	return newController(namespaces, serviceAccounts, configMaps, clientFor, caBundle), nil
+	c := newController(namespaces, serviceAccounts, configMaps, clientFor, caBundle)
+	c.clusterDeleting = clusterDeleting
+	return c, nil
 }
 
 func newController(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, clientFor func(logicalcluster.Name) (corev1client.CoreV1Interface, error), caBundle []byte) *Controller {
@@ -172,6 +178,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	ns, ok := obj.(*corev1.Namespace)
 	if !ok || ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
+		return nil
+	}
+	// The deletion of the cluster deletes these objects; the namespace
+	// informer may not show yet that it made the namespace terminate.
+	if c.clusterDeleting != nil && c.clusterDeleting(cluster) {
 		return nil
 	}
 	for _, r := range c.reconcilers {

@@ -141,15 +141,7 @@ func listOptions(resourceVersion string) *metainternalversion.ListOptions {
 // deleteAll deletes the collection in ctx's cluster and namespace and adds
 // the objects that finalizers hold to remaining.
 func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *Remaining) error {
-	opts := listOptions(resourceVersion)
-	list, err := e.storage.List(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("list %s: %w", e.resource, err)
-	}
-	if meta.LenList(list) == 0 {
-		return nil
-	}
-	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, opts)
+	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, listOptions(resourceVersion))
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", e.resource, err)
 	}
@@ -162,6 +154,77 @@ func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *
 	return nil
 }
 
+// contents is what one scan found in a cluster: its namespaces, and the
+// resources that have objects there, namespaced ones by namespace.
+type contents struct {
+	namespaces []metav1.Object
+	// present holds the cluster-scoped resources with objects.
+	present map[schema.GroupResource]bool
+	// inNamespace holds, by namespace, the namespaced resources with
+	// objects in it.
+	inNamespace map[string][]entry
+}
+
+// of returns the entries of group that have objects in the cluster.
+func (c *contents) of(group []entry) []entry {
+	var found []entry
+	for _, e := range group {
+		if c.present[e.resource] {
+			found = append(found, e)
+		}
+	}
+	return found
+}
+
+// scan lists every resource of ctx's cluster at once, namespaced ones
+// across all namespaces. Each list waits for its watch cache to reach
+// resourceVersion; made together, those waits overlap, and the steps that
+// follow touch only the resources that have objects: most of a cluster's
+// resources have none, and creation in a cluster being deleted is refused.
+func (d *Deleter) scan(ctx context.Context, resourceVersion string) (*contents, error) {
+	c := &contents{present: map[schema.GroupResource]bool{}, inNamespace: map[string][]entry{}}
+	var mu sync.Mutex
+	all := append(append(append(append([]entry{{resource: namespacesResource}}, d.first...), d.namespaced...), d.clusterScoped...), d.last...)
+	_, err := atOnce(ctx, all, -1, func(ctx context.Context, e entry) (Remaining, error) {
+		var lister rest.Lister = e.storage
+		if e.storage == nil {
+			lister = d.namespaces
+		}
+		list, err := lister.List(ctx, listOptions(resourceVersion))
+		if err != nil {
+			return Remaining{}, fmt.Errorf("list %s: %w", e.resource, err)
+		}
+		var objects []metav1.Object
+		_ = meta.EachListItem(list, func(o runtime.Object) error {
+			if m, err := meta.Accessor(o); err == nil {
+				objects = append(objects, m)
+			}
+			return nil
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case e.storage == nil:
+			c.namespaces = objects
+		case e.storage.NamespaceScoped():
+			namespaces := map[string]bool{}
+			for _, o := range objects {
+				if ns := o.GetNamespace(); !namespaces[ns] {
+					namespaces[ns] = true
+					c.inNamespace[ns] = append(c.inNamespace[ns], e)
+				}
+			}
+		default:
+			c.present[e.resource] = len(objects) > 0
+		}
+		return Remaining{}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // Delete deletes all content of cluster except its LogicalCluster. Reads
 // are served from the watch caches once they are at least at
 // resourceVersion (the LogicalCluster's deletion; "" reads consistently). It
@@ -169,24 +232,37 @@ func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *
 // cluster is empty.
 func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (Remaining, error) {
 	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
-	remaining, err := deleteGroup(ctx, d.first, resourceVersion)
-	if err != nil || !remaining.Empty() {
-		return remaining, err
-	}
-	list, err := d.namespaces.List(ctx, listOptions(resourceVersion))
+	c, err := d.scan(ctx, resourceVersion)
 	if err != nil {
 		return Remaining{}, err
 	}
-	var names []string
-	_ = meta.EachListItem(list, func(o runtime.Object) error {
-		if m, err := meta.Accessor(o); err == nil {
-			names = append(names, m.GetName())
-		}
-		return nil
-	})
+	remaining, err := deleteGroup(ctx, c.of(d.first), resourceVersion)
+	if err != nil || !remaining.Empty() {
+		return remaining, err
+	}
 	// Namespaces are independent of each other: they are emptied at once.
-	remaining, err = atOnce(ctx, names, -1, func(ctx context.Context, ns string) (Remaining, error) {
-		return d.deleteNamespace(ctx, ns, resourceVersion)
+	// Objects left in a namespace that is gone are deleted as well.
+	type namespace struct {
+		name        string
+		terminating bool
+		exists      bool
+	}
+	var namespaces []namespace
+	listed := map[string]bool{}
+	for _, ns := range c.namespaces {
+		listed[ns.GetName()] = true
+		namespaces = append(namespaces, namespace{name: ns.GetName(), terminating: ns.GetDeletionTimestamp() != nil, exists: true})
+	}
+	for name := range c.inNamespace {
+		if !listed[name] {
+			namespaces = append(namespaces, namespace{name: name})
+		}
+	}
+	remaining, err = atOnce(ctx, namespaces, -1, func(ctx context.Context, ns namespace) (Remaining, error) {
+		if !ns.exists {
+			return deleteGroup(genericapirequest.WithNamespace(ctx, ns.name), c.inNamespace[ns.name], resourceVersion)
+		}
+		return d.deleteNamespace(ctx, ns.name, ns.terminating, c.inNamespace[ns.name], resourceVersion)
 	})
 	if err != nil {
 		return Remaining{}, err
@@ -195,21 +271,25 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 		return remaining, nil
 	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
-		if remaining, err = deleteGroup(ctx, group, resourceVersion); err != nil || !remaining.Empty() {
+		if remaining, err = deleteGroup(ctx, c.of(group), resourceVersion); err != nil || !remaining.Empty() {
 			return remaining, err
 		}
 	}
 	return remaining, nil
 }
 
-// deleteNamespace deletes a namespace of ctx's cluster with its content and
-// returns what finalizers hold of it.
-func (d *Deleter) deleteNamespace(ctx context.Context, ns, resourceVersion string) (Remaining, error) {
+// deleteNamespace deletes a namespace of ctx's cluster with its content (the
+// collections of present, those with objects in it) and returns what
+// finalizers hold of it; terminating tells whether the namespace is known
+// to be terminating already (an earlier pass deleted it).
+func (d *Deleter) deleteNamespace(ctx context.Context, ns string, terminating bool, present []entry, resourceVersion string) (Remaining, error) {
 	// Terminating first: nothing new can be created in it meanwhile.
-	if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
-		return Remaining{}, err
+	if !terminating {
+		if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
+			return Remaining{}, err
+		}
 	}
-	remaining, err := deleteGroup(genericapirequest.WithNamespace(ctx, ns), d.namespaced, resourceVersion)
+	remaining, err := deleteGroup(genericapirequest.WithNamespace(ctx, ns), present, resourceVersion)
 	if err != nil {
 		return Remaining{}, err
 	}
@@ -275,38 +355,36 @@ func atOnce[T any](ctx context.Context, items []T, limit int, f func(context.Con
 }
 
 // finalizeNamespace empties spec.finalizers of a terminating, empty
-// namespace and deletes it; it reports whether the namespace is gone and,
-// if not, the finalizers in its metadata that hold it.
+// namespace, which deletes it unless finalizers in its metadata hold it; it
+// reports whether the namespace is gone and, if not, those finalizers. The
+// update starts from the stored namespace, so it needs no read before it,
+// and the deletion it makes needs no delete after it.
 func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, []string, error) {
-	obj, err := d.namespaceGetter.Get(ctx, name, &metav1.GetOptions{})
-	if isNotFound(err) {
-		return true, nil, nil
-	}
-	if err != nil {
-		return false, nil, err
-	}
-	var finalizers []string
-	if m, err := meta.Accessor(obj); err == nil {
-		finalizers = m.GetFinalizers()
-	}
-	ns := obj.DeepCopyObject()
-	if err := clearFinalizers(ns); err != nil {
-		return false, nil, err
-	}
 	// Update validation reads what is being updated from the request info.
 	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
 		IsResourceRequest: true, Verb: "update", APIVersion: "v1", Resource: "namespaces", Subresource: "finalize", Name: name,
 	})
-	_, _, err = d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(ns), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	obj, _, err := d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, finalized), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if isNotFound(err) {
 		return true, nil, nil
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("finalize namespace %s: %w", name, err)
 	}
-	_, deleted, err := d.namespaceDeleter.Delete(ctx, name, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background})
-	if isNotFound(err) {
-		return true, nil, nil
+	// The update deleted the terminating namespace unless finalizers in its
+	// metadata hold it; the next pass looks again if it did not.
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false, nil, err
 	}
-	return deleted, finalizers, err
+	return len(m.GetFinalizers()) == 0, m.GetFinalizers(), nil
+}
+
+// finalized is the stored namespace with spec.finalizers emptied.
+func finalized(_ context.Context, _, stored runtime.Object) (runtime.Object, error) {
+	ns := stored.DeepCopyObject()
+	if err := clearFinalizers(ns); err != nil {
+		return nil, err
+	}
+	return ns, nil
 }
