@@ -175,6 +175,14 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 			encoding.SetResourceEncoding(gr, version, apisv1alpha1.InternalGroupVersion)
 		}
 	}
+	// Every namespace publishes the serving CA in its kube-root-ca.crt: the
+	// watch cache and the informers keep one copy of it, not one each per
+	// namespace. Registered before any cache lists.
+	ca, err := (&Server{CompletedConfig: CompletedConfig{&completedConfig{Options: o}}}).servingCA()
+	if err != nil {
+		return nil, err
+	}
+	kstorage.ShareValue(string(ca))
 	genericConfig.RESTOptionsGetter = kstorage.RESTOptionsGetter{
 		Delegate:   genericConfig.RESTOptionsGetter,
 		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,

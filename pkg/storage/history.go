@@ -60,12 +60,16 @@ func newHistoryBound(s storage.Interface, c clock.WithTicker, idleAfter time.Dur
 }
 
 // GetList counts the objects of the cache's (paginated) list; a first page
-// starts a new count.
+// starts a new count. The listed objects share registered values.
 func (h *historyBound) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
 	if err := h.Interface.GetList(ctx, key, opts, listObj); err != nil {
 		return err
 	}
 	n := meta.LenList(listObj)
+	_ = meta.EachListItem(listObj, func(obj runtime.Object) error {
+		ShareValues(obj)
+		return nil
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if opts.Predicate.Continue == "" {
@@ -135,6 +139,8 @@ func (b *boundedWatch) run(h *historyBound) {
 				return
 			}
 			h.observe(e.Type)
+			// Decoded for this watch alone: it may be changed in place.
+			ShareValues(e.Object)
 			select {
 			case b.out <- e:
 			case <-b.done:

@@ -85,9 +85,10 @@ func Decorator(watchCache bool) generic.StorageDecorator {
 	}
 }
 
-// storageWithCacher is genericregistry.StorageWithCacher with one change: the
-// cache lists and watches etcd through historyBound, so its event history is
-// released once the resource goes quiet. Requests the cache delegates go to
+// storageWithCacher is genericregistry.StorageWithCacher with two changes:
+// the cache lists and watches etcd through historyBound, so its event
+// history is released once the resource goes quiet, and the equal field
+// sets of its objects share one map. Requests the cache delegates go to
 // etcd directly.
 func storageWithCacher(
 	config *storagebackend.ConfigForResource,
@@ -114,7 +115,7 @@ func storageWithCacher(
 		KeyFunc:             keyFunc,
 		NewFunc:             newFunc,
 		NewListFunc:         newListFunc,
-		GetAttrsFunc:        getAttrsFunc,
+		GetAttrsFunc:        sharedAttrs(getAttrsFunc),
 		IndexerFuncs:        triggerFuncs,
 		Indexers:            indexers,
 		Codec:               config.Codec,

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 )
 
 const (
@@ -207,8 +208,16 @@ func dropManagedFields(obj interface{}) {
 	}
 }
 
-func (s *notifyingStore) Add(obj interface{}) error {
+// trim makes obj, decoded for this store alone, cheaper to keep: no
+// managedFields, and values many objects carry (the CA bundle of every
+// namespace's kube-root-ca.crt) shared with the watch cache's copies.
+func trim(obj interface{}) {
 	dropManagedFields(obj)
+	kstorage.ShareValues(obj)
+}
+
+func (s *notifyingStore) Add(obj interface{}) error {
+	trim(obj)
 	old, exists, err := s.indexer.Get(obj)
 	if err != nil {
 		return err
@@ -242,7 +251,7 @@ func (s *notifyingStore) Replace(list []interface{}, _ string) error {
 	handlers := (*Informer)(s).snapshotHandlers()
 	fresh := make(map[string]struct{}, len(list))
 	for _, obj := range list {
-		dropManagedFields(obj)
+		trim(obj)
 		key, err := KeyFunc(obj)
 		if err != nil {
 			return err

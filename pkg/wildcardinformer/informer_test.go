@@ -1,13 +1,16 @@
 package wildcardinformer
 
 import (
+	"strings"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 )
 
 func cm(cluster, ns, name string) *corev1.ConfigMap {
@@ -95,5 +98,29 @@ func TestStoredObjectsKeepNoManagedFields(t *testing.T) {
 		if got.Data["k"] != "v" {
 			t.Errorf("%s|default/%s lost its data: %v", key.cluster, key.name, got.Data)
 		}
+	}
+}
+
+func TestStoredConfigMapsShareRegisteredValues(t *testing.T) {
+	bundle := strings.Repeat("CA", 1000) + "informer-test"
+	kstorage.ShareValue(bundle)
+	i := New(&cache.ListWatch{}, &corev1.ConfigMap{}, "test")
+	s := (*notifyingStore)(i)
+	withBundle := func(cluster string) *corev1.ConfigMap {
+		m := cm(cluster, "default", "kube-root-ca.crt")
+		m.Data = map[string]string{"ca.crt": strings.Clone(bundle)}
+		return m
+	}
+	if err := s.Replace([]interface{}{withBundle("a")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(withBundle("b")); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := i.Get("a", "default", "kube-root-ca.crt")
+	b, _, _ := i.Get("b", "default", "kube-root-ca.crt")
+	va, vb := a.(*corev1.ConfigMap).Data["ca.crt"], b.(*corev1.ConfigMap).Data["ca.crt"]
+	if va != bundle || unsafe.StringData(va) != unsafe.StringData(vb) {
+		t.Fatal("the stored config maps keep a copy of the bundle each")
 	}
 }

@@ -1,0 +1,166 @@
+package storage
+
+import (
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/kubernetes/pkg/apis/core"
+)
+
+// sharedValues are long strings that the objects of every logical cluster
+// carry with the same value, kept once: the root CA bundle is in a
+// ConfigMap of every namespace, and the watch cache and the informers would
+// otherwise each decode their own copy of it for each of them (about 3 KB).
+var sharedValues = &valueInterner{values: map[string]string{}}
+
+type valueInterner struct {
+	mu     sync.RWMutex
+	values map[string]string
+	// minLen and maxLen bound the length of the registered values, so that
+	// most strings are passed over without a lookup.
+	minLen, maxLen int
+}
+
+// ShareValue makes the ConfigMap data values equal to v, of objects the
+// watch caches and informers decode from now on, share the memory of one
+// copy of v. For values that many objects carry, such as the CA bundle
+// published in every namespace.
+func ShareValue(v string) {
+	if v == "" {
+		return
+	}
+	sharedValues.add(strings.Clone(v))
+}
+
+func (in *valueInterner) add(v string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.values[v] = v
+	if in.minLen == 0 || len(v) < in.minLen {
+		in.minLen = len(v)
+	}
+	if len(v) > in.maxLen {
+		in.maxLen = len(v)
+	}
+}
+
+// intern returns the registered string equal to s, if any.
+func (in *valueInterner) intern(s string) (string, bool) {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	if len(s) < in.minLen || len(s) > in.maxLen {
+		return "", false
+	}
+	v, ok := in.values[s]
+	return v, ok
+}
+
+// ShareValues replaces, in place, the ConfigMap data values of obj (internal
+// or v1) that equal a value registered with ShareValue by the registered
+// string. obj must be the caller's own, freshly decoded copy.
+func ShareValues(obj interface{}) {
+	// etcd's watch events come wrapped with the time they were read.
+	if w, ok := obj.(interface{ Unwrap() runtime.Object }); ok {
+		obj = w.Unwrap()
+	}
+	var data map[string]string
+	switch cm := obj.(type) {
+	case *core.ConfigMap:
+		data = cm.Data
+	case *corev1.ConfigMap:
+		data = cm.Data
+	default:
+		return
+	}
+	for k, v := range data {
+		if shared, ok := sharedValues.intern(v); ok {
+			data[k] = shared
+		}
+	}
+}
+
+// fieldSetInterner shares the field sets of the watch cache's objects that
+// are equal: each cached object keeps the fields its field selectors match
+// on (metadata.name, metadata.namespace, ...) in a map of its own, and the
+// objects every logical cluster is created with (namespaces default and
+// kube-system, their kube-root-ca.crt and default service account, ...)
+// have the same ones in every cluster. The cache only reads these maps.
+type fieldSetInterner struct {
+	mu   sync.RWMutex
+	sets map[string]fields.Set
+	// limit bounds the sets kept: the first ones seen are mostly those of
+	// the objects of every cluster; later ones are not kept.
+	limit int
+}
+
+// fieldSetMaxEntries is the largest field set interned: the sets of most
+// resources have two or three entries.
+const fieldSetMaxEntries = 4
+
+var sharedFieldSets = &fieldSetInterner{sets: map[string]fields.Set{}, limit: 4096}
+
+// intern returns a set equal to f that may be shared, or f.
+func (in *fieldSetInterner) intern(f fields.Set) fields.Set {
+	if len(f) == 0 || len(f) > fieldSetMaxEntries {
+		return f
+	}
+	key := fieldSetKey(f)
+	in.mu.RLock()
+	shared, ok := in.sets[key]
+	in.mu.RUnlock()
+	if ok {
+		return shared
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if shared, ok := in.sets[key]; ok {
+		return shared
+	}
+	if len(in.sets) >= in.limit {
+		return f
+	}
+	in.sets[key] = f
+	return f
+}
+
+// fieldSetKey is a key of f's content: its entries in key order, each key
+// and value followed by a NUL (which neither contains).
+func fieldSetKey(f fields.Set) string {
+	keys := make([]string, 0, len(f))
+	n := 0
+	for k, v := range f {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(f[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// sharedAttrs wraps a resource's attribute function so that equal field
+// sets of cached objects share one map.
+func sharedAttrs(getAttrs storage.AttrFunc) storage.AttrFunc {
+	if getAttrs == nil {
+		return nil
+	}
+	return func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		l, f, err := getAttrs(obj)
+		if err != nil {
+			return l, f, err
+		}
+		return l, sharedFieldSets.intern(f), nil
+	}
+}
