@@ -3,15 +3,30 @@ package shard
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authorization"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
@@ -21,6 +36,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/defaultapibinding"
 	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
+	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
 	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
 	wtcontroller "github.com/kplane-dev/kplane/pkg/controllers/workspacetype"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
@@ -54,7 +70,7 @@ func (c *Server) shardClient(shard *corev1alpha1.Shard) (*kcpclient.Client, erro
 // token and serving CA. Another shard accepts only credentials it was given
 // (a token or client certificate in group system:kcp:logical-cluster-admin),
 // never this shard's own token.
-func (c *Server) logicalClusterAdminConfig(shardName string) (*rest.Config, error) {
+func (c *Server) logicalClusterAdminConfig(shardName string) (*restclient.Config, error) {
 	if path := c.Options.LogicalClusterAdminKubeconfig; path != "" {
 		cfg, err := clientcmd.BuildConfigFromFlags("", path)
 		if err != nil {
@@ -71,9 +87,9 @@ func (c *Server) logicalClusterAdminConfig(shardName string) (*rest.Config, erro
 	if err != nil {
 		return nil, err
 	}
-	return &rest.Config{
+	return &restclient.Config{
 		BearerToken:     c.Options.tokens.LogicalClusterAdmin,
-		TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+		TLSClientConfig: restclient.TLSClientConfig{CAData: ca},
 		QPS:             -1,
 	}, nil
 }
@@ -81,7 +97,7 @@ func (c *Server) logicalClusterAdminConfig(shardName string) (*rest.Config, erro
 // addControllers registers the bootstrap and the shard's controllers as
 // post-start hooks. Every controller serves all logical clusters.
 func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
-	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
+	loopback := restclient.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
 	local, err := kcpclient.New(loopback)
 	if err != nil {
@@ -100,6 +116,17 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
 		}, c.content.CreateNamespaces)
+	create, err := c.inProcessCreator()
+	if err != nil {
+		return err
+	}
+	ca, err := c.servingCA()
+	if err != nil {
+		return err
+	}
+	logicalClusters.BootstrapInProcess(create, func(namespace string) []runtime.Object {
+		return sacontroller.NamespaceObjects(namespace, ca)
+	})
 	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
@@ -128,6 +155,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		Types:            c.Informers.workspaceTypes(),
 		Client:           local,
 		GlobalAPIExports: c.Informers.globals().apiExports, GlobalWorkspaceTypes: c.Informers.globals().workspaceTypes,
+		CreateLocal: create,
 	})
 	if err != nil {
 		return err
@@ -137,7 +165,8 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	workspaces := wscontroller.New(wscontroller.Config{
-		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
+		CreateLocal: create,
+		Workspaces:  kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
 		Types:       c.Informers.workspaceTypes(),
 		Local:       local,
 		ShardClient: c.shardClient,
@@ -226,4 +255,85 @@ func (c *Server) rootReady() error {
 		return fmt.Errorf("root logical cluster not ready yet")
 	}
 	return nil
+}
+
+// inProcessResources are the kinds inProcessCreator creates, with their
+// resources: a new logical cluster's LogicalCluster, what its bootstrap
+// creates besides its namespaces, and its default APIBindings.
+var inProcessResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
+	corev1.SchemeGroupVersion.WithKind("ServiceAccount"):       corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
+	corev1.SchemeGroupVersion.WithKind("ConfigMap"):            corev1.SchemeGroupVersion.WithResource("configmaps"),
+	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):   rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
+	apisv1alpha2.SchemeGroupVersion.WithKind("APIBinding"):     apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"),
+	corev1alpha1.SchemeGroupVersion.WithKind("LogicalCluster"): corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters"),
+}
+
+// inProcessCreator returns a function that creates objects of
+// inProcessResources in a logical cluster through the REST storages, as
+// the shard itself (system:masters), leaving existing ones alone, all at
+// once: no HTTP round trip, TLS, encoding, authorization or admission, as
+// for the namespaces of a new cluster, whose objects no admission plugin
+// of that cluster has a say on yet. The objects are defaulted as a decoded
+// request body would be.
+func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, error) {
+	storages := map[schema.GroupVersionResource]rest.Creater{}
+	for _, g := range c.apiGroups {
+		for version, resources := range g.VersionedResourcesStorageMap {
+			for resource, storage := range resources {
+				gvr := schema.GroupVersionResource{Group: g.PrioritizedVersions[0].Group, Version: version, Resource: resource}
+				if creater, ok := storage.(rest.Creater); ok {
+					storages[gvr] = creater
+				}
+			}
+		}
+	}
+	for _, gvr := range inProcessResources {
+		if storages[gvr] == nil {
+			return nil, fmt.Errorf("no storage of %s to create in-process", gvr)
+		}
+	}
+	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	createOne := func(ctx context.Context, cluster logicalcluster.Name, obj runtime.Object) error {
+		gvks, _, err := legacyscheme.Scheme.ObjectKinds(obj)
+		if err != nil {
+			return err
+		}
+		gvr, ok := inProcessResources[gvks[0]]
+		if !ok {
+			return fmt.Errorf("%s is not created in-process", gvks[0])
+		}
+		storage := storages[gvr]
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		external := obj.DeepCopyObject()
+		legacyscheme.Scheme.Default(external)
+		internal := storage.New()
+		if reflect.TypeOf(internal) == reflect.TypeOf(external) {
+			internal = external // kcp's kinds are stored as served
+		} else if err := legacyscheme.Scheme.Convert(external, internal, nil); err != nil {
+			return fmt.Errorf("convert %s: %w", gvks[0].Kind, err)
+		}
+		ns, name := accessor.GetNamespace(), accessor.GetName()
+		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ns), cluster)
+		// Create validation reads what is being created from the request
+		// info; RBAC's escalation check, who creates it.
+		ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+			IsResourceRequest: true, Verb: "create", APIGroup: gvr.Group, APIVersion: gvr.Version,
+			Resource: gvr.Resource, Namespace: ns, Name: name,
+		})
+		ctx = genericapirequest.WithUser(ctx, system)
+		if _, err := storage.Create(ctx, internal, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create %s %s/%s in %s: %w", gvks[0].Kind, ns, name, cluster, err)
+		}
+		return nil
+	}
+	return func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error {
+		g, ctx := errgroup.WithContext(ctx)
+		for _, obj := range objs {
+			g.Go(func() error { return createOne(ctx, cluster, obj) })
+		}
+		return g.Wait()
+	}, nil
 }

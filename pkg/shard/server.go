@@ -26,6 +26,7 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
+	"github.com/kplane-dev/kplane/pkg/authentication/stackreserve"
 	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
@@ -101,6 +102,8 @@ type Server struct {
 	content *content.Deleter
 	// shardClients are the clients of shards' base URLs, by URL.
 	shardClients sync.Map
+	// apiGroups are the installed built-in API groups (in-process creates).
+	apiGroups []*genericapiserver.APIGroupInfo
 }
 
 // Run serves until ctx is done.
@@ -117,6 +120,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	build := completed.Generic.BuildHandlerChainFunc
 	completed.Generic.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
 		synced := func() bool { return wildcardinformer.Synced(informers...) }
+		// Authentication is the first step of a request's own goroutine:
+		// its stack grows there once instead of deep in the chain.
+		gc.Authentication.Authenticator = stackreserve.WithStackReserve(gc.Authentication.Authenticator)
 		return withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken)
 	}
 	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
@@ -149,6 +155,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {
 		return nil, err
 	}
+	s.apiGroups = groups
 	gs := server.GenericAPIServer
 	if err := c.apiExtensions.install(gs); err != nil {
 		return nil, err

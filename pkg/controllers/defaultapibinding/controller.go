@@ -25,6 +25,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	apibindingadmission "github.com/kplane-dev/kplane/pkg/admission/apibinding"
@@ -86,6 +87,10 @@ type Config struct {
 	// not have one, and changes to either requeue waiting clusters. nil
 	// when there are none.
 	GlobalAPIExports, GlobalWorkspaceTypes *wildcardinformer.Informer
+	// CreateLocal creates objects in a logical cluster in-process, leaving
+	// existing ones alone (optional): the bindings of a cluster that is
+	// still Scheduling are created with it.
+	CreateLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 }
 
 // Controller reconciles the LogicalClusters of the shard that wait for
@@ -142,6 +147,12 @@ func New(c Config) (*Controller, error) {
 				return c.Client.Create(ctx, cluster, apiBindings, b, &apisv1alpha2.APIBinding{})
 			},
 		},
+	}
+	if c.CreateLocal != nil {
+		ctrl.bindings.createInNewCluster = func(ctx context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
+			b.APIVersion, b.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
+			return c.CreateLocal(ctx, cluster, b)
+		}
 	}
 	ctrl.loop = loop.New("defaultapibinding", ctrl.reconcile)
 	c.LogicalClusters.AddHandler(ctrl.loop.Handler(func(obj interface{}) (string, bool) {

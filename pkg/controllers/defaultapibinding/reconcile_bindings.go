@@ -43,6 +43,11 @@ type bindingsReconciler struct {
 	listAPIBindings func(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding
 	// createAPIBinding creates an APIBinding in a cluster.
 	createAPIBinding func(ctx context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error
+	// createInNewCluster, when set, creates the APIBindings of a cluster
+	// that is still Scheduling, in-process: nobody but the system has
+	// reached into it yet, so no admission plugin of that cluster has a
+	// say, as for the cluster's bootstrap content.
+	createInNewCluster func(ctx context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error
 }
 
 // defaultExport is a default APIBinding of a type, its path filled in.
@@ -95,7 +100,11 @@ func (r *bindingsReconciler) reconcile(ctx context.Context, cluster logicalclust
 			blocked = append(blocked, fmt.Sprintf("APIBinding %s, the name of the default APIBinding to APIExport %s, is taken by a binding to another export", b.Name, e))
 			continue
 		}
-		if err := r.createAPIBinding(ctx, cluster, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		create := r.createAPIBinding
+		if r.createInNewCluster != nil && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseScheduling {
+			create = r.createInNewCluster
+		}
+		if err := create(ctx, cluster, b); err != nil && !apierrors.IsAlreadyExists(err) {
 			failed = append(failed, fmt.Sprintf("creating APIBinding %s to APIExport %s: %v", b.Name, e, err))
 			continue
 		}

@@ -543,3 +543,34 @@ func TestStatusIsWrittenOnceInitializingAndTheLastInitializerMakesItReady(t *tes
 		})
 	}
 }
+
+// TestBindingsOfAClusterStillSchedulingAreCreatedInProcess: while the
+// cluster is Scheduling its bindings are created in-process; once it is
+// Initializing (an initializer may have set up admission in it), through
+// the API.
+func TestBindingsOfAClusterStillSchedulingAreCreatedInProcess(t *testing.T) {
+	for _, phase := range []corev1alpha1.LogicalClusterPhaseType{corev1alpha1.LogicalClusterPhaseScheduling, corev1alpha1.LogicalClusterPhaseInitializing} {
+		w := &world{
+			types:   chain(),
+			exports: map[string]*apisv1alpha2.APIExport{"root:org:provider:widgets": export("widgets"), string(orgCluster) + ":gadgets": export("gadgets")},
+		}
+		var inProcess []string
+		r := w.reconciler()
+		r.createInNewCluster = func(_ context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
+			inProcess = append(inProcess, string(cluster)+"|"+b.Name)
+			return nil
+		}
+		lc := initializing("root:org:leaf", "root:org:leaf", tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
+		lc.Status.Phase = phase
+		if err := r.reconcile(context.Background(), ws, lc); err != nil {
+			t.Fatalf("%s: reconcile: %v", phase, err)
+		}
+		wantInProcess, wantAPI := 2, 0
+		if phase != corev1alpha1.LogicalClusterPhaseScheduling {
+			wantInProcess, wantAPI = 0, 2
+		}
+		if len(inProcess) != wantInProcess || len(w.created) != wantAPI {
+			t.Errorf("%s: %d bindings created in-process, %d through the API; want %d and %d", phase, len(inProcess), len(w.created), wantInProcess, wantAPI)
+		}
+	}
+}

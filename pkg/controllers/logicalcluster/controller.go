@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -34,6 +35,13 @@ type Controller struct {
 	// createNamespaces creates namespaces in a cluster in-process; nil
 	// creates them through base.
 	createNamespaces func(ctx context.Context, cluster logicalcluster.Name, names ...string) error
+	// createObjects creates objects in a cluster in-process, leaving
+	// existing ones alone, and namespaceObjects are the objects every
+	// namespace holds (its service account and root CA config map); with
+	// both set, a new cluster's bootstrap creates its namespaces' objects
+	// and the owner's binding in-process too (see BootstrapInProcess).
+	createObjects    func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	namespaceObjects func(namespace string) []runtime.Object
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
 	// deletion empties clusters being deleted.
@@ -78,6 +86,13 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 	// concern no LogicalCluster.
 	c.RequeueOnDeletionOf(namespaces)
 	return c
+}
+
+// BootstrapInProcess makes the bootstrap of a new cluster create, besides
+// its namespaces, each namespace's objects (namespaceObjects) and the
+// owner's ClusterRoleBinding with create, in-process. Call before Run.
+func (c *Controller) BootstrapInProcess(create func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, namespaceObjects func(namespace string) []runtime.Object) {
+	c.createObjects, c.namespaceObjects = create, namespaceObjects
 }
 
 // RequeueOnDeletionOf makes the deletion of an object of inf (a wildcard

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -69,8 +70,19 @@ var Namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
 // are created at once. The namespaces are created in-process when the
 // shard gives the means (no HTTP round trip, TLS or encoding for objects
 // no admission plugin of a new cluster has a say on); watchers see them as
-// any other.
+// any other. With BootstrapInProcess, so are the namespaces' service
+// accounts and root CA config maps and the owner's binding, before the
+// namespaces: the service account controller, woken by a new namespace,
+// finds its objects in place instead of creating them over HTTP.
 func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	binding := ownerBinding(lc)
+	if c.createObjects != nil && c.namespaceObjects != nil && c.createNamespaces != nil {
+		objs := inProcessObjects(binding, c.namespaceObjects)
+		if err := c.createObjects(ctx, cluster, objs...); err != nil {
+			return err
+		}
+		return c.createNamespaces(ctx, cluster, Namespaces...)
+	}
 	client, err := c.clusterClient(cluster)
 	if err != nil {
 		return err
@@ -89,7 +101,7 @@ func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluste
 			})
 		}
 	}
-	if binding := ownerBinding(lc); binding != nil {
+	if binding != nil {
 		creates = append(creates, func() error {
 			_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -99,6 +111,20 @@ func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluste
 		})
 	}
 	return runAll(creates)
+}
+
+// inProcessObjects are the objects a new cluster's bootstrap creates
+// in-process before its namespaces: each namespace's objects and the
+// owner's binding (nil: none).
+func inProcessObjects(binding *rbacv1.ClusterRoleBinding, namespaceObjects func(namespace string) []runtime.Object) []runtime.Object {
+	var objs []runtime.Object
+	for _, ns := range Namespaces {
+		objs = append(objs, namespaceObjects(ns)...)
+	}
+	if binding != nil {
+		objs = append(objs, binding)
+	}
+	return objs
 }
 
 // ownerBinding returns the binding of a cluster's creator to cluster-admin,

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -26,11 +27,36 @@ func (r *defaultServiceAccount) reconcile(ctx context.Context, cluster logicalcl
 	if r.get(cluster, ns.Name) {
 		return nil
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: DefaultServiceAccountName}}
-	if err := r.create(ctx, cluster, sa); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
+	if err := r.create(ctx, cluster, DefaultServiceAccount(ns.Name)); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
 		return err
 	}
 	return nil
+}
+
+// DefaultServiceAccount is the service account every namespace gets.
+func DefaultServiceAccount(namespace string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: DefaultServiceAccountName}}
+}
+
+// RootCAConfigMap is the config map every namespace gets, with the shard's
+// CA bundle.
+func RootCAConfigMap(namespace, caBundle string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   namespace,
+			Name:        RootCAConfigMapName,
+			Annotations: map[string]string{descriptionAnnotation: rootCADescription},
+		},
+		Data: map[string]string{RootCAKey: caBundle},
+	}
+}
+
+// NamespaceObjects are the objects this controller keeps in every
+// namespace, as it creates them. Whoever creates a namespace together with
+// them (a new logical cluster's bootstrap) spares the controller the
+// creates; the controller's informers then find them.
+func NamespaceObjects(namespace string, caBundle []byte) []runtime.Object {
+	return []runtime.Object{DefaultServiceAccount(namespace), RootCAConfigMap(namespace, string(caBundle))}
 }
 
 // rootCA keeps the "kube-root-ca.crt" config map of a namespace with the
@@ -43,18 +69,9 @@ type rootCA struct {
 }
 
 func (r *rootCA) reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error {
-	data := map[string]string{RootCAKey: r.caBundle}
 	existing := r.get(cluster, ns.Name)
 	if existing == nil {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace:   ns.Name,
-				Name:        RootCAConfigMapName,
-				Annotations: map[string]string{descriptionAnnotation: rootCADescription},
-			},
-			Data: data,
-		}
-		if err := r.create(ctx, cluster, cm); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
+		if err := r.create(ctx, cluster, RootCAConfigMap(ns.Name, r.caBundle)); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
 			return err
 		}
 		return nil
@@ -64,7 +81,7 @@ func (r *rootCA) reconcile(ctx context.Context, cluster logicalcluster.Name, ns 
 		return nil
 	}
 	cm := existing.DeepCopy()
-	cm.Data, cm.BinaryData = data, nil
+	cm.Data, cm.BinaryData = map[string]string{RootCAKey: r.caBundle}, nil
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
@@ -80,5 +82,35 @@ func TestRootCAConfigMapIsCreatedAndRepaired(t *testing.T) {
 				t.Errorf("wrote data %v", wrote.Data)
 			}
 		})
+	}
+}
+
+// TestNamespaceObjectsAreWhatTheControllerCreates: a namespace created
+// with NamespaceObjects holds what the controller would have created.
+func TestNamespaceObjectsAreWhatTheControllerCreates(t *testing.T) {
+	var created []runtime.Object
+	sa := &defaultServiceAccount{
+		get: func(logicalcluster.Name, string) bool { return false },
+		create: func(_ context.Context, _ logicalcluster.Name, sa *corev1.ServiceAccount) error {
+			created = append(created, sa)
+			return nil
+		},
+	}
+	ca := &rootCA{
+		caBundle: "CA",
+		get:      func(logicalcluster.Name, string) *corev1.ConfigMap { return nil },
+		create: func(_ context.Context, _ logicalcluster.Name, cm *corev1.ConfigMap) error {
+			created = append(created, cm)
+			return nil
+		},
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	for _, r := range []reconciler{sa, ca} {
+		if err := r.reconcile(context.Background(), "c", ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := NamespaceObjects("team", []byte("CA")); !apiequality.Semantic.DeepEqual(created, want) {
+		t.Errorf("controller created %v, NamespaceObjects are %v", created, want)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
@@ -33,6 +35,9 @@ type Controller struct {
 	// shardClient returns a client for a shard's baseURL acting as
 	// system:kcp:logical-cluster-admin.
 	shardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	// createLocal creates objects in a logical cluster of this shard
+	// in-process, leaving existing ones alone; nil: through shardClient.
+	createLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 	// shardName is this shard; its LogicalClusters are read from the informer.
 	shardName string
 	// deletion deletes the logical clusters of deleted workspaces.
@@ -52,13 +57,17 @@ type Config struct {
 	Local                       *kcpclient.Client
 	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
 	ShardName                   string
+	// CreateLocal creates objects in a logical cluster of this shard
+	// in-process, leaving existing ones alone (optional): the LogicalCluster
+	// of a new workspace placed here is created with it.
+	CreateLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 }
 
 // New returns the controller.
 func New(cfg Config) *Controller {
 	c := &Controller{
 		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
-		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName,
+		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName, createLocal: cfg.CreateLocal,
 		load: newShardLoad(),
 	}
 	c.deletion = &deletionReconciler{

@@ -114,13 +114,9 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 			Terminators:  terminators,
 		},
 	}
-	client, err := c.shardClient(shard)
-	if err != nil {
-		return err
-	}
 	// A failed create keeps the assumed placement: the cluster may exist
 	// all the same (a lost response), and the retry goes to the same shard.
-	if err := client.Create(ctx, cluster, kcpclient.LogicalClusters, lc, &corev1alpha1.LogicalCluster{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := c.createLogicalCluster(ctx, shard, cluster, lc); err != nil {
 		return fmt.Errorf("create LogicalCluster %s on shard %s: %w", cluster, shard.Name, err)
 	}
 
@@ -142,6 +138,26 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 	// The LogicalCluster's events bring the workspace back for its phase.
 	_, err = c.update(ctx, parent, ws)
 	return err
+}
+
+// createLogicalCluster creates the LogicalCluster of a new workspace on
+// its shard, leaving an existing one alone. On this shard it is created
+// in-process when the shard gives the means: it is the first object of a
+// new logical cluster, which no admission plugin of that cluster has a say
+// on, as for the cluster's bootstrap content. Elsewhere it is created
+// through the shard's baseURL.
+func (c *Controller) createLogicalCluster(ctx context.Context, shard *corev1alpha1.Shard, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	if shard.Name == c.shardName && c.createLocal != nil {
+		return c.createLocal(ctx, cluster, lc)
+	}
+	client, err := c.shardClient(shard)
+	if err != nil {
+		return err
+	}
+	if err := client.Create(ctx, cluster, kcpclient.LogicalClusters, lc, &corev1alpha1.LogicalCluster{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }
 
 // placement returns the shard of a workspace whose placement is not

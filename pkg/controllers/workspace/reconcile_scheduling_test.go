@@ -1,12 +1,18 @@
 package workspace
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
 func TestScheduledWorkspaceCarriesKCPsShardAnnotations(t *testing.T) {
@@ -61,5 +67,42 @@ func TestLogicalClusterGetsTheWorkspacesRequiredGroups(t *testing.T) {
 				t.Errorf("annotations %v lack path and type", got)
 			}
 		})
+	}
+}
+
+// TestLogicalClusterOnThisShardIsCreatedInProcess: the LogicalCluster of
+// a workspace placed on this shard is created in-process; one placed on
+// another shard through that shard's client.
+func TestLogicalClusterOnThisShardIsCreatedInProcess(t *testing.T) {
+	errRemote := errors.New("through the shard's client")
+	var local []string
+	c := &Controller{
+		shardName: "root",
+		createLocal: func(_ context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error {
+			for _, obj := range objs {
+				local = append(local, string(cluster)+"|"+obj.(*corev1alpha1.LogicalCluster).Name)
+			}
+			return nil
+		},
+		shardClient: func(*corev1alpha1.Shard) (*kcpclient.Client, error) { return nil, errRemote },
+	}
+	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName}}
+	if err := c.createLogicalCluster(context.Background(), &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "root"}}, "c1", lc); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"c1|cluster"}; !slices.Equal(local, want) {
+		t.Errorf("created in-process %q, want %q", local, want)
+	}
+	if err := c.createLogicalCluster(context.Background(), &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "beta"}}, "c2", lc); !errors.Is(err, errRemote) {
+		t.Errorf("on another shard: %v, want the shard's client used", err)
+	}
+	if len(local) != 1 {
+		t.Errorf("created in-process on another shard: %q", local)
+	}
+
+	// Without the means, this shard is reached through its client too.
+	c.createLocal = nil
+	if err := c.createLogicalCluster(context.Background(), &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "root"}}, "c3", lc); !errors.Is(err, errRemote) {
+		t.Errorf("without createLocal: %v, want the shard's client used", err)
 	}
 }
