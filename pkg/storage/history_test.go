@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -16,17 +17,16 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// listWatchStorage lists a fixed set of config maps and hands out one fake
-// watch.
+// listWatchStorage lists a fixed set of objects (of any list type) and
+// hands out one fake watch.
 type listWatchStorage struct {
 	storage.Interface
-	items []corev1.ConfigMap
+	items []runtime.Object
 	watch *watch.FakeWatcher
 }
 
 func (s *listWatchStorage) GetList(_ context.Context, _ string, _ storage.ListOptions, listObj runtime.Object) error {
-	listObj.(*corev1.ConfigMapList).Items = s.items
-	return nil
+	return meta.SetList(listObj, s.items)
 }
 
 func (s *listWatchStorage) Watch(context.Context, string, storage.ListOptions) (watch.Interface, error) {
@@ -39,7 +39,7 @@ func configMap(i int) *corev1.ConfigMap {
 
 func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Now())
-	inner := &listWatchStorage{items: []corev1.ConfigMap{*configMap(-1)}, watch: watch.NewFake()}
+	inner := &listWatchStorage{items: []runtime.Object{configMap(-1)}, watch: watch.NewFake()}
 	h := newHistoryBound(inner, clock, time.Minute)
 	released := make(chan struct{}, 1)
 	h.released = func() { released <- struct{}{} }
@@ -107,7 +107,7 @@ func TestHistoryExpired(t *testing.T) {
 
 func TestHistoryCountsRestartWithAList(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Now())
-	inner := &listWatchStorage{items: []corev1.ConfigMap{*configMap(1), *configMap(2)}}
+	inner := &listWatchStorage{items: []runtime.Object{configMap(1), configMap(2)}}
 	h := newHistoryBound(inner, clock, time.Minute)
 	h.objects, h.events, h.deleted = 7, 900, 300
 	ctx := context.Background()

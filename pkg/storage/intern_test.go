@@ -47,7 +47,7 @@ func TestWatchCacheListsAndEventsShareValues(t *testing.T) {
 	ShareValue(shared)
 	item := core.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kube-root-ca.crt"}, Data: map[string]string{"ca.crt": strings.Clone(shared)}}
 	own := item.Data["ca.crt"]
-	inner := &internalListWatchStorage{items: []core.ConfigMap{*item.DeepCopy()}, watch: watch.NewFake()}
+	inner := &listWatchStorage{items: []runtime.Object{item.DeepCopy()}, watch: watch.NewFake()}
 	h := newHistoryBound(inner, clocktesting.NewFakeClock(metav1.Now().Time), HistoryIdleAfter)
 	list := &core.ConfigMapList{}
 	if err := h.GetList(context.Background(), "/core/configmaps", storage.ListOptions{}, list); err != nil {
@@ -73,21 +73,6 @@ func TestWatchCacheListsAndEventsShareValues(t *testing.T) {
 type wrapped struct{ runtime.Object }
 
 func (w *wrapped) Unwrap() runtime.Object { return w.Object }
-
-type internalListWatchStorage struct {
-	storage.Interface
-	items []core.ConfigMap
-	watch *watch.FakeWatcher
-}
-
-func (s *internalListWatchStorage) GetList(_ context.Context, _ string, _ storage.ListOptions, listObj runtime.Object) error {
-	listObj.(*core.ConfigMapList).Items = s.items
-	return nil
-}
-
-func (s *internalListWatchStorage) Watch(context.Context, string, storage.ListOptions) (watch.Interface, error) {
-	return s.watch, nil
-}
 
 func TestEqualFieldSetsOfCachedObjectsAreOneMap(t *testing.T) {
 	attrs := sharedAttrs(func(obj runtime.Object) (labels.Set, fields.Set, error) {
