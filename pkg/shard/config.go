@@ -178,7 +178,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// Every namespace publishes the serving CA in its kube-root-ca.crt: the
 	// watch cache and the informers keep one copy of it, not one each per
 	// namespace. Registered before any cache lists.
-	ca, err := (&Server{CompletedConfig: CompletedConfig{&completedConfig{Options: o}}}).servingCA()
+	ca, err := o.servingCA()
 	if err != nil {
 		return nil, err
 	}

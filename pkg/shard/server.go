@@ -211,8 +211,11 @@ func (c CompletedConfig) New() (*Server, error) {
 
 // servingCA returns the serving certificate bundle, which clients of this
 // shard trust.
-func (c *Server) servingCA() ([]byte, error) {
-	serving := c.Options.ControlPlane.SecureServing
+func (c *Server) servingCA() ([]byte, error) { return c.Options.servingCA() }
+
+// servingCA reads the certificate the shard serves with.
+func (o CompletedOptions) servingCA() ([]byte, error) {
+	serving := o.ControlPlane.SecureServing
 	certFile := serving.ServerCert.CertKey.CertFile
 	if certFile == "" {
 		certFile = filepath.Join(serving.ServerCert.CertDirectory, serving.ServerCert.PairName+".crt")
