@@ -103,11 +103,15 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
+	create, err := c.inProcessCreator()
+	if err != nil {
+		return err
+	}
 	// The apiserver's identity lease lives in kube-system of system:admin:
 	// create it before serving instead of racing the namespaces controller.
 	systemCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.content.CreateNamespaces(systemCtx, logicalcluster.SystemAdmin, bootstrap.SystemNamespaces...); err != nil {
+	if err := create(systemCtx, logicalcluster.SystemAdmin, lccontroller.NamespaceObjects(bootstrap.SystemNamespaces...)...); err != nil {
 		klog.Background().Error(err, "Creating the system namespaces failed; the system namespaces controller creates them later")
 	}
 	kcp := c.Informers.kcp
@@ -115,11 +119,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
 		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
-		}, c.content.CreateNamespaces)
-	create, err := c.inProcessCreator()
-	if err != nil {
-		return err
-	}
+		})
 	ca, err := c.servingCA()
 	if err != nil {
 		return err
@@ -259,8 +259,9 @@ func (c *Server) rootReady() error {
 
 // inProcessResources are the kinds inProcessCreator creates, with their
 // resources: a new logical cluster's LogicalCluster, what its bootstrap
-// creates besides its namespaces, and its default APIBindings.
+// creates, its default APIBindings, and the shard's system namespaces.
 var inProcessResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
+	corev1.SchemeGroupVersion.WithKind("Namespace"):            corev1.SchemeGroupVersion.WithResource("namespaces"),
 	corev1.SchemeGroupVersion.WithKind("ServiceAccount"):       corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
 	corev1.SchemeGroupVersion.WithKind("ConfigMap"):            corev1.SchemeGroupVersion.WithResource("configmaps"),
 	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):   rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
@@ -271,10 +272,10 @@ var inProcessResources = map[schema.GroupVersionKind]schema.GroupVersionResource
 // inProcessCreator returns a function that creates objects of
 // inProcessResources in a logical cluster through the REST storages, as
 // the shard itself (system:masters), leaving existing ones alone, all at
-// once: no HTTP round trip, TLS, encoding, authorization or admission, as
-// for the namespaces of a new cluster, whose objects no admission plugin
-// of that cluster has a say on yet. The objects are defaulted as a decoded
-// request body would be.
+// once: no HTTP round trip, TLS, encoding, authorization or admission, for
+// objects of a new cluster, which no admission plugin of that cluster has a
+// say on yet, and of the shard's own system clusters before it serves. The
+// objects are defaulted as a decoded request body would be.
 func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, error) {
 	storages := map[schema.GroupVersionResource]rest.Creater{}
 	for _, g := range c.apiGroups {

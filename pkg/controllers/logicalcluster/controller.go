@@ -32,14 +32,12 @@ type Controller struct {
 	base            *rest.Config
 	// httpClient is base's, shared by the clients of every cluster.
 	httpClient *http.Client
-	// createNamespaces creates namespaces in a cluster in-process; nil
-	// creates them through base.
-	createNamespaces func(ctx context.Context, cluster logicalcluster.Name, names ...string) error
 	// createObjects creates objects in a cluster in-process, leaving
 	// existing ones alone, and namespaceObjects are the objects every
 	// namespace holds (its service account and root CA config map); with
-	// both set, a new cluster's bootstrap creates its namespaces' objects
-	// and the owner's binding in-process too (see BootstrapInProcess).
+	// both set, a new cluster's bootstrap creates its namespaces, their
+	// objects and the owner's binding in-process (see BootstrapInProcess);
+	// without, its namespaces and the binding through base.
 	createObjects    func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 	namespaceObjects func(namespace string) []runtime.Object
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
@@ -57,13 +55,10 @@ type Controller struct {
 
 // New returns the controller.
 // deleteContent deletes everything in a cluster but its LogicalCluster,
-// reading at least at resourceVersion, and reports what finalizers hold;
-// createNamespaces creates namespaces in a cluster, leaving existing ones
-// alone (nil: through base, over HTTP).
+// reading at least at resourceVersion, and reports what finalizers hold.
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
-	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error),
-	createNamespaces func(ctx context.Context, cluster logicalcluster.Name, names ...string) error) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL, createNamespaces: createNamespaces}
+	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)) *Controller {
+	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL}
 	if httpClient, err := rest.HTTPClientFor(base); err == nil {
 		c.httpClient = httpClient
 	}
@@ -88,9 +83,9 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 	return c
 }
 
-// BootstrapInProcess makes the bootstrap of a new cluster create, besides
-// its namespaces, each namespace's objects (namespaceObjects) and the
-// owner's ClusterRoleBinding with create, in-process. Call before Run.
+// BootstrapInProcess makes the bootstrap of a new cluster create its
+// namespaces, each namespace's objects (namespaceObjects) and the owner's
+// ClusterRoleBinding with create, in-process. Call before Run.
 func (c *Controller) BootstrapInProcess(create func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, namespaceObjects func(namespace string) []runtime.Object) {
 	c.createObjects, c.namespaceObjects = create, namespaceObjects
 }

@@ -67,39 +67,33 @@ var Namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
 // bootstrapContent creates what every new workspace has: the namespaces
 // default and kube-system and, when the creator is known, a binding of the
 // creator to cluster-admin. The objects do not depend on each other: they
-// are created at once. The namespaces are created in-process when the
-// shard gives the means (no HTTP round trip, TLS or encoding for objects
-// no admission plugin of a new cluster has a say on); watchers see them as
-// any other. With BootstrapInProcess, so are the namespaces' service
-// accounts and root CA config maps and the owner's binding, before the
+// are created at once. With BootstrapInProcess they are created in-process
+// (no HTTP round trip, TLS or encoding for objects no admission plugin of a
+// new cluster has a say on; watchers see them as any other), and so are the
+// namespaces' service accounts and root CA config maps, before the
 // namespaces: the service account controller, woken by a new namespace,
 // finds its objects in place instead of creating them over HTTP.
 func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	binding := ownerBinding(lc)
-	if c.createObjects != nil && c.namespaceObjects != nil && c.createNamespaces != nil {
-		objs := inProcessObjects(binding, c.namespaceObjects)
-		if err := c.createObjects(ctx, cluster, objs...); err != nil {
+	if c.createObjects != nil && c.namespaceObjects != nil {
+		if err := c.createObjects(ctx, cluster, inProcessObjects(binding, c.namespaceObjects)...); err != nil {
 			return err
 		}
-		return c.createNamespaces(ctx, cluster, Namespaces...)
+		return c.createObjects(ctx, cluster, NamespaceObjects(Namespaces...)...)
 	}
 	client, err := c.clusterClient(cluster)
 	if err != nil {
 		return err
 	}
 	var creates []func() error
-	if c.createNamespaces != nil {
-		creates = append(creates, func() error { return c.createNamespaces(ctx, cluster, Namespaces...) })
-	} else {
-		for _, ns := range Namespaces {
-			creates = append(creates, func() error {
-				_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
-					return fmt.Errorf("create namespace %s: %w", ns, err)
-				}
-				return nil
-			})
-		}
+	for _, ns := range NamespaceObjects(Namespaces...) {
+		creates = append(creates, func() error {
+			_, err := client.CoreV1().Namespaces().Create(ctx, ns.(*corev1.Namespace), metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create namespace %s: %w", ns.(*corev1.Namespace).Name, err)
+			}
+			return nil
+		})
 	}
 	if binding != nil {
 		creates = append(creates, func() error {
@@ -111,6 +105,15 @@ func (c *Controller) bootstrapContent(ctx context.Context, cluster logicalcluste
 		})
 	}
 	return runAll(creates)
+}
+
+// NamespaceObjects returns new Namespaces of the given names.
+func NamespaceObjects(names ...string) []runtime.Object {
+	objs := make([]runtime.Object, 0, len(names))
+	for _, name := range names {
+		objs = append(objs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	return objs
 }
 
 // inProcessObjects are the objects a new cluster's bootstrap creates

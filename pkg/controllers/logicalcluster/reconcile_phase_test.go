@@ -39,15 +39,6 @@ func (r *bootstrapRecorder) createObjects(_ context.Context, cluster logicalclus
 	return nil
 }
 
-func (r *bootstrapRecorder) createNamespaces(_ context.Context, cluster logicalcluster.Name, names ...string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, ns := range names {
-		r.created = append(r.created, fmt.Sprintf("%s|namespace %s", cluster, ns))
-	}
-	return nil
-}
-
 func namespaceObjects(ns string) []runtime.Object {
 	return []runtime.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}},
@@ -62,7 +53,7 @@ func namespaceObjects(ns string) []runtime.Object {
 // a new namespace in place.
 func TestBootstrapCreatesNamespaceObjectsAndOwnerBindingBeforeTheNamespaces(t *testing.T) {
 	r := &bootstrapRecorder{}
-	c := &Controller{createNamespaces: r.createNamespaces}
+	c := &Controller{}
 	c.BootstrapInProcess(r.createObjects, namespaceObjects)
 	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: map[string]string{
 		corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey: `{"username":"alice"}`,
@@ -76,8 +67,8 @@ func TestBootstrapCreatesNamespaceObjectsAndOwnerBindingBeforeTheNamespaces(t *t
 		"c1|*v1.ServiceAccount kube-system/default",
 		"c1|*v1.ConfigMap kube-system/kube-root-ca.crt",
 		"c1|*v1.ClusterRoleBinding /" + OwnerBindingName,
-		"c1|namespace default",
-		"c1|namespace kube-system",
+		"c1|*v1.Namespace /default",
+		"c1|*v1.Namespace /kube-system",
 	}
 	if !slices.Equal(r.created, want) {
 		t.Errorf("created\n%q\nwant\n%q", r.created, want)
@@ -88,7 +79,7 @@ func TestBootstrapCreatesNamespaceObjectsAndOwnerBindingBeforeTheNamespaces(t *t
 // only after their objects; a failure is retried by the next reconcile.
 func TestBootstrapCreatesNoNamespaceWhoseObjectsFailed(t *testing.T) {
 	r := &bootstrapRecorder{failFirst: errors.New("etcd unavailable")}
-	c := &Controller{createNamespaces: r.createNamespaces}
+	c := &Controller{}
 	c.BootstrapInProcess(r.createObjects, namespaceObjects)
 	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName}}
 	if err := c.bootstrapContent(context.Background(), "c1", lc); err == nil {

@@ -8,8 +8,7 @@
 // other cluster-scoped objects, RBAC last so that the deleting user keeps
 // their permissions until nothing else is left. Objects with finalizers are
 // marked and waited for; Delete reports what remains and which finalizers
-// hold it. The same storages create the namespaces of the shard's own
-// system clusters before it serves (CreateNamespaces).
+// hold it.
 package content
 
 import (
@@ -51,7 +50,6 @@ type Deleter struct {
 	namespaces                             rest.Lister
 	namespaceGetter                        rest.Getter
 	namespaceDeleter                       rest.GracefulDeleter
-	namespaceCreater                       rest.Creater
 	finalize                               rest.Updater
 }
 
@@ -96,7 +94,6 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 					d.namespaces, _ = storages[name].(rest.Lister)
 					d.namespaceGetter, _ = storages[name].(rest.Getter)
 					d.namespaceDeleter, _ = storages[name].(rest.GracefulDeleter)
-					d.namespaceCreater, _ = storages[name].(rest.Creater)
 					seen[gr] = true
 					continue
 				}
@@ -119,7 +116,7 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 			}
 		}
 	}
-	if d.namespaces == nil || d.namespaceGetter == nil || d.namespaceDeleter == nil || d.namespaceCreater == nil || d.finalize == nil {
+	if d.namespaces == nil || d.namespaceGetter == nil || d.namespaceDeleter == nil || d.finalize == nil {
 		return nil, fmt.Errorf("namespaces storage with finalize subresource not found")
 	}
 	return d, nil

@@ -2,7 +2,6 @@ package content
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -166,10 +165,6 @@ func (s *namespaceStore) Delete(ctx context.Context, name string, _ rest.Validat
 	return ns.DeepCopy(), false, nil
 }
 
-func (s *namespaceStore) Create(context.Context, runtime.Object, rest.ValidateObjectFunc, *metav1.CreateOptions) (runtime.Object, error) {
-	return nil, fmt.Errorf("not supported")
-}
-
 // finalizeStore is the finalize subresource of a namespaceStore.
 type finalizeStore struct{ *namespaceStore }
 
@@ -216,7 +211,7 @@ func newFakeCluster() *fakeCluster {
 		namespaced:    []entry{e(f.configMaps), e(f.secrets)},
 		clusterScoped: []entry{e(f.apiBindings), e(f.nodes)},
 		last:          []entry{e(f.crbs)},
-		namespaces:    f.namespaces, namespaceGetter: f.namespaces, namespaceDeleter: f.namespaces, namespaceCreater: f.namespaces,
+		namespaces:    f.namespaces, namespaceGetter: f.namespaces, namespaceDeleter: f.namespaces,
 		finalize: finalizeStore{f.namespaces},
 	}
 	return f
