@@ -156,20 +156,24 @@ type results struct {
 	BenchSeconds         float64       `json:"bench_seconds"`
 
 	// Reads (issue 20, reads.go).
-	GetSpreadWorkspaces int                  `json:"get_5k_workspaces"` // workspaces present for get_*_5k
-	GetSpreadP50Ms      float64              `json:"get_p50_ms_5k"`
-	GetSpreadP99Ms      float64              `json:"get_p99_ms_5k"`
-	GetParallelWorkers  int                  `json:"get_parallel_workers"`
-	GetParallelPerSec   float64              `json:"get_parallel_per_sec"`
-	GetParallelP50Ms    float64              `json:"get_parallel_p50_ms"`
-	GetParallelP99Ms    float64              `json:"get_parallel_p99_ms"`
-	WildcardLists       []wildcardListResult `json:"wildcard_lists"`
-	WildcardList10kMs   float64              `json:"wildcard_list_10k_ms"` // median
-	WildcardList10kMin  float64              `json:"wildcard_list_10k_min_ms"`
-	WildcardList10kN    int                  `json:"wildcard_list_10k_items"`
-	WildcardList50kMs   float64              `json:"wildcard_list_50k_ms"` // median
-	WildcardList50kMin  float64              `json:"wildcard_list_50k_min_ms"`
-	WildcardList50kN    int                  `json:"wildcard_list_50k_items"`
+	GetSpreadWorkspaces int     `json:"get_5k_workspaces"` // workspaces present for get_*_5k
+	GetSpreadP50Ms      float64 `json:"get_p50_ms_5k"`
+	GetSpreadP99Ms      float64 `json:"get_p99_ms_5k"`
+	// The same GETs from one client, one after the other: latency without
+	// the queueing of --concurrency clients on a saturated shard.
+	GetSpreadSerialP50Ms float64              `json:"get_serial_p50_ms_5k"`
+	GetSpreadSerialP99Ms float64              `json:"get_serial_p99_ms_5k"`
+	GetParallelWorkers   int                  `json:"get_parallel_workers"`
+	GetParallelPerSec    float64              `json:"get_parallel_per_sec"`
+	GetParallelP50Ms     float64              `json:"get_parallel_p50_ms"`
+	GetParallelP99Ms     float64              `json:"get_parallel_p99_ms"`
+	WildcardLists        []wildcardListResult `json:"wildcard_lists"`
+	WildcardList10kMs    float64              `json:"wildcard_list_10k_ms"` // median
+	WildcardList10kMin   float64              `json:"wildcard_list_10k_min_ms"`
+	WildcardList10kN     int                  `json:"wildcard_list_10k_items"`
+	WildcardList50kMs    float64              `json:"wildcard_list_50k_ms"` // median
+	WildcardList50kMin   float64              `json:"wildcard_list_50k_min_ms"`
+	WildcardList50kN     int                  `json:"wildcard_list_50k_items"`
 
 	// Deletion and memory coming back (issue 20, churn.go).
 	DeleteWorkspaces        int       `json:"delete_workspaces"`
@@ -275,7 +279,8 @@ func (r results) print(w *os.File) {
 	row("configmap CREATE", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.CreateP50Ms, r.CreateP99Ms))
 	row("wildcard LIST configmaps", fmt.Sprintf("%.0f ms (%d items)", r.WildcardListMs, r.WildcardListItems))
 	if r.GetSpreadWorkspaces > 0 {
-		row(fmt.Sprintf("configmap GET over %d workspaces", r.GetSpreadWorkspaces), fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetSpreadP50Ms, r.GetSpreadP99Ms))
+		row(fmt.Sprintf("configmap GET over %d workspaces", r.GetSpreadWorkspaces), fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d clients); one client: p50 %.2f ms, p99 %.2f ms",
+			r.GetSpreadP50Ms, r.GetSpreadP99Ms, r.Concurrency, r.GetSpreadSerialP50Ms, r.GetSpreadSerialP99Ms))
 	}
 	if r.GetParallelWorkers > 0 {
 		row(fmt.Sprintf("parallel GET, %d workers", r.GetParallelWorkers), fmt.Sprintf("%.0f GET/s (p50 %.2f ms, p99 %.2f ms)", r.GetParallelPerSec, r.GetParallelP50Ms, r.GetParallelP99Ms))
