@@ -3,11 +3,13 @@ package storage
 import (
 	"context"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
@@ -16,8 +18,10 @@ import (
 
 const (
 	// HistoryIdleAfter is how long a resource must see no write before its
-	// watch cache may drop the history of the writes before.
-	HistoryIdleAfter = 30 * time.Second
+	// watch cache may drop the history of the writes before. Short: the
+	// release costs one read of the objects left, and watchers resume
+	// without a relist of their own.
+	HistoryIdleAfter = 5 * time.Second
 	// historyMinEvents is the smallest history worth a relist: the watch
 	// cache's ring never shrinks below 100 events anyway.
 	historyMinEvents = 500
@@ -34,9 +38,17 @@ const (
 // objects were deleted since the cache's last list than are left, the watch
 // ends with "resource version expired": the cache lists again, which empties
 // its history (a list costs the objects left, fewer than the deleted ones it
-// frees), and its watchers start over as after any watch cache
-// re-initialization. A burst of creates keeps its history: relisting every
-// new object would cost more than the ring, which new events shrink anyway.
+// frees).
+//
+// The list reads at the resource version of the last event, which is the
+// current state of a quiet resource: a watcher that saw that event (or a
+// later bookmark) resumes its watch from the new cache as it would have from
+// the old one, without a relist; one that did not gets 410 Gone and relists,
+// as with upstream once the window has passed.
+//
+// A burst of creates keeps its history. Measured at 5,000 workspaces, the
+// relist after one freed 27 MB of live heap but, moving every cached object
+// to new spans while the old ones stayed partly used, added 77 MB of RSS.
 type historyBound struct {
 	storage.Interface
 	clock     clock.WithTicker
@@ -53,6 +65,11 @@ type historyBound struct {
 	events    int
 	deleted   int
 	lastEvent time.Time
+	// lastRV is the resource version of the last event.
+	lastRV uint64
+	// relistAt is the resource version the next list reads at, set when a
+	// history is released (0: the current one).
+	relistAt uint64
 }
 
 func newHistoryBound(s storage.Interface, c clock.WithTicker, idleAfter time.Duration) *historyBound {
@@ -62,7 +79,7 @@ func newHistoryBound(s storage.Interface, c clock.WithTicker, idleAfter time.Dur
 // GetList counts the objects of the cache's (paginated) list; a first page
 // starts a new count. The listed objects share registered values.
 func (h *historyBound) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
-	if err := h.Interface.GetList(ctx, key, opts, listObj); err != nil {
+	if err := h.getList(ctx, key, opts, listObj); err != nil {
 		return err
 	}
 	n := meta.LenList(listObj)
@@ -79,6 +96,25 @@ func (h *historyBound) GetList(ctx context.Context, key string, opts storage.Lis
 	return nil
 }
 
+// getList lists from the wrapped storage; the first list after a release
+// reads at the resource version of the last event if etcd still has it.
+func (h *historyBound) getList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	h.mu.Lock()
+	at := h.relistAt
+	h.relistAt = 0
+	h.mu.Unlock()
+	if at > 0 && opts.Predicate.Continue == "" && opts.ResourceVersion == "" {
+		pinned := opts
+		pinned.ResourceVersion = strconv.FormatUint(at, 10)
+		pinned.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+		if err := h.Interface.GetList(ctx, key, pinned, listObj); err == nil {
+			return nil
+		}
+		// Compacted since: a list of the current state, as upstream.
+	}
+	return h.Interface.GetList(ctx, key, opts, listObj)
+}
+
 // Watch returns the watch of the wrapped storage, ended with an expired
 // error once its history is not worth keeping.
 func (h *historyBound) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
@@ -91,10 +127,10 @@ func (h *historyBound) Watch(ctx context.Context, key string, opts storage.ListO
 	return b, nil
 }
 
-func (h *historyBound) observe(e watch.EventType) {
+func (h *historyBound) observe(e watch.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	switch e {
+	switch e.Type {
 	case watch.Added:
 		h.objects++
 	case watch.Deleted:
@@ -106,6 +142,18 @@ func (h *historyBound) observe(e watch.EventType) {
 	}
 	h.events++
 	h.lastEvent = h.clock.Now()
+	if rv, err := eventResourceVersion(e.Object); err == nil {
+		h.lastRV = rv
+	}
+}
+
+// eventResourceVersion is the resource version of a watch event's object,
+// which etcd's watch may wrap with the time it was read.
+func eventResourceVersion(obj runtime.Object) (uint64, error) {
+	if w, ok := obj.(interface{ Unwrap() runtime.Object }); ok {
+		obj = w.Unwrap()
+	}
+	return storage.APIObjectVersioner{}.ObjectResourceVersion(obj)
 }
 
 // historyExpired tells whether the history since the last list should go.
@@ -113,6 +161,13 @@ func (h *historyBound) historyExpired() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.events >= historyMinEvents && h.deleted > h.objects && h.clock.Since(h.lastEvent) >= h.idleAfter
+}
+
+// release makes the next list read at the last event's resource version.
+func (h *historyBound) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.relistAt = h.lastRV
 }
 
 type boundedWatch struct {
@@ -138,7 +193,7 @@ func (b *boundedWatch) run(h *historyBound) {
 			if !ok {
 				return
 			}
-			h.observe(e.Type)
+			h.observe(e)
 			// Decoded for this watch alone: it may be changed in place.
 			ShareValues(e.Object)
 			select {
@@ -151,6 +206,7 @@ func (b *boundedWatch) run(h *historyBound) {
 				continue
 			}
 			expired := apierrors.NewResourceExpired("watch cache history released after the resource went idle")
+			h.release()
 			select {
 			case b.out <- watch.Event{Type: watch.Error, Object: &expired.ErrStatus}:
 				if h.released != nil {
@@ -193,5 +249,9 @@ func (r *memoryReturner) schedule() {
 }
 
 // returnMemory is the process's returner, told by every watch cache's
-// historyBound.
-var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: debug.FreeOSMemory}
+// historyBound. The shared maps go first: those of the objects a burst
+// deleted are freed with it.
+var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: func() {
+	sharedMaps.forget()
+	debug.FreeOSMemory()
+}}

@@ -105,6 +105,76 @@ func TestHistoryExpired(t *testing.T) {
 	}
 }
 
+// pinnedListStorage records the resource versions it is listed at and
+// refuses exact ones when compacted is set.
+type pinnedListStorage struct {
+	listWatchStorage
+	compacted bool
+	lists     []storage.ListOptions
+}
+
+func (s *pinnedListStorage) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	s.lists = append(s.lists, opts)
+	if s.compacted && opts.ResourceVersion != "" {
+		return storage.NewTooLargeResourceVersionError(1, 2, 0)
+	}
+	return s.listWatchStorage.GetList(ctx, key, opts, listObj)
+}
+
+func TestListAfterAReleaseReadsAtTheLastEventsResourceVersion(t *testing.T) {
+	for _, compacted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compacted=%v", compacted), func(t *testing.T) {
+			clock := clocktesting.NewFakeClock(time.Now())
+			inner := &pinnedListStorage{listWatchStorage: listWatchStorage{watch: watch.NewFake()}, compacted: compacted}
+			h := newHistoryBound(inner, clock, time.Minute)
+			ctx := context.Background()
+			if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+				t.Fatal(err)
+			}
+			w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			// Objects created and deleted again, the last event at
+			// resource version 600.
+			for i := 1; i <= historyMinEvents+100; i++ {
+				cm := configMap((i + 1) / 2)
+				cm.ResourceVersion = fmt.Sprint(i)
+				if i%2 == 1 {
+					go inner.watch.Add(cm)
+				} else {
+					go inner.watch.Delete(cm)
+				}
+				<-w.ResultChan()
+			}
+			clock.Step(time.Minute)
+			if e := <-w.ResultChan(); e.Type != watch.Error {
+				t.Fatalf("after a quiet minute the watch delivered %v, want an error", e.Type)
+			}
+			inner.lists = nil
+			if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+				t.Fatal(err)
+			}
+			first := inner.lists[0]
+			if first.ResourceVersion != "600" || first.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+				t.Fatalf("the relist read at %q (match %q), want exactly 600", first.ResourceVersion, first.ResourceVersionMatch)
+			}
+			if last := inner.lists[len(inner.lists)-1]; compacted != (len(inner.lists) == 2) || (compacted && last.ResourceVersion != "") {
+				t.Fatalf("lists %+v: want a list of the current state only when 600 is compacted", inner.lists)
+			}
+			// Later lists read the current state.
+			inner.lists = nil
+			if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+				t.Fatal(err)
+			}
+			if len(inner.lists) != 1 || inner.lists[0].ResourceVersion != "" {
+				t.Fatalf("a later list read at %+v, want the current state", inner.lists)
+			}
+		})
+	}
+}
+
 func TestHistoryCountsRestartWithAList(t *testing.T) {
 	clock := clocktesting.NewFakeClock(time.Now())
 	inner := &listWatchStorage{items: []runtime.Object{configMap(1), configMap(2)}}

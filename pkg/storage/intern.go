@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,13 +62,24 @@ func (in *valueInterner) intern(s string) (string, bool) {
 	return v, ok
 }
 
-// ShareValues replaces, in place, the ConfigMap data values of obj (internal
-// or v1) that equal a value registered with ShareValue by the registered
-// string. obj must be the caller's own, freshly decoded copy.
+// ShareValues makes obj cheaper to keep, in place: its ConfigMap data values
+// (internal or v1) that equal a value registered with ShareValue become the
+// registered string, and its labels and annotations, when another object
+// kept has equal ones, become that object's maps. obj must be the caller's
+// own, freshly decoded copy, which nobody changes in place afterwards: the
+// objects of watch caches and informers.
 func ShareValues(obj interface{}) {
 	// etcd's watch events come wrapped with the time they were read.
 	if w, ok := obj.(interface{ Unwrap() runtime.Object }); ok {
 		obj = w.Unwrap()
+	}
+	if m, ok := obj.(metav1.Object); ok {
+		if l := m.GetLabels(); len(l) > 0 {
+			m.SetLabels(sharedMaps.intern(l))
+		}
+		if a := m.GetAnnotations(); len(a) > 0 {
+			m.SetAnnotations(sharedMaps.intern(a))
+		}
 	}
 	var data map[string]string
 	switch cm := obj.(type) {
@@ -83,6 +95,65 @@ func ShareValues(obj interface{}) {
 			data[k] = shared
 		}
 	}
+}
+
+// mapInterner shares equal label and annotation maps between the objects
+// the watch caches and informers keep. Every object of a logical cluster
+// carries its kcp.io/cluster annotation, most of them nothing else, and the
+// namespaces of every cluster have the same labels: a map of one entry costs
+// about 300 bytes, and a workspace brings about ten objects, each kept twice
+// (watch cache and informer). Maps are kept until the interner starts over
+// (forget), so that the maps of deleted clusters do not stay.
+type mapInterner struct {
+	mu   sync.RWMutex
+	maps map[string]map[string]string
+	// limit bounds the maps kept; past it the interner starts over.
+	limit int
+}
+
+const (
+	// sharedMapMaxEntries and sharedMapMaxBytes bound the maps shared: larger
+	// ones (the annotations of a Workspace or a LogicalCluster, a
+	// last-applied configuration) are seldom equal to another's.
+	sharedMapMaxEntries = 4
+	sharedMapMaxBytes   = 1024
+)
+
+var sharedMaps = &mapInterner{maps: map[string]map[string]string{}, limit: 1 << 17}
+
+// intern returns a map equal to m that may be shared, or m.
+func (in *mapInterner) intern(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > sharedMapMaxEntries {
+		return m
+	}
+	key, ok := mapKey(m, sharedMapMaxBytes)
+	if !ok {
+		return m
+	}
+	in.mu.RLock()
+	shared, ok := in.maps[key]
+	in.mu.RUnlock()
+	if ok {
+		return shared
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if shared, ok := in.maps[key]; ok {
+		return shared
+	}
+	if len(in.maps) >= in.limit {
+		in.maps = map[string]map[string]string{}
+	}
+	in.maps[key] = m
+	return m
+}
+
+// forget starts over: maps kept stay shared by the objects that hold them,
+// and are freed with the last of them.
+func (in *mapInterner) forget() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.maps = map[string]map[string]string{}
 }
 
 // fieldSetInterner shares the field sets of the watch cache's objects that
@@ -110,7 +181,7 @@ func (in *fieldSetInterner) intern(f fields.Set) fields.Set {
 	if len(f) == 0 || len(f) > fieldSetMaxEntries {
 		return f
 	}
-	key := fieldSetKey(f)
+	key, _ := mapKey(f, -1)
 	in.mu.RLock()
 	shared, ok := in.sets[key]
 	in.mu.RUnlock()
@@ -129,14 +200,18 @@ func (in *fieldSetInterner) intern(f fields.Set) fields.Set {
 	return f
 }
 
-// fieldSetKey is a key of f's content: its entries in key order, each key
-// and value followed by a NUL (which neither contains).
-func fieldSetKey(f fields.Set) string {
-	keys := make([]string, 0, len(f))
+// mapKey is a key of m's content: its entries in key order, each key and
+// value followed by a NUL (which neither contains); false if it would be
+// longer than maxBytes (negative: no limit).
+func mapKey(m map[string]string, maxBytes int) (string, bool) {
+	keys := make([]string, 0, len(m))
 	n := 0
-	for k, v := range f {
+	for k, v := range m {
 		keys = append(keys, k)
 		n += len(k) + len(v) + 2
+	}
+	if maxBytes >= 0 && n > maxBytes {
+		return "", false
 	}
 	sort.Strings(keys)
 	var b strings.Builder
@@ -144,10 +219,10 @@ func fieldSetKey(f fields.Set) string {
 	for _, k := range keys {
 		b.WriteString(k)
 		b.WriteByte(0)
-		b.WriteString(f[k])
+		b.WriteString(m[k])
 		b.WriteByte(0)
 	}
-	return b.String()
+	return b.String(), true
 }
 
 // sharedAttrs wraps a resource's attribute function so that equal field

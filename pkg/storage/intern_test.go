@@ -95,7 +95,7 @@ func TestEqualFieldSetsOfCachedObjectsAreOneMap(t *testing.T) {
 		t.Fatalf("different field sets shared: %v %v", a, c)
 	}
 	// Keys and values are separated: ("ab", "c") is not ("a", "bc").
-	if fieldSetKey(fields.Set{"ab": "c"}) == fieldSetKey(fields.Set{"a": "bc"}) {
+	if k1, _ := mapKey(fields.Set{"ab": "c"}, -1); k1 == mustKey(fields.Set{"a": "bc"}) {
 		t.Fatal("field set keys collide")
 	}
 }
@@ -119,4 +119,49 @@ func TestFieldSetInternerKeepsAtMostItsLimit(t *testing.T) {
 
 func sameMap(a, b fields.Set) bool {
 	return *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
+}
+
+func mustKey(m map[string]string) string {
+	k, _ := mapKey(m, -1)
+	return k
+}
+
+func TestEqualLabelsAndAnnotationsOfKeptObjectsShareOneMap(t *testing.T) {
+	in := &mapInterner{maps: map[string]map[string]string{}, limit: 2}
+	a := in.intern(map[string]string{"kcp.io/cluster": "c1"})
+	b := in.intern(map[string]string{"kcp.io/cluster": "c1"})
+	if !sameMap(a, b) {
+		t.Fatal("equal maps are not shared")
+	}
+	if c := in.intern(map[string]string{"kcp.io/cluster": "c2"}); sameMap(a, c) || c["kcp.io/cluster"] != "c2" {
+		t.Fatalf("a different map was replaced: %v", c)
+	}
+	large := map[string]string{"last-applied": strings.Repeat("x", sharedMapMaxBytes)}
+	if got := in.intern(large); !sameMap(got, large) || len(in.maps) != 2 {
+		t.Fatalf("a large map was kept: %d maps", len(in.maps))
+	}
+	// Past the limit it starts over; the maps handed out stay as they are.
+	in.intern(map[string]string{"kcp.io/cluster": "c3"})
+	if len(in.maps) != 1 || a["kcp.io/cluster"] != "c1" {
+		t.Fatalf("after the limit: %d maps kept, first map %v", len(in.maps), a)
+	}
+	in.forget()
+	if d := in.intern(map[string]string{"kcp.io/cluster": "c1"}); sameMap(a, d) {
+		t.Fatal("a forgotten map was shared again")
+	}
+}
+
+func TestShareValuesSharesObjectMetadataMaps(t *testing.T) {
+	ns := func() *core.Namespace {
+		return &core.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default",
+			Labels:      map[string]string{"kubernetes.io/metadata.name": "default"},
+			Annotations: map[string]string{"kcp.io/cluster": "share-values-test"}}}
+	}
+	a, b := ns(), &corev1.Namespace{}
+	b.ObjectMeta = *ns().ObjectMeta.DeepCopy()
+	ShareValues(a)
+	ShareValues(b)
+	if !sameMap(a.Labels, b.Labels) || !sameMap(a.Annotations, b.Annotations) {
+		t.Fatal("equal labels or annotations of two kept objects are two maps")
+	}
 }

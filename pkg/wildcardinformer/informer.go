@@ -77,10 +77,16 @@ func clusterIndex(obj interface{}) ([]string, error) {
 	return []string{string(cluster)}, nil
 }
 
+// clusterNamespaceIndex indexes namespaced objects only: List reads
+// cluster-scoped ones from ByCluster, and a set per cluster in both indexes
+// cost about 300 bytes per cluster and informer.
 func clusterNamespaceIndex(obj interface{}) ([]string, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
+	}
+	if m.GetNamespace() == "" {
+		return nil, nil
 	}
 	cluster, _ := logicalcluster.ObjectCluster(m.GetAnnotations())
 	return []string{string(cluster) + "|" + m.GetNamespace()}, nil

@@ -124,3 +124,25 @@ func TestStoredConfigMapsShareRegisteredValues(t *testing.T) {
 		t.Fatal("the stored config maps keep a copy of the bundle each")
 	}
 }
+
+func TestClusterScopedObjectsAreListedByClusterOnly(t *testing.T) {
+	i := New(&cache.ListWatch{}, &corev1.Namespace{}, "test")
+	ns := func(cluster, name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations: map[string]string{logicalcluster.AnnotationKey: cluster}}}
+	}
+	s := (*notifyingStore)(i)
+	if err := s.Replace([]interface{}{ns("a", "default"), ns("a", "kube-system"), ns("b", "default")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := i.List("a", ""); len(got) != 2 {
+		t.Fatalf("cluster a has %d namespaces, want 2", len(got))
+	}
+	if got, _ := i.List("a", "default"); len(got) != 0 {
+		t.Fatalf("cluster a lists %d cluster-scoped objects in namespace default, want none", len(got))
+	}
+	// The namespace index holds no set for them.
+	if values := i.Indexer().ListIndexFuncValues(ByClusterNamespace); len(values) != 0 {
+		t.Fatalf("namespace index values %v, want none", values)
+	}
+}
