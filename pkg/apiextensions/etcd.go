@@ -22,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/client-go/tools/cache"
+
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 )
 
 // sharedEtcd gives the storages of all custom resources one etcd client.
@@ -29,6 +31,11 @@ import (
 // buffers and goroutines) per storage, which would make every served CRD of
 // every logical cluster cost a connection.
 type sharedEtcd struct {
+	// shared, if set, is the client of all the process's storages (the
+	// embedded etcd's in-process one, with its compactor); else a client
+	// is dialed on first use.
+	shared *kstorage.EtcdClient
+
 	once      sync.Once
 	client    *kubernetes.Client
 	compactor etcd3.Compactor
@@ -75,6 +82,9 @@ func (e *sharedEtcd) get(c *storagebackend.ConfigForResource) (*kubernetes.Clien
 
 // rawStorage is generic.UndecoratedStorage on the shared client.
 func (e *sharedEtcd) rawStorage(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
+	if e.shared != nil {
+		return e.shared.NewRawStorage(c, newFunc, newListFunc, resourcePrefix)
+	}
 	client, compactor, err := e.get(c)
 	if err != nil {
 		return nil, nil, err

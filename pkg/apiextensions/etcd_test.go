@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
@@ -52,11 +53,34 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 	}
 }
 
+// etcdBackends are the two ways custom resources reach etcd: a client the
+// server dials, and the embedded etcd's in-process client that all the
+// shard's storages share (then the configured servers are not dialed).
+var etcdBackends = map[string]func(t *testing.T) (*sharedEtcd, []string){
+	"dialed client": func(t *testing.T) (*sharedEtcd, []string) {
+		etcd := &sharedEtcd{}
+		servers := []string{startEtcd(t)}
+		t.Cleanup(etcd.close) // before the server stops
+		return etcd, servers
+	},
+	"in-process client": func(t *testing.T) (*sharedEtcd, []string) {
+		server := etcdtest.Start(t)
+		etcd := &sharedEtcd{shared: kstorage.NewEtcdClient(t.Context(), server.Client(), server.ClientURL)}
+		t.Cleanup(etcd.close)
+		return etcd, []string{"http://127.0.0.1:1"} // nothing listens
+	},
+}
+
 func TestStorageOfACRDInAClusterCachesOnlyOnceWatchedAndWatchesFromVersionsReadBefore(t *testing.T) {
+	for name, backend := range etcdBackends {
+		t.Run(name, func(t *testing.T) { testStorageOfACRDInACluster(t, backend) })
+	}
+}
+
+func testStorageOfACRDInACluster(t *testing.T, newEtcd func(t *testing.T) (*sharedEtcd, []string)) {
 	backend := storagebackend.NewDefaultConfig("/registry", unstructured.UnstructuredJSONScheme)
-	backend.Transport.ServerList = []string{startEtcd(t)}
-	etcd := &sharedEtcd{}
-	t.Cleanup(etcd.close) // before the server stops
+	etcd, servers := newEtcd(t)
+	backend.Transport.ServerList = servers
 	config := backend.ForResource(schema.GroupResource{Group: "x.io", Resource: "widgets"})
 	const prefix = "/x.io/widgets/customresources/cluster-a"
 	keyFunc := func(obj runtime.Object) (string, error) {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 	CRDs *wildcardinformer.Informer
 	// Bound tells which resources APIBindings serve; nil serves none.
 	Bound BoundAPIs
+	// EtcdClient, if set, is the etcd client of all the shard's storages
+	// (the embedded etcd's in-process one); else custom resources share a
+	// client dialed to Etcd's servers.
+	EtcdClient *kstorage.EtcdClient
 }
 
 // Server serves CustomResourceDefinitions and custom resources per logical
@@ -94,7 +99,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	etcd := &sharedEtcd{}
+	etcd := &sharedEtcd{shared: c.EtcdClient}
 	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
 	crds.native = s.native.get
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)

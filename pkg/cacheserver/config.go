@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kplane-dev/kplane/pkg/rootdir"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
 )
 
@@ -81,7 +82,7 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 	if authn.authenticator != nil {
 		authenticators = append(authenticators, authn.authenticator)
 	}
-	c, err := newConfig(gc, unionauth.New(authenticators...), o.Etcd, o.Access)
+	c, err := newConfig(gc, unionauth.New(authenticators...), o.Etcd, nil, o.Access)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +103,9 @@ type Embedding struct {
 	// the host's etcd.
 	Etcd   *genericoptions.EtcdOptions
 	Access Access
+	// EtcdClient, if set, is the host's etcd client for all its storages
+	// (its embedded etcd's in-process one); else each storage dials Etcd.
+	EtcdClient *kstorage.EtcdClient
 }
 
 // NewEmbeddedConfig builds the configuration of a cache server that runs in
@@ -112,13 +116,13 @@ func NewEmbeddedConfig(e Embedding) (*Config, error) {
 	gc := genericapiserver.NewConfig(codecs)
 	gc.LoopbackClientConfig = rest.CopyConfig(e.Loopback)
 	gc.ExternalAddress = e.ExternalAddress
-	return newConfig(gc, e.Authenticator, e.Etcd, e.Access)
+	return newConfig(gc, e.Authenticator, e.Etcd, e.EtcdClient, e.Access)
 }
 
 // newConfig makes a generic server configuration the cache server:
 // authorization by access, the replicas' storage in etcd, and the handler
 // chain that parses the shard and the cluster off every path.
-func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *genericoptions.EtcdOptions, access Access) (*Config, error) {
+func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *genericoptions.EtcdOptions, etcdClient *kstorage.EtcdClient, access Access) (*Config, error) {
 	gc.EffectiveVersion = version.Project(compatibility.DefaultBuildEffectiveVersion())
 	// Shards keep watches open on the cache server: end them as it shuts
 	// down instead of the HTTP server waiting for them.
@@ -140,6 +144,7 @@ func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *g
 		restOptions: restOptionsGetter{
 			delegate:   unstructuredRESTOptions(*etcd, gc),
 			watchCache: etcd.EnableWatchCache,
+			etcd:       etcdClient,
 		},
 	}, nil
 }

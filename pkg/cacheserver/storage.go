@@ -29,6 +29,8 @@ type restOptionsGetter struct {
 	// delegate stores objects as unstructured JSON.
 	delegate   generic.RESTOptionsGetter
 	watchCache bool
+	// etcd, if set, is the client of the storages without watch cache.
+	etcd *kstorage.EtcdClient
 }
 
 func (g restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
@@ -37,7 +39,7 @@ func (g restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runti
 		return opts, err
 	}
 	opts.ResourcePrefix = kstorage.ResourcePrefix(gr)
-	opts.Decorator = replicaDecorator(g.watchCache)
+	opts.Decorator = replicaDecorator(g.watchCache, g.etcd)
 	// Nothing on the cache server collects garbage: an orphan finalizer
 	// would never be removed.
 	opts.EnableGarbageCollection = false
@@ -45,11 +47,16 @@ func (g restOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runti
 }
 
 // replicaDecorator returns a generic.StorageDecorator that stores under
-// per-shard, per-cluster keys, with or without the watch cache.
-func replicaDecorator(watchCache bool) generic.StorageDecorator {
+// per-shard, per-cluster keys, with or without the watch cache. Without
+// it, storages use etcd if given (a cache server embedded in a shard,
+// whose storages share the shard's client).
+func replicaDecorator(watchCache bool, etcd *kstorage.EtcdClient) generic.StorageDecorator {
 	inner := generic.UndecoratedStorage
-	if watchCache {
+	switch {
+	case watchCache:
 		inner = genericregistry.StorageWithCacher()
+	case etcd != nil:
+		inner = etcd.UndecoratedStorage
 	}
 	return func(
 		config *storagebackend.ConfigForResource,

@@ -39,6 +39,8 @@ func newAPIExtensions(c *Config) (*apiExtensions, error) {
 		Etcd:    c.Options.ControlPlane.Etcd,
 		CRDs:    crds,
 		Bound:   bound,
+		// Custom resources share the storages' client.
+		EtcdClient: c.Options.etcdClient,
 	})
 	if err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/clusterpath"
 	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/loopback"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
@@ -73,6 +74,8 @@ type Config struct {
 	// embeddedCache is the cache server served below /services/cache when
 	// the shard has no --cache-kubeconfig; nil otherwise.
 	embeddedCache *cacheserver.Server
+	// loopback serves the shard's own clients in memory.
+	loopback *loopback.Server
 }
 
 type completedConfig struct {
@@ -82,6 +85,7 @@ type completedConfig struct {
 	apiExtensions    *apiExtensions
 	clusterAdmission []*percluster.Plugins
 	embeddedCache    *cacheserver.Server
+	loopback         *loopback.Server
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -100,6 +104,7 @@ func (c *Config) Complete() CompletedConfig {
 		apiExtensions:    c.apiExtensions,
 		clusterAdmission: c.clusterAdmission,
 		embeddedCache:    c.embeddedCache,
+		loopback:         c.loopback,
 	}}
 }
 
@@ -160,6 +165,11 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	genericConfig.EffectiveVersion = version.Project(genericConfig.EffectiveVersion)
+	// The shard's own clients reach it in memory, through the same handler
+	// chain as the secure port (the informers BuildGenericConfig made keep
+	// the TLS loopback: a handful of watches).
+	inMemory := loopback.New()
+	genericConfig.LoopbackClientConfig = inMemory.ClientConfig(genericConfig.LoopbackClientConfig)
 	// kcp's types have no protobuf encoding: store them as JSON.
 	for _, gr := range []schema.GroupResource{
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
@@ -186,6 +196,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig.RESTOptionsGetter = kstorage.RESTOptionsGetter{
 		Delegate:   genericConfig.RESTOptionsGetter,
 		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,
+		Etcd:       o.etcdClient,
 	}
 
 	serviceAccounts, err := serviceAccountAuthenticator(o)
@@ -272,7 +283,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache}
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache, loopback: inMemory}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}

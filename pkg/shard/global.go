@@ -79,6 +79,7 @@ func newEmbeddedCache(o CompletedOptions, gc *genericapiserver.Config) (*cachese
 		Loopback:        gc.LoopbackClientConfig,
 		ExternalAddress: external,
 		Etcd:            &etcd,
+		EtcdClient:      o.etcdClient,
 		Access:          cacheserver.Access{WriterGroups: []string{cacheserver.DefaultWriterGroup}, ReaderGroups: []string{cacheserver.DefaultReaderGroup}},
 	})
 	if err != nil {

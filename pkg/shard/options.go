@@ -29,6 +29,8 @@ import (
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
+	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
 
 // Options are the shard's command-line options: Kubernetes' generic control
@@ -198,6 +200,9 @@ func (o *Options) AdminKubeconfigPath() string {
 type CompletedOptions struct {
 	*Options
 	ControlPlane controlplaneoptions.CompletedOptions
+	// etcdClient is the etcd client of all storages with an embedded etcd;
+	// nil with --etcd-servers.
+	etcdClient *kstorage.EtcdClient
 }
 
 // PrepareRootDirectory creates the root directory and, on first start, the
@@ -256,8 +261,8 @@ func (o *Options) servingNames() (string, []net.IP) {
 }
 
 // Complete fills the defaults that depend on the prepared root directory
-// and the embedded etcd (embeddedEtcdURL, if one runs). It writes no files.
-func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (CompletedOptions, error) {
+// and the embedded etcd (embedded, if one runs). It writes no files.
+func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (CompletedOptions, error) {
 	if err := validateOwn(o); err != nil {
 		return CompletedOptions{}, err
 	}
@@ -274,8 +279,8 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 		}
 	}
 	cp := o.ControlPlane
-	if embeddedEtcdURL != "" {
-		cp.Etcd.StorageConfig.Transport.ServerList = []string{embeddedEtcdURL}
+	if embedded != nil {
+		cp.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
 	}
 	alternateIPs := []net.IP{net.ParseIP("127.0.0.1")}
 	completed, err := cp.Complete(ctx, []string{"localhost"}, alternateIPs)
@@ -294,7 +299,18 @@ func (o *Options) Complete(ctx context.Context, embeddedEtcdURL string) (Complet
 		o.ExternalURL = o.BaseURL
 	}
 	o.ExternalURL = strings.TrimSuffix(o.ExternalURL, "/")
-	return CompletedOptions{Options: o, ControlPlane: completed}, nil
+	return CompletedOptions{Options: o, ControlPlane: completed, etcdClient: storageEtcdClient(ctx, embedded)}, nil
+}
+
+// storageEtcdClient returns the client of every storage of the shard: the
+// embedded etcd's in-process client, or nil with --etcd-servers (each
+// storage dials its own, as upstream). Health checks and the database size
+// metric keep their own clients over the client port.
+func storageEtcdClient(ctx context.Context, embedded *embeddedetcd.Server) *kstorage.EtcdClient {
+	if embedded == nil {
+		return nil
+	}
+	return kstorage.NewEtcdClient(ctx, embedded.Client(), embedded.ClientURL)
 }
 
 // perClusterAdmissionPlugins are the upstream plugins the shard runs once

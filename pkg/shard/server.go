@@ -51,7 +51,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err := kstorage.DisableWatchListClient(); err != nil {
 		return err
 	}
-	var etcdURL string
+	var embedded *embeddedetcd.Server
 	if o.EmbeddedEtcd() {
 		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{
 			Directory:  o.EtcdDirectory(),
@@ -62,12 +62,12 @@ func Run(ctx context.Context, o *Options) error {
 			return err
 		}
 		defer etcd.Close()
-		etcdURL = etcd.ClientURL
+		embedded = etcd
 		var stop func()
 		ctx, stop = etcd.CancelOnFailure(ctx)
 		defer stop()
 	}
-	completed, err := o.Complete(ctx, etcdURL)
+	completed, err := o.Complete(ctx, embedded)
 	if err != nil {
 		return err
 	}
@@ -106,9 +106,17 @@ type Server struct {
 	apiGroups []*genericapiserver.APIGroupInfo
 }
 
-// Run serves until ctx is done.
+// Run serves until ctx is done: the secure port and, in memory, the
+// shard's own clients, with the same handler. The in-memory server outlives
+// the secure port's shutdown, during which the shard's clients still call.
 func (s *Server) Run(ctx context.Context) error {
-	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	prepared := s.GenericAPIServer.PrepareRun()
+	inMemory := make(chan error, 1)
+	go func() { inMemory <- s.loopback.Serve(s.GenericAPIServer.Handler) }()
+	err := prepared.RunWithContext(ctx)
+	stop, cancel := context.WithTimeout(context.Background(), s.GenericAPIServer.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(err, s.loopback.Shutdown(stop), <-inMemory)
 }
 
 // New creates the shard with every API installed and its controllers

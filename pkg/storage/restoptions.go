@@ -39,6 +39,9 @@ type RESTOptionsGetter struct {
 	Delegate generic.RESTOptionsGetter
 	// WatchCache turns on the watch cache.
 	WatchCache bool
+	// Etcd, if set, is the client every storage uses (the embedded etcd's
+	// in-process client) instead of dialing its own.
+	Etcd *EtcdClient
 }
 
 // GetRESTOptions returns the delegate's options with the cluster-aware key
@@ -53,16 +56,21 @@ func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example
 	if !strings.Contains(opts.ResourcePrefix, "/") {
 		opts.ResourcePrefix = ResourcePrefix(resource)
 	}
-	opts.Decorator = Decorator(g.WatchCache)
+	opts.Decorator = Decorator(g.WatchCache, g.Etcd)
 	return opts, nil
 }
 
 // Decorator returns a generic.StorageDecorator that stores under per-cluster
-// keys, with or without the watch cache.
-func Decorator(watchCache bool) generic.StorageDecorator {
+// keys, with or without the watch cache, on the shared etcd client if one is
+// given (else on a client of each storage's own, as upstream).
+func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
+	raw := generic.NewRawStorage
 	inner := generic.UndecoratedStorage
+	if etcd != nil {
+		raw, inner = etcd.NewRawStorage, etcd.UndecoratedStorage
+	}
 	if watchCache {
-		inner = storageWithCacher
+		inner = storageWithCacher(raw)
 	}
 	return func(
 		config *storagebackend.ConfigForResource,
@@ -85,12 +93,32 @@ func Decorator(watchCache bool) generic.StorageDecorator {
 	}
 }
 
-// storageWithCacher is genericregistry.StorageWithCacher with two changes:
-// the cache lists and watches etcd through historyBound, so its event
-// history is released once the resource goes quiet, and the equal field
-// sets of its objects share one map. Requests the cache delegates go to
-// etcd directly.
-func storageWithCacher(
+// rawStorageFunc builds the etcd storage of one resource, as
+// generic.NewRawStorage.
+type rawStorageFunc func(config *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error)
+
+// storageWithCacher is genericregistry.StorageWithCacher on the etcd
+// storage raw builds, with two changes: the cache lists and watches etcd
+// through historyBound, so its event history is released once the resource
+// goes quiet, and the equal field sets of its objects share one map.
+// Requests the cache delegates go to etcd directly.
+func storageWithCacher(raw rawStorageFunc) generic.StorageDecorator {
+	return func(
+		config *storagebackend.ConfigForResource,
+		resourcePrefix string,
+		keyFunc func(obj runtime.Object) (string, error),
+		newFunc func() runtime.Object,
+		newListFunc func() runtime.Object,
+		getAttrsFunc storage.AttrFunc,
+		triggerFuncs storage.IndexerFuncs,
+		indexers *cache.Indexers,
+	) (storage.Interface, factory.DestroyFunc, error) {
+		return newStorageWithCacher(raw, config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrsFunc, triggerFuncs, indexers)
+	}
+}
+
+func newStorageWithCacher(
+	raw rawStorageFunc,
 	config *storagebackend.ConfigForResource,
 	resourcePrefix string,
 	keyFunc func(obj runtime.Object) (string, error),
@@ -100,7 +128,7 @@ func storageWithCacher(
 	triggerFuncs storage.IndexerFuncs,
 	indexers *cache.Indexers,
 ) (storage.Interface, factory.DestroyFunc, error) {
-	s, destroyStorage, err := generic.NewRawStorage(config, newFunc, newListFunc, resourcePrefix)
+	s, destroyStorage, err := raw(config, newFunc, newListFunc, resourcePrefix)
 	if err != nil {
 		return s, destroyStorage, err
 	}

@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -33,6 +35,8 @@ type Server struct {
 	etcd *embed.Etcd
 	// ClientURL is where clients reach it.
 	ClientURL string
+	// client calls the server in-process (Client).
+	client *clientv3.Client
 	// stop ends the goroutines of the server.
 	stop context.CancelFunc
 }
@@ -90,16 +94,23 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	// Owned by the server, not by ctx, which may only cover the start.
 	runCtx, stop := context.WithCancel(context.Background())
-	s := &Server{etcd: e, ClientURL: clientURL.String(), stop: stop}
+	s := &Server{etcd: e, ClientURL: clientURL.String(), client: v3client.New(e.Server), stop: stop}
 	go s.releaseFreePages(runCtx)
 	return s, nil
 }
 
-// Close stops etcd.
+// Close closes the in-process client and stops etcd.
 func (s *Server) Close() {
 	s.stop()
+	_ = s.client.Close()
 	s.etcd.Close()
 }
+
+// Client returns a client that calls the server in-process: requests are
+// function calls and watches channel streams, without gRPC, HTTP/2 or a
+// socket in between. It has no endpoints. Callers share it and must not
+// close it; Close does.
+func (s *Server) Client() *clientv3.Client { return s.client }
 
 // releaseFreePages rewrites the database file when most of it is free:
 // bbolt reuses the pages that compaction frees but never gives them back,

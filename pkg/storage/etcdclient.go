@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/kubernetes"
+	"google.golang.org/grpc/metadata"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	genericfeatures "k8s.io/apiserver/pkg/features"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// EtcdClient is one etcd client that every storage of a process shares,
+// with the one compactor that goes with it. Upstream's storage factory
+// dials a client per resource (a gRPC connection with its buffers and
+// goroutines each); a shard with an embedded etcd instead gives all its
+// storages the server's in-process client (embeddedetcd.Server.Client).
+type EtcdClient struct {
+	client *kubernetes.Client
+	// streams numbers the watch streams of the storages.
+	streams atomic.Uint64
+
+	mu sync.Mutex
+	// compactor runs while storages use the client (refs), as upstream's
+	// per-transport compactor does.
+	compactor stoppableCompactor
+	refs      int
+}
+
+type stoppableCompactor interface {
+	etcd3.Compactor
+	Stop()
+}
+
+// NewEtcdClient wraps c, an etcd client of the server at endpoint, for
+// storages; it decorates c's KV with upstream's latency tracker. The caller
+// keeps ownership of c and closes it after the storages are destroyed.
+func NewEtcdClient(ctx context.Context, c *clientv3.Client, endpoint string) *EtcdClient {
+	kc := &kubernetes.Client{Client: c}
+	kc.Kubernetes = kc
+	// As upstream, track the etcd latency of each request for its log.
+	c.KV = etcd3.NewETCDLatencyTracker(c.KV)
+	// The cacher serves consistent reads from the cache only once etcd is
+	// known to answer progress requests. Upstream checks the endpoints of
+	// each new client; an in-process client has none, so check the server
+	// behind it under its endpoint.
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoint: endpoint}, storage.RequestWatchProgress)
+	return &EtcdClient{client: kc}
+}
+
+// endpointClient names the one endpoint of a client that has none.
+type endpointClient struct {
+	*clientv3.Client
+	endpoint string
+}
+
+func (c endpointClient) Endpoints() []string { return []string{c.endpoint} }
+
+// NewRawStorage is generic.NewRawStorage on the shared client: the etcd
+// storage of one resource, built as upstream's factory builds it (codec,
+// transformer, decoder, lease manager, compactor) but without a client of
+// its own. Destroying it releases its compactor reference and leaves the
+// client open.
+func (e *EtcdClient) NewRawStorage(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
+	compactor, release := e.acquireCompactor(c.CompactionInterval)
+	transformer := c.Transformer
+	if transformer == nil {
+		transformer = identity.NewEncryptCheckTransformer()
+	}
+	versioner := storage.APIObjectVersioner{}
+	decoder := etcd3.NewDefaultDecoder(c.Codec, versioner)
+	unsafeDeletion := utilfeature.DefaultFeatureGate.Enabled(genericfeatures.AllowUnsafeMalformedObjectDeletion)
+	if unsafeDeletion {
+		transformer = etcd3.WithCorruptObjErrorHandlingTransformer(transformer)
+		decoder = etcd3.WithCorruptObjErrorHandlingDecoder(decoder)
+	}
+	store, err := etcd3.New(e.client, compactor, c.Codec, newFunc, newListFunc, c.Prefix, resourcePrefix, c.GroupResource,
+		transformer, c.LeaseManagerConfig, decoder, versioner)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	// Closing its own client would end the storage's watches; a shared
+	// client stays open, so the storage ends them (handlers of watches
+	// that bypass a watch cache wait for that at shutdown).
+	destroyed, endWatches := context.WithCancel(context.Background())
+	var once sync.Once
+	// Registries destroy a storage once per subresource sharing it.
+	destroy := func() {
+		once.Do(func() {
+			endWatches()
+			store.Close()
+			release()
+		})
+	}
+	var s storage.Interface = store
+	if unsafeDeletion {
+		s = etcd3.NewStoreWithUnsafeCorruptObjectDeletion(s, c.GroupResource)
+	}
+	return ownWatchStream{Interface: s, stream: strconv.FormatUint(e.streams.Add(1), 10), destroyed: destroyed}, destroy, nil
+}
+
+// ownWatchStream gives the etcd watches of one storage a stream of their
+// own on the shared client, as a client of its own would, and ends them
+// when the storage is destroyed, as closing that client would. The client
+// multiplexes the watches of equal request metadata on one stream, and
+// etcd answers a progress request on a stream only once every watcher of
+// the stream is in sync: on one stream shared by every watch cache, a
+// consistent read from one cache would wait for all the others. The
+// stream key travels as metadata, so that the storage's progress requests
+// reach its watches' stream.
+type ownWatchStream struct {
+	storage.Interface
+	stream    string
+	destroyed context.Context
+}
+
+func (s ownWatchStream) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	ctx, cancel := context.WithCancel(s.streamContext(ctx))
+	stopEnding := context.AfterFunc(s.destroyed, cancel)
+	end := func() {
+		stopEnding()
+		cancel()
+	}
+	w, err := s.Interface.Watch(ctx, key, opts)
+	if err != nil {
+		end()
+		return nil, err
+	}
+	return &endingWatch{Interface: w, end: end}, nil
+}
+
+// endingWatch releases the context of a watch when it is stopped.
+type endingWatch struct {
+	watch.Interface
+	end func()
+}
+
+func (w *endingWatch) Stop() {
+	w.Interface.Stop()
+	w.end()
+}
+
+func (s ownWatchStream) RequestWatchProgress(ctx context.Context) error {
+	return s.Interface.RequestWatchProgress(s.streamContext(ctx))
+}
+
+func (s ownWatchStream) streamContext(ctx context.Context) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, "kplane-storage-watch-stream", s.stream)
+}
+
+// UndecoratedStorage is generic.UndecoratedStorage on the shared client.
+func (e *EtcdClient) UndecoratedStorage(c *storagebackend.ConfigForResource, resourcePrefix string, _ func(runtime.Object) (string, error),
+	newFunc, newListFunc func() runtime.Object, _ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers,
+) (storage.Interface, factory.DestroyFunc, error) {
+	return e.NewRawStorage(c, newFunc, newListFunc, resourcePrefix)
+}
+
+// acquireCompactor returns the client's compactor (nil when interval is 0:
+// compaction is off) and the function that releases it. The first storage
+// starts it at its interval (all storages of the shard share one), the
+// last one to go stops it.
+func (e *EtcdClient) acquireCompactor(interval time.Duration) (etcd3.Compactor, func()) {
+	if interval == 0 {
+		return nil, func() {}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.compactor == nil {
+		e.compactor = etcd3.NewCompactor(e.client.Client, interval, clock.RealClock{}, nil)
+	}
+	e.refs++
+	var once sync.Once
+	return e.compactor, func() {
+		once.Do(func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.refs--
+			if e.refs == 0 {
+				e.compactor.Stop()
+				e.compactor = nil
+			}
+		})
+	}
+}
+
+var _ generic.StorageDecorator = (&EtcdClient{}).UndecoratedStorage

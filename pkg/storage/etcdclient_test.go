@@ -1,0 +1,237 @@
+package storage
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
+)
+
+// countingKV counts the requests of the storages that use it.
+type countingKV struct {
+	clientv3.KV
+	requests atomic.Int64
+}
+
+func (k *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	k.requests.Add(1)
+	return k.KV.Get(ctx, key, opts...)
+}
+
+func (k *countingKV) Txn(ctx context.Context) clientv3.Txn {
+	k.requests.Add(1)
+	return k.KV.Txn(ctx)
+}
+
+// inProcessEtcd starts an embedded etcd and returns its in-process client
+// for storages, whose requests kv counts.
+func inProcessEtcd(t *testing.T) (*EtcdClient, *countingKV) {
+	t.Helper()
+	server := etcdtest.Start(t)
+	client := server.Client()
+	kv := &countingKV{KV: client.KV}
+	client.KV = kv
+	return NewEtcdClient(t.Context(), client, server.ClientURL), kv
+}
+
+// fixedRESTOptions is the delegate of RESTOptionsGetter: upstream's
+// options for one storage configuration.
+type fixedRESTOptions struct {
+	config *storagebackend.ConfigForResource
+}
+
+func (f fixedRESTOptions) GetRESTOptions(schema.GroupResource, kruntime.Object) (generic.RESTOptions, error) {
+	return generic.RESTOptions{StorageConfig: f.config, Decorator: generic.UndecoratedStorage, ResourcePrefix: "configmaps"}, nil
+}
+
+func configMapStorageConfig() *storagebackend.ConfigForResource {
+	codec := scheme.Codecs.CodecForVersions(scheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion), scheme.Codecs.UniversalDeserializer(), corev1.SchemeGroupVersion, corev1.SchemeGroupVersion)
+	backend := storagebackend.NewDefaultConfig("/registry", codec)
+	// Upstream would dial this for a storage of its own; nothing listens.
+	backend.Transport.ServerList = []string{"http://127.0.0.1:1"}
+	backend.CompactionInterval = time.Minute
+	return backend.ForResource(corev1.Resource("configmaps"))
+}
+
+func newConfigMap() kruntime.Object     { return &corev1.ConfigMap{} }
+func newConfigMapList() kruntime.Object { return &corev1.ConfigMapList{} }
+
+// waitFor polls cond until it holds; the test fails after a minute.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// watchGoroutines counts the goroutines of etcd watches: the client's
+// streams, the in-process adapter, the server's watch streams, and the
+// storages' watchers and compactor.
+func watchGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, marker := range []string{"etcd/client/v3.(*watchGRPCStream)", "etcd/client/v3.(*watcher)", "grpcproxy/adapter.", "v3rpc.(*serverWatchStream)", "storage/etcd3.", "storage/etcd3.(*compactor)"} {
+			if strings.Contains(g, marker) {
+				count++
+				break
+			}
+		}
+	}
+	return count
+}
+
+// nextEvent returns the next event of w.
+func nextEvent(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no watch event")
+	}
+	return watch.Event{}
+}
+
+func TestStoragesOfTheGetterUseTheSharedClient(t *testing.T) {
+	for _, watchCache := range []bool{false, true} {
+		etcd, kv := inProcessEtcd(t)
+		getter := RESTOptionsGetter{Delegate: fixedRESTOptions{configMapStorageConfig()}, WatchCache: watchCache, Etcd: etcd}
+		opts, err := getter.GetRESTOptions(corev1.Resource("configmaps"), &corev1.ConfigMap{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, destroy, err := opts.Decorator(opts.StorageConfig, "/"+opts.ResourcePrefix, nil, newConfigMap, newConfigMapList, storage.DefaultNamespaceScopedAttr, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxFor("abc")
+		before := kv.requests.Load()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
+		if err := s.Create(ctx, "/core/configmaps/default/x", cm, &corev1.ConfigMap{}, 0); err != nil {
+			t.Fatalf("watch cache %v: create: %v", watchCache, err)
+		}
+		got := &corev1.ConfigMap{}
+		if err := s.Get(ctx, "/core/configmaps/default/x", storage.GetOptions{}, got); err != nil || got.Name != "x" {
+			t.Fatalf("watch cache %v: get: %v %v", watchCache, got.Name, err)
+		}
+		if kv.requests.Load() < before+2 {
+			t.Errorf("watch cache %v: the storage's create and get did not use the shared client", watchCache)
+		}
+		if etcd.compactor == nil {
+			t.Errorf("watch cache %v: no compactor runs while a storage uses the client", watchCache)
+		}
+		destroy()
+		if etcd.compactor != nil {
+			t.Errorf("watch cache %v: the compactor runs on after the last storage was destroyed", watchCache)
+		}
+	}
+}
+
+func TestWatchOnTheInProcessClientDeliversDeletedObjectsAndProgressAndEnds(t *testing.T) {
+	etcd, _ := inProcessEtcd(t)
+	// Consistent reads from watch caches wait for progress notifications,
+	// which the cacher asks for only once the check of the client's
+	// endpoint found etcd to answer them.
+	waitFor(t, "RequestWatchProgress support", func() bool {
+		return etcdfeature.DefaultFeatureSupportChecker.Supports(storage.RequestWatchProgress)
+	})
+	if n := watchGoroutines(); n != 0 {
+		t.Fatalf("%d watch goroutines before the watch", n)
+	}
+
+	s, destroy, err := etcd.NewRawStorage(configMapStorageConfig(), newConfigMap, newConfigMapList, "/core/configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	created := &corev1.ConfigMap{}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}, Data: map[string]string{"k": "v"}}
+	if err := s.Create(ctx, "/core/configmaps/default/x", cm, created, 0); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, "/core/configmaps/", storage.ListOptions{
+		ResourceVersion: created.ResourceVersion, Recursive: true, ProgressNotify: true,
+		Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, AllowWatchBookmarks: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "/core/configmaps/default/x", &corev1.ConfigMap{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextEvent(t, w)
+	if deleted, ok := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Deleted || !ok || deleted.Name != "x" || deleted.Data["k"] != "v" {
+		t.Fatalf("event %s %#v, want DELETED x with its data (the previous value)", ev.Type, ev.Object)
+	}
+	if err := s.RequestWatchProgress(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, w); ev.Type != watch.Bookmark {
+		t.Fatalf("event %s after a progress request, want BOOKMARK", ev.Type)
+	}
+
+	if watchGoroutines() == 0 {
+		t.Fatal("no watch goroutines seen while watching")
+	}
+	w.Stop()
+	destroy()
+	waitFor(t, "the goroutines of the watch and the compactor to end", func() bool { return watchGoroutines() == 0 })
+}
+
+func TestDestroyingAStorageOnTheSharedClientEndsItsWatches(t *testing.T) {
+	etcd, _ := inProcessEtcd(t)
+	s, destroy, err := etcd.NewRawStorage(configMapStorageConfig(), newConfigMap, newConfigMapList, "/core/configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A watch of a request that would otherwise last: the shard's HTTP
+	// server waits for it at shutdown, when the storages are destroyed.
+	w, err := s.Watch(context.Background(), "/core/configmaps/", storage.ListOptions{Recursive: true, Predicate: storage.Everything})
+	if err != nil {
+		t.Fatal(err)
+	}
+	destroy()
+	for {
+		select {
+		case _, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the watch goes on after its storage was destroyed")
+		}
+	}
+}
