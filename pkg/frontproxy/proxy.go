@@ -25,6 +25,7 @@ import (
 
 	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/streamrequest"
 )
 
 // droppedGroups never reach a backend from outside: they are the shard's
@@ -203,34 +204,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	out.Host = fwd.target.Host
 	out.RequestURI = ""
 	setIdentity(out.Header, r, u, passToken)
-	if isStream(req) && !isUpgrade(req.Header) {
+	if streamrequest.Multiplexed(req) {
 		p.streams[r].ServeHTTP(w, out)
 		return
 	}
 	p.requests[r].ServeHTTP(w, out)
-}
-
-// isStream tells whether a request is likely to hold its backend
-// connection for long: a watch or a followed log. A request taken for one
-// wrongly only goes over the other transport.
-func isStream(req *http.Request) bool {
-	if req.Method != http.MethodGet {
-		return false
-	}
-	q := req.URL.RawQuery
-	return strings.Contains(req.URL.Path, "/watch/") || strings.Contains(q, "watch=") || strings.Contains(q, "follow=")
-}
-
-// isUpgrade tells whether a request asks to upgrade its connection.
-func isUpgrade(h http.Header) bool {
-	for _, v := range h.Values("Connection") {
-		for _, token := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // http1Only returns a copy of rt that never negotiates HTTP/2: Go's

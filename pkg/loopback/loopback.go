@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/kplane-dev/kplane/pkg/streamrequest"
 )
 
 // The secure port's limits (k8s.io/apiserver's SecureServingInfo.Serve).
@@ -121,7 +123,7 @@ func plainHTTP(host string) string {
 // Serve serves handler to the in-memory clients until Shutdown.
 func (s *Server) Serve(handler http.Handler) error {
 	s.server.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isStream(r) {
+		if streamrequest.Is(r) {
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
 			defer context.AfterFunc(s.streams, cancel)()
@@ -158,7 +160,7 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isStream(req) && !isUpgrade(req.Header) {
+	if streamrequest.Multiplexed(req) {
 		return t.stream.RoundTrip(req)
 	}
 	return t.short.RoundTrip(req)
@@ -168,29 +170,6 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *transport) CloseIdleConnections() {
 	t.short.CloseIdleConnections()
 	t.stream.CloseIdleConnections()
-}
-
-// isStream tells a request that keeps its response open (a watch, a log
-// follow).
-func isStream(req *http.Request) bool {
-	if req.Method != http.MethodGet {
-		return false
-	}
-	q := req.URL.RawQuery
-	return strings.Contains(req.URL.Path, "/watch/") || strings.Contains(q, "watch=") || strings.Contains(q, "follow=")
-}
-
-// isUpgrade tells whether a request asks to upgrade its connection, which
-// only HTTP/1.1 does.
-func isUpgrade(h http.Header) bool {
-	for _, v := range h.Values("Connection") {
-		for _, token := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(token), "upgrade") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // pipeListener accepts the server ends of in-memory connections (net.Pipe:
