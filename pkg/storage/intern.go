@@ -97,36 +97,58 @@ func ShareValues(obj interface{}) {
 	}
 }
 
-// mapInterner shares equal label and annotation maps between the objects
-// the watch caches and informers keep. Every object of a logical cluster
+// mapInterner shares equal small string maps between the objects the watch
+// caches and informers keep, which only read them.
+//
+// Labels and annotations (sharedMaps): every object of a logical cluster
 // carries its kcp.io/cluster annotation, most of them nothing else, and the
 // namespaces of every cluster have the same labels: a map of one entry costs
 // about 300 bytes, and a workspace brings about ten objects, each kept twice
-// (watch cache and informer). Maps are kept until the interner starts over
-// (forget), so that the maps of deleted clusters do not stay.
-type mapInterner struct {
+// (watch cache and informer). Past its limit, and when forgotten, it starts
+// over, so that the maps of deleted clusters do not stay.
+//
+// Field sets (sharedFieldSets): each cached object keeps the fields its
+// field selectors match on (metadata.name, metadata.namespace, ...) in a map
+// of its own, and the objects every logical cluster is created with
+// (namespaces default and kube-system, their kube-root-ca.crt and default
+// service account, ...) have the same ones in every cluster. The first sets
+// seen are mostly those; past its limit it keeps no more.
+type mapInterner[M ~map[string]string] struct {
 	mu   sync.RWMutex
-	maps map[string]map[string]string
-	// limit bounds the maps kept; past it the interner starts over.
-	limit int
+	maps map[string]M
+	// maxEntries and maxBytes (negative: any) bound the maps shared: larger
+	// ones (the annotations of a Workspace or a LogicalCluster, a
+	// last-applied configuration) are seldom equal to another's.
+	maxEntries, maxBytes int
+	// limit bounds the maps kept; past it the interner starts over if
+	// startOver, else keeps no more.
+	limit     int
+	startOver bool
+}
+
+func newMapInterner[M ~map[string]string](maxEntries, maxBytes, limit int, startOver bool) *mapInterner[M] {
+	return &mapInterner[M]{maps: map[string]M{}, maxEntries: maxEntries, maxBytes: maxBytes, limit: limit, startOver: startOver}
 }
 
 const (
-	// sharedMapMaxEntries and sharedMapMaxBytes bound the maps shared: larger
-	// ones (the annotations of a Workspace or a LogicalCluster, a
-	// last-applied configuration) are seldom equal to another's.
 	sharedMapMaxEntries = 4
 	sharedMapMaxBytes   = 1024
+	// fieldSetMaxEntries is the largest field set interned: the sets of
+	// most resources have two or three entries.
+	fieldSetMaxEntries = 4
 )
 
-var sharedMaps = &mapInterner{maps: map[string]map[string]string{}, limit: 1 << 17}
+var (
+	sharedMaps      = newMapInterner[map[string]string](sharedMapMaxEntries, sharedMapMaxBytes, 1<<17, true)
+	sharedFieldSets = newMapInterner[fields.Set](fieldSetMaxEntries, -1, 4096, false)
+)
 
 // intern returns a map equal to m that may be shared, or m.
-func (in *mapInterner) intern(m map[string]string) map[string]string {
-	if len(m) == 0 || len(m) > sharedMapMaxEntries {
+func (in *mapInterner[M]) intern(m M) M {
+	if len(m) == 0 || len(m) > in.maxEntries {
 		return m
 	}
-	key, ok := mapKey(m, sharedMapMaxBytes)
+	key, ok := mapKey(m, in.maxBytes)
 	if !ok {
 		return m
 	}
@@ -142,7 +164,10 @@ func (in *mapInterner) intern(m map[string]string) map[string]string {
 		return shared
 	}
 	if len(in.maps) >= in.limit {
-		in.maps = map[string]map[string]string{}
+		if !in.startOver {
+			return m
+		}
+		in.maps = map[string]M{}
 	}
 	in.maps[key] = m
 	return m
@@ -150,60 +175,16 @@ func (in *mapInterner) intern(m map[string]string) map[string]string {
 
 // forget starts over: maps kept stay shared by the objects that hold them,
 // and are freed with the last of them.
-func (in *mapInterner) forget() {
+func (in *mapInterner[M]) forget() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.maps = map[string]map[string]string{}
-}
-
-// fieldSetInterner shares the field sets of the watch cache's objects that
-// are equal: each cached object keeps the fields its field selectors match
-// on (metadata.name, metadata.namespace, ...) in a map of its own, and the
-// objects every logical cluster is created with (namespaces default and
-// kube-system, their kube-root-ca.crt and default service account, ...)
-// have the same ones in every cluster. The cache only reads these maps.
-type fieldSetInterner struct {
-	mu   sync.RWMutex
-	sets map[string]fields.Set
-	// limit bounds the sets kept: the first ones seen are mostly those of
-	// the objects of every cluster; later ones are not kept.
-	limit int
-}
-
-// fieldSetMaxEntries is the largest field set interned: the sets of most
-// resources have two or three entries.
-const fieldSetMaxEntries = 4
-
-var sharedFieldSets = &fieldSetInterner{sets: map[string]fields.Set{}, limit: 4096}
-
-// intern returns a set equal to f that may be shared, or f.
-func (in *fieldSetInterner) intern(f fields.Set) fields.Set {
-	if len(f) == 0 || len(f) > fieldSetMaxEntries {
-		return f
-	}
-	key, _ := mapKey(f, -1)
-	in.mu.RLock()
-	shared, ok := in.sets[key]
-	in.mu.RUnlock()
-	if ok {
-		return shared
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.sets[key]; ok {
-		return shared
-	}
-	if len(in.sets) >= in.limit {
-		return f
-	}
-	in.sets[key] = f
-	return f
+	in.maps = map[string]M{}
 }
 
 // mapKey is a key of m's content: its entries in key order, each key and
 // value followed by a NUL (which neither contains); false if it would be
 // longer than maxBytes (negative: no limit).
-func mapKey(m map[string]string, maxBytes int) (string, bool) {
+func mapKey[M ~map[string]string](m M, maxBytes int) (string, bool) {
 	keys := make([]string, 0, len(m))
 	n := 0
 	for k, v := range m {

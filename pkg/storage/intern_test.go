@@ -101,12 +101,12 @@ func TestEqualFieldSetsOfCachedObjectsAreOneMap(t *testing.T) {
 }
 
 func TestFieldSetInternerKeepsAtMostItsLimit(t *testing.T) {
-	in := &fieldSetInterner{sets: map[string]fields.Set{}, limit: 2}
+	in := newMapInterner[fields.Set](fieldSetMaxEntries, -1, 2, false)
 	for _, name := range []string{"a", "b", "c", "d"} {
 		in.intern(fields.Set{"metadata.name": name})
 	}
-	if len(in.sets) != 2 {
-		t.Fatalf("%d sets kept, want 2", len(in.sets))
+	if len(in.maps) != 2 {
+		t.Fatalf("%d sets kept, want 2", len(in.maps))
 	}
 	f := fields.Set{"metadata.name": "c"}
 	if got := in.intern(f); !sameMap(got, f) {
@@ -127,7 +127,7 @@ func mustKey(m map[string]string) string {
 }
 
 func TestEqualLabelsAndAnnotationsOfKeptObjectsShareOneMap(t *testing.T) {
-	in := &mapInterner{maps: map[string]map[string]string{}, limit: 2}
+	in := newMapInterner[map[string]string](sharedMapMaxEntries, sharedMapMaxBytes, 2, true)
 	a := in.intern(map[string]string{"kcp.io/cluster": "c1"})
 	b := in.intern(map[string]string{"kcp.io/cluster": "c1"})
 	if !sameMap(a, b) {
