@@ -113,53 +113,39 @@ func storageWithCacher(raw rawStorageFunc) generic.StorageDecorator {
 		triggerFuncs storage.IndexerFuncs,
 		indexers *cache.Indexers,
 	) (storage.Interface, factory.DestroyFunc, error) {
-		return newStorageWithCacher(raw, config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrsFunc, triggerFuncs, indexers)
-	}
-}
-
-func newStorageWithCacher(
-	raw rawStorageFunc,
-	config *storagebackend.ConfigForResource,
-	resourcePrefix string,
-	keyFunc func(obj runtime.Object) (string, error),
-	newFunc func() runtime.Object,
-	newListFunc func() runtime.Object,
-	getAttrsFunc storage.AttrFunc,
-	triggerFuncs storage.IndexerFuncs,
-	indexers *cache.Indexers,
-) (storage.Interface, factory.DestroyFunc, error) {
-	s, destroyStorage, err := raw(config, newFunc, newListFunc, resourcePrefix)
-	if err != nil {
-		return s, destroyStorage, err
-	}
-	history := newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter)
-	history.released = returnMemory.schedule
-	cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-		Storage:             history,
-		Versioner:           storage.APIObjectVersioner{},
-		GroupResource:       config.GroupResource,
-		EventsHistoryWindow: config.EventsHistoryWindow,
-		ResourcePrefix:      resourcePrefix,
-		KeyFunc:             keyFunc,
-		NewFunc:             newFunc,
-		NewListFunc:         newListFunc,
-		GetAttrsFunc:        sharedAttrs(getAttrsFunc),
-		IndexerFuncs:        triggerFuncs,
-		Indexers:            indexers,
-		Codec:               config.Codec,
-	})
-	if err != nil {
-		destroyStorage()
-		return nil, func() {}, err
-	}
-	delegator := cacherstorage.NewCacheDelegator(cacher, s)
-	var once sync.Once
-	destroy := func() {
-		once.Do(func() {
-			delegator.Stop()
-			cacher.Stop()
-			destroyStorage()
+		s, destroyStorage, err := raw(config, newFunc, newListFunc, resourcePrefix)
+		if err != nil {
+			return s, destroyStorage, err
+		}
+		history := newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter)
+		history.released = returnMemory.schedule
+		cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
+			Storage:             history,
+			Versioner:           storage.APIObjectVersioner{},
+			GroupResource:       config.GroupResource,
+			EventsHistoryWindow: config.EventsHistoryWindow,
+			ResourcePrefix:      resourcePrefix,
+			KeyFunc:             keyFunc,
+			NewFunc:             newFunc,
+			NewListFunc:         newListFunc,
+			GetAttrsFunc:        sharedAttrs(getAttrsFunc),
+			IndexerFuncs:        triggerFuncs,
+			Indexers:            indexers,
+			Codec:               config.Codec,
 		})
+		if err != nil {
+			destroyStorage()
+			return nil, func() {}, err
+		}
+		delegator := cacherstorage.NewCacheDelegator(cacher, s)
+		var once sync.Once
+		destroy := func() {
+			once.Do(func() {
+				delegator.Stop()
+				cacher.Stop()
+				destroyStorage()
+			})
+		}
+		return delegator, destroy, nil
 	}
-	return delegator, destroy, nil
 }
