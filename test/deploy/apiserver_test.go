@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,14 +48,33 @@ func startKubeAPIServer(t *testing.T) *rest.Config {
 	return server.ClientConfig
 }
 
+// handedOut are the ports freePort returned in this process: a port is
+// closed again before its process binds it, so the kernel may offer it to
+// the next call (seen: a shard's secure port also given to the cache
+// server's embedded etcd).
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a loopback port that was free a moment ago and that no
+// earlier call returned.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // installCRDs creates the CRDs of testdata/crds.yaml and waits until they
