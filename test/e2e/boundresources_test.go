@@ -98,21 +98,32 @@ func names(items []unstructured.Unstructured) []string {
 	return out
 }
 
-// listNames lists r until it has exactly want (the watch cache may trail a
-// write briefly) and fails otherwise.
+// listNames lists r until it has exactly want and fails otherwise. The
+// watch cache may trail a write briefly, and so may the informers that tell
+// the handler a binding is Bound: a 404 right after binding is retried (as
+// after creating a CRD upstream), any other error is not.
 func listNames(ctx context.Context, t *testing.T, r dynamic.ResourceInterface, what string, want ...string) {
 	t.Helper()
 	sort.Strings(want)
 	var got []string
+	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
 		list, err := r.List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			lastErr = err
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}
+		lastErr = nil
 		got = names(list.Items)
 		return strings.Join(got, ",") == strings.Join(want, ","), nil
 	})
 	if err != nil {
+		if lastErr != nil {
+			err = lastErr
+		}
 		t.Fatalf("%s: listed %v, want %v: %v", what, got, want, err)
 	}
 }

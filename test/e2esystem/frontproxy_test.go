@@ -65,7 +65,8 @@ func uniqueName(prefix string) string {
 }
 
 // readyWorkspace creates a workspace below parent through the front-proxy
-// (on the shard named by onShard, if set) and waits for Ready.
+// (on the shard named by onShard, if set) and waits for Ready and for the
+// front-proxy to route requests into it.
 func readyWorkspace(ctx context.Context, t *testing.T, parent, name, typ, onShard string) *tenancyv1alpha1.Workspace {
 	t.Helper()
 	c := kcp(t, sys.AdminConfig(t, ""))
@@ -93,6 +94,12 @@ func readyWorkspace(ctx context.Context, t *testing.T, parent, name, typ, onShar
 	if err != nil {
 		t.Fatalf("workspace %s:%s never Ready: %v (status %+v)", parent, name, err, got.Status)
 	}
+	// The front-proxy learns of the new logical cluster from a watch of its
+	// shard, which may still be backing off after that shard restarted.
+	eventuallyOK(ctx, t, "reach "+name+" through the front-proxy", func(ctx context.Context) error {
+		_, err := kube(t, sys.AdminConfig(t, got.Spec.Cluster)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		return err
+	})
 	return &got
 }
 

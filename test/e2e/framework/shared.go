@@ -32,7 +32,11 @@ func RunWithSharedSystem(m *testing.M, name string, o SharedSystemOptions, set f
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("KPLANE_E2E_KEEP_LOGS") == "" {
+		defer os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "KPLANE_E2E_KEEP_LOGS: the system's logs stay in %s\n", dir)
+	}
 	commands := []string{"run-system", "shard", "front-proxy", "cache-server"}
 	if o.VirtualWorkspaces {
 		commands = append(commands, "virtual-workspaces")
