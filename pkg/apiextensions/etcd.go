@@ -3,121 +3,35 @@ package apiextensions
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"go.etcd.io/etcd/client/pkg/v3/transport"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/kubernetes"
-	"google.golang.org/grpc/metadata"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
-	"k8s.io/apiserver/pkg/storage/etcd3"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
-	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/client-go/tools/cache"
 
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 )
 
-// sharedEtcd gives the storages of all custom resources one etcd client.
-// The upstream storage factory opens a client (a gRPC connection with its
-// buffers and goroutines) per storage, which would make every served CRD of
-// every logical cluster cost a connection.
-type sharedEtcd struct {
-	// shared, if set, is the client of all the process's storages (the
-	// embedded etcd's in-process one, with its compactor); else a client
-	// is dialed on first use.
-	shared *kstorage.EtcdClient
-
-	once      sync.Once
-	client    *kubernetes.Client
-	compactor etcd3.Compactor
-	stop      func()
-	err       error
-}
-
-// close stops the compactor and closes the client at server shutdown.
-func (e *sharedEtcd) close() {
-	if e.stop != nil {
-		e.stop()
-	}
-	if e.client != nil {
-		_ = e.client.Close()
-	}
-}
-
-func (e *sharedEtcd) get(c *storagebackend.ConfigForResource) (*kubernetes.Client, etcd3.Compactor, error) {
-	e.once.Do(func() {
-		tlsConfig, err := transport.TLSInfo{
-			CertFile: c.Transport.CertFile, KeyFile: c.Transport.KeyFile, TrustedCAFile: c.Transport.TrustedCAFile,
-		}.ClientConfig()
-		if err != nil {
-			e.err = err
-			return
-		}
-		if c.Transport.CertFile == "" && c.Transport.KeyFile == "" && c.Transport.TrustedCAFile == "" {
-			tlsConfig = nil
-		}
-		e.client, e.err = kubernetes.New(clientv3.Config{
-			DialTimeout:          20 * time.Second,
-			DialKeepAliveTime:    30 * time.Second,
-			DialKeepAliveTimeout: 10 * time.Second,
-			Endpoints:            c.Transport.ServerList,
-			TLS:                  tlsConfig,
-		})
-		if e.err == nil && c.CompactionInterval > 0 {
-			compactor := etcd3.StartCompactorPerEndpoint(e.client.Client, c.CompactionInterval)
-			e.compactor, e.stop = compactor, compactor.Stop
-		}
-	})
-	return e.client, e.compactor, e.err
-}
-
-// rawStorage is generic.UndecoratedStorage on the shared client.
-func (e *sharedEtcd) rawStorage(c *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error) {
-	if e.shared != nil {
-		return e.shared.NewRawStorage(c, newFunc, newListFunc, resourcePrefix)
-	}
-	client, compactor, err := e.get(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	transformer := c.Transformer
-	if transformer == nil {
-		transformer = identity.NewEncryptCheckTransformer()
-	}
-	versioner := storage.APIObjectVersioner{}
-	s, err := etcd3.New(client, compactor, c.Codec, newFunc, newListFunc, c.Prefix, resourcePrefix, c.GroupResource,
-		transformer, c.LeaseManagerConfig, etcd3.NewDefaultDecoder(c.Codec, versioner), versioner)
-	if err != nil {
-		return nil, nil, err
-	}
-	var once sync.Once
-	return s, func() { once.Do(s.Close) }, nil
-}
-
 // cachedStorage is genericregistry.StorageWithCacher on the shared client,
 // with the reads of watchCached. The storage of one CRD in one logical
 // cluster (perCluster) starts its watch cache on its first watch; other
 // storage starts it right away.
-func (e *sharedEtcd) cachedStorage(perCluster bool, c *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
+func cachedStorage(etcd *kstorage.EtcdClient, perCluster bool, c *storagebackend.ConfigForResource, resourcePrefix string, keyFunc func(runtime.Object) (string, error),
 	newFunc, newListFunc func() runtime.Object, getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers,
 ) (storage.Interface, factory.DestroyFunc, error) {
-	s, destroy, err := e.rawStorage(c, newFunc, newListFunc, resourcePrefix)
+	s, destroy, err := etcd.NewRawStorage(c, newFunc, newListFunc, resourcePrefix)
 	if err != nil {
 		return nil, nil, err
 	}
 	cached := &watchCached{Interface: s, consistentFromEtcd: perCluster}
 	cached.newCache = func() (*cacherstorage.Cacher, error) {
 		return cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-			Storage:             ownWatchStream{Interface: s, stream: strconv.FormatUint(watchStreams.Add(1), 10)},
+			Storage:             s,
 			Versioner:           storage.APIObjectVersioner{},
 			GroupResource:       c.GroupResource,
 			EventsHistoryWindow: c.EventsHistoryWindow,
@@ -155,7 +69,8 @@ func (e *sharedEtcd) cachedStorage(perCluster bool, c *storagebackend.ConfigForR
 //
 // A consistent read from a watch cache first waits for the cache to catch
 // up with etcd's current revision, by an event or a progress notification
-// of its etcd watch (ownWatchStream keeps those prompt; on the base
+// of its etcd watch (the storage's own watch stream on the shared client
+// keeps those prompt, see kstorage.EtcdClient.NewRawStorage; on the base
 // revision, with 1,000 caches on one stream, it waited out the cacher's 3 s
 // timeout). The keys of one CRD in one cluster are a small range: etcd
 // reads them as cheaply, without the wait and without a cache.
@@ -304,31 +219,3 @@ func waitReady(ctx context.Context, c *cacherstorage.Cacher) error {
 }
 
 var _ storage.Interface = &watchCached{}
-
-// watchStreams numbers the etcd watch streams of watch caches.
-var watchStreams atomic.Uint64
-
-// ownWatchStream gives the etcd watch of one watch cache a gRPC stream of
-// its own on the shared client. The client multiplexes the watches of equal
-// request metadata on one stream, and etcd answers a progress request on a
-// stream only once every watcher of the stream is in sync: on a stream
-// shared by hundreds of caches, a cache waiting for a progress notification
-// to serve a consistent read waited out its 3 s timeout. The stream key
-// travels as metadata, so that the cache's progress requests reach its
-// watch's stream.
-type ownWatchStream struct {
-	storage.Interface
-	stream string
-}
-
-func (s ownWatchStream) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
-	return s.Interface.Watch(s.streamContext(ctx), key, opts)
-}
-
-func (s ownWatchStream) RequestWatchProgress(ctx context.Context) error {
-	return s.Interface.RequestWatchProgress(s.streamContext(ctx))
-}
-
-func (s ownWatchStream) streamContext(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "kplane-watch-stream", s.stream)
-}

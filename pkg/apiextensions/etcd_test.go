@@ -53,21 +53,35 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 	}
 }
 
-// etcdBackends are the two ways custom resources reach etcd: a client the
-// server dials, and the embedded etcd's in-process client that all the
-// shard's storages share (then the configured servers are not dialed).
-var etcdBackends = map[string]func(t *testing.T) (*sharedEtcd, []string){
-	"dialed client": func(t *testing.T) (*sharedEtcd, []string) {
-		etcd := &sharedEtcd{}
-		servers := []string{startEtcd(t)}
-		t.Cleanup(etcd.close) // before the server stops
-		return etcd, servers
+// ends tells whether w ends, after the events it still has.
+func ends(w watch.Interface) bool {
+	for {
+		select {
+		case _, ok := <-w.ResultChan():
+			if !ok {
+				return true
+			}
+		case <-time.After(30 * time.Second):
+			return false
+		}
+	}
+}
+
+// etcdBackends are the two clients custom resources reach etcd with: one
+// dialed to the configured servers, and the embedded etcd's in-process
+// client that all the shard's storages share.
+var etcdBackends = map[string]func(t *testing.T) *kstorage.EtcdClient{
+	"dialed client": func(t *testing.T) *kstorage.EtcdClient {
+		etcd, err := kstorage.DialEtcdClient(storagebackend.TransportConfig{ServerList: []string{startEtcd(t)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = etcd.Close() }) // before the server stops
+		return etcd
 	},
-	"in-process client": func(t *testing.T) (*sharedEtcd, []string) {
+	"in-process client": func(t *testing.T) *kstorage.EtcdClient {
 		server := etcdtest.Start(t)
-		etcd := &sharedEtcd{shared: kstorage.NewEtcdClient(t.Context(), server.Client(), server.ClientURL)}
-		t.Cleanup(etcd.close)
-		return etcd, []string{"http://127.0.0.1:1"} // nothing listens
+		return kstorage.NewEtcdClient(t.Context(), server.Client(), server.ClientURL)
 	},
 }
 
@@ -77,16 +91,17 @@ func TestStorageOfACRDInAClusterCachesOnlyOnceWatchedAndWatchesFromVersionsReadB
 	}
 }
 
-func testStorageOfACRDInACluster(t *testing.T, newEtcd func(t *testing.T) (*sharedEtcd, []string)) {
+func testStorageOfACRDInACluster(t *testing.T, newEtcd func(t *testing.T) *kstorage.EtcdClient) {
 	backend := storagebackend.NewDefaultConfig("/registry", unstructured.UnstructuredJSONScheme)
-	etcd, servers := newEtcd(t)
-	backend.Transport.ServerList = servers
+	// The storage uses the shared client; nothing listens here.
+	backend.Transport.ServerList = []string{"http://127.0.0.1:1"}
+	etcd := newEtcd(t)
 	config := backend.ForResource(schema.GroupResource{Group: "x.io", Resource: "widgets"})
 	const prefix = "/x.io/widgets/customresources/cluster-a"
 	keyFunc := func(obj runtime.Object) (string, error) {
 		return prefix + "/default/" + obj.(*unstructured.Unstructured).GetName(), nil
 	}
-	s, destroy, err := etcd.cachedStorage(true, config, prefix, keyFunc,
+	s, destroy, err := cachedStorage(etcd, true, config, prefix, keyFunc,
 		func() runtime.Object { return &unstructured.Unstructured{} },
 		func() runtime.Object { return &unstructured.UnstructuredList{} },
 		storage.DefaultNamespaceScopedAttr, nil, nil)
@@ -148,8 +163,25 @@ func testStorageOfACRDInACluster(t *testing.T, newEtcd func(t *testing.T) (*shar
 	if ev := nextEvent(t, w); ev.Type != watch.Added || nameOf(t, ev.Object) != "c" {
 		t.Fatalf("watch from the LIST's version: %s %v, want ADDED c", ev.Type, ev.Object)
 	}
+	// A deletion carries the deleted object (etcd's previous value) to
+	// both the etcd watch and the cache's.
+	if err := s.Delete(ctx, prefix+"/default/a", &unstructured.Unstructured{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range map[string]watch.Interface{"from the LIST's version": w, "from now": now} {
+		if ev := nextEvent(t, w); ev.Type != watch.Deleted || nameOf(t, ev.Object) != "a" {
+			t.Fatalf("watch %s: %s %v, want DELETED a", name, ev.Type, ev.Object)
+		}
+	}
 
+	// Destroying the storage (the CRD's serving state is released) ends
+	// its watches, those of etcd and of the cache.
 	destroy()
+	for name, w := range map[string]watch.Interface{"from the LIST's version": w, "from now": now} {
+		if !ends(w) {
+			t.Errorf("watch %s goes on after its storage was destroyed", name)
+		}
+	}
 	if _, err := s.Watch(ctx, prefix, storage.ListOptions{Recursive: true, Predicate: storage.Everything}); err == nil {
 		t.Error("a stopped storage served a watch")
 	}

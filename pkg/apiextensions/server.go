@@ -50,7 +50,8 @@ type Config struct {
 	Bound BoundAPIs
 	// EtcdClient, if set, is the etcd client of all the shard's storages
 	// (the embedded etcd's in-process one); else custom resources share a
-	// client dialed to Etcd's servers.
+	// client dialed to Etcd's servers, which the server closes when it
+	// stops.
 	EtcdClient *kstorage.EtcdClient
 }
 
@@ -63,7 +64,7 @@ type Server struct {
 	handler    *crHandler
 	controller *crdController
 	openAPI    *openAPIMerger
-	etcd       *sharedEtcd
+	etcd       *kstorage.EtcdClient
 	// client talks to this server (loopback) for CRD status updates.
 	client clientrest.Interface
 	// native are the APIs the shard serves itself, which no CRD may take.
@@ -99,7 +100,12 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	etcd := &sharedEtcd{shared: c.EtcdClient}
+	etcd := c.EtcdClient
+	if etcd == nil {
+		if etcd, err = kstorage.DialEtcdClient(c.Etcd.StorageConfig.Transport); err != nil {
+			return nil, fmt.Errorf("custom resource storage: %w", err)
+		}
+	}
 	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
 	crds.native = s.native.get
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
@@ -212,7 +218,7 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 func (s *Server) shutdown() {
 	s.running.Wait()
 	s.handler.shutdown()
-	s.etcd.close()
+	_ = s.etcd.Close()
 }
 
 // updateStatus writes the status (and finalizers) of a CRD in its cluster.

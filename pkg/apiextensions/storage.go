@@ -39,7 +39,7 @@ type crRESTOptionsGetter struct {
 	delegate   generic.RESTOptionsGetter
 	target     servingTarget
 	watchCache bool
-	etcd       *sharedEtcd
+	etcd       *kstorage.EtcdClient
 }
 
 func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example runtime.Object) (generic.RESTOptions, error) {
@@ -64,17 +64,17 @@ func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example run
 // that cluster's key range, so that a cluster's serving state holds none of
 // the objects of other clusters, which may even follow another schema. For
 // the wildcard it covers all clusters.
-func clusterDecorator(etcd *sharedEtcd, cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
+func clusterDecorator(etcd *kstorage.EtcdClient, cluster logicalcluster.Name, watchCache bool) generic.StorageDecorator {
 	inner := func(c *storagebackend.ConfigForResource, prefix string, _ func(runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 		_ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
-		return etcd.rawStorage(c, newFunc, newListFunc, prefix)
+		return etcd.NewRawStorage(c, newFunc, newListFunc, prefix)
 	}
 	if watchCache {
 		inner = func(c *storagebackend.ConfigForResource, prefix string, keyFunc func(runtime.Object) (string, error), newFunc, newListFunc func() runtime.Object,
 			getAttrs storage.AttrFunc, triggers storage.IndexerFuncs, indexers *cache.Indexers) (storage.Interface, factory.DestroyFunc, error) {
 			// One cluster's keys are few: consistent reads go to etcd, and
 			// the watch cache starts with the first watch (watchCached).
-			return etcd.cachedStorage(!cluster.IsWildcard(), c, prefix, keyFunc, newFunc, newListFunc, getAttrs, triggers, indexers)
+			return cachedStorage(etcd, !cluster.IsWildcard(), c, prefix, keyFunc, newFunc, newListFunc, getAttrs, triggers, indexers)
 		}
 	}
 	return func(

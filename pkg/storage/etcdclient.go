@@ -2,11 +2,13 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"google.golang.org/grpc/metadata"
@@ -30,9 +32,14 @@ import (
 // with the one compactor that goes with it. Upstream's storage factory
 // dials a client per resource (a gRPC connection with its buffers and
 // goroutines each); a shard with an embedded etcd instead gives all its
-// storages the server's in-process client (embeddedetcd.Server.Client).
+// storages the server's in-process client (embeddedetcd.Server.Client),
+// and custom resources share one dialed client (DialEtcdClient) with
+// --etcd-servers.
 type EtcdClient struct {
 	client *kubernetes.Client
+	// owned tells that Close closes the client: it was dialed for the
+	// storages.
+	owned bool
 	// streams numbers the watch streams of the storages.
 	streams atomic.Uint64
 
@@ -52,25 +59,67 @@ type stoppableCompactor interface {
 // storages; it decorates c's KV with upstream's latency tracker. The caller
 // keeps ownership of c and closes it after the storages are destroyed.
 func NewEtcdClient(ctx context.Context, c *clientv3.Client, endpoint string) *EtcdClient {
+	// An in-process client has no endpoints: check the server behind it
+	// under its endpoint.
+	return newEtcdClient(ctx, c, []string{endpoint})
+}
+
+// DialEtcdClient dials the etcd servers of t, as upstream's storage factory
+// does for each resource, for storages to share. The EtcdClient owns the
+// connection: Close closes it after the storages are destroyed.
+func DialEtcdClient(t storagebackend.TransportConfig) (*EtcdClient, error) {
+	tlsConfig, err := transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile}.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	if t.CertFile == "" && t.KeyFile == "" && t.TrustedCAFile == "" {
+		tlsConfig = nil // the client tells plain connections by a nil config
+	}
+	c, err := clientv3.New(clientv3.Config{
+		DialTimeout:          20 * time.Second,
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+		Endpoints:            t.ServerList,
+		TLS:                  tlsConfig,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dial etcd %v: %w", t.ServerList, err)
+	}
+	e := newEtcdClient(c.Ctx(), c, c.Endpoints())
+	e.owned = true
+	return e, nil
+}
+
+func newEtcdClient(ctx context.Context, c *clientv3.Client, endpoints []string) *EtcdClient {
 	kc := &kubernetes.Client{Client: c}
 	kc.Kubernetes = kc
 	// As upstream, track the etcd latency of each request for its log.
 	c.KV = etcd3.NewETCDLatencyTracker(c.KV)
 	// The cacher serves consistent reads from the cache only once etcd is
-	// known to answer progress requests. Upstream checks the endpoints of
-	// each new client; an in-process client has none, so check the server
-	// behind it under its endpoint.
-	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoint: endpoint}, storage.RequestWatchProgress)
+	// known to answer progress requests; as upstream, check the endpoints
+	// of each new client.
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: endpoints}, storage.RequestWatchProgress)
 	return &EtcdClient{client: kc}
 }
 
-// endpointClient names the one endpoint of a client that has none.
-type endpointClient struct {
-	*clientv3.Client
-	endpoint string
+// Close closes a client that DialEtcdClient dialed; the caller of
+// NewEtcdClient closes its own. Destroy the storages first: their
+// compactor stops with the last of them.
+func (e *EtcdClient) Close() error {
+	if !e.owned {
+		return nil
+	}
+	return e.client.Close()
 }
 
-func (c endpointClient) Endpoints() []string { return []string{c.endpoint} }
+// endpointClient names the endpoints of a client, which an in-process
+// client has none of.
+type endpointClient struct {
+	*clientv3.Client
+	endpoints []string
+}
+
+func (c endpointClient) Endpoints() []string { return c.endpoints }
 
 // NewRawStorage is generic.NewRawStorage on the shared client: the etcd
 // storage of one resource, built as upstream's factory builds it (codec,

@@ -51,6 +51,29 @@ func inProcessEtcd(t *testing.T) (*EtcdClient, *countingKV) {
 	return NewEtcdClient(t.Context(), client, server.ClientURL), kv
 }
 
+// dialedEtcd starts an etcd and dials a client of its own to it for
+// storages, as custom resources have with --etcd-servers.
+func dialedEtcd(t *testing.T) *EtcdClient {
+	t.Helper()
+	server := etcdtest.Start(t)
+	etcd, err := DialEtcdClient(storagebackend.TransportConfig{ServerList: []string{server.ClientURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = etcd.Close() }) // before the server stops
+	return etcd
+}
+
+// etcdClients are the two clients storages share: the embedded etcd's
+// in-process one and one dialed to etcd's servers.
+var etcdClients = map[string]func(t *testing.T) *EtcdClient{
+	"in-process": func(t *testing.T) *EtcdClient {
+		etcd, _ := inProcessEtcd(t)
+		return etcd
+	},
+	"dialed": dialedEtcd,
+}
+
 // fixedRESTOptions is the delegate of RESTOptionsGetter: upstream's
 // options for one storage configuration.
 type fixedRESTOptions struct {
@@ -160,8 +183,13 @@ func TestStoragesOfTheGetterUseTheSharedClient(t *testing.T) {
 	}
 }
 
-func TestWatchOnTheInProcessClientDeliversDeletedObjectsAndProgressAndEnds(t *testing.T) {
-	etcd, _ := inProcessEtcd(t)
+func TestWatchOnTheSharedClientDeliversDeletedObjectsAndProgressAndEnds(t *testing.T) {
+	for name, newEtcd := range etcdClients {
+		t.Run(name, func(t *testing.T) { testWatchDeliversDeletedObjectsAndProgressAndEnds(t, newEtcd(t)) })
+	}
+}
+
+func testWatchDeliversDeletedObjectsAndProgressAndEnds(t *testing.T, etcd *EtcdClient) {
 	// Consistent reads from watch caches wait for progress notifications,
 	// which the cacher asks for only once the check of the client's
 	// endpoint found etcd to answer them.
@@ -212,7 +240,12 @@ func TestWatchOnTheInProcessClientDeliversDeletedObjectsAndProgressAndEnds(t *te
 }
 
 func TestDestroyingAStorageOnTheSharedClientEndsItsWatches(t *testing.T) {
-	etcd, _ := inProcessEtcd(t)
+	for name, newEtcd := range etcdClients {
+		t.Run(name, func(t *testing.T) { testDestroyingAStorageEndsItsWatches(t, newEtcd(t)) })
+	}
+}
+
+func testDestroyingAStorageEndsItsWatches(t *testing.T, etcd *EtcdClient) {
 	s, destroy, err := etcd.NewRawStorage(configMapStorageConfig(), newConfigMap, newConfigMapList, "/core/configmaps")
 	if err != nil {
 		t.Fatal(err)
@@ -233,5 +266,27 @@ func TestDestroyingAStorageOnTheSharedClientEndsItsWatches(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the watch goes on after its storage was destroyed")
 		}
+	}
+}
+
+func TestCloseClosesOnlyADialedClient(t *testing.T) {
+	server := etcdtest.Start(t)
+	inProcess := server.Client()
+	if err := NewEtcdClient(t.Context(), inProcess, server.ClientURL).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if inProcess.Ctx().Err() != nil {
+		t.Fatal("Close closed the in-process client its caller owns")
+	}
+
+	dialed, err := DialEtcdClient(storagebackend.TransportConfig{ServerList: []string{server.ClientURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dialed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if dialed.client.Ctx().Err() == nil {
+		t.Fatal("Close left the dialed client open")
 	}
 }
