@@ -48,10 +48,9 @@ type Config struct {
 	CRDs *wildcardinformer.Informer
 	// Bound tells which resources APIBindings serve; nil serves none.
 	Bound BoundAPIs
-	// EtcdClient, if set, is the etcd client of all the shard's storages
-	// (the embedded etcd's in-process one); else custom resources share a
-	// client dialed to Etcd's servers, which the server closes when it
-	// stops.
+	// EtcdClient, if set and talking to Etcd's servers, is the etcd client
+	// of all the shard's storages; else custom resources share a client
+	// dialed to Etcd's servers, which the server closes when it stops.
 	EtcdClient *kstorage.EtcdClient
 }
 
@@ -65,6 +64,8 @@ type Server struct {
 	controller *crdController
 	openAPI    *openAPIMerger
 	etcd       *kstorage.EtcdClient
+	// ownsEtcd tells that the server dialed etcd itself and closes it.
+	ownsEtcd bool
 	// client talks to this server (loopback) for CRD status updates.
 	client clientrest.Interface
 	// native are the APIs the shard serves itself, which no CRD may take.
@@ -100,13 +101,14 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 
-	etcd := c.EtcdClient
-	if etcd == nil {
+	etcd, ownsEtcd := c.EtcdClient, false
+	if !etcd.Serves(c.Etcd.StorageConfig.Transport) {
 		if etcd, err = kstorage.DialEtcdClient(c.Etcd.StorageConfig.Transport); err != nil {
 			return nil, fmt.Errorf("custom resource storage: %w", err)
 		}
+		ownsEtcd = true
 	}
-	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
+	s := &Server{generic: c.Generic, crds: crds, etcd: etcd, ownsEtcd: ownsEtcd, client: loopbackClient.ApiextensionsV1().RESTClient()}
 	crds.native = s.native.get
 	unstructuredStorage := apiextensionsoptions.NewCRDRESTOptionsGetter(*c.Etcd, c.Generic.ResourceTransformers, c.Generic.StorageObjectCountTracker)
 	watchCache := c.Etcd.EnableWatchCache
@@ -218,7 +220,9 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 func (s *Server) shutdown() {
 	s.running.Wait()
 	s.handler.shutdown()
-	_ = s.etcd.Close()
+	if s.ownsEtcd {
+		_ = s.etcd.Close()
+	}
 }
 
 // updateStatus writes the status (and finalizers) of a CRD in its cluster.

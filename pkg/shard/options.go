@@ -19,6 +19,7 @@ import (
 	validatingadmissionpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
@@ -299,18 +300,36 @@ func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (
 		o.ExternalURL = o.BaseURL
 	}
 	o.ExternalURL = strings.TrimSuffix(o.ExternalURL, "/")
-	return CompletedOptions{Options: o, ControlPlane: completed, etcdClient: storageEtcdClient(ctx, embedded)}, nil
+	etcdClient, err := storageEtcdClient(ctx, embedded, completed.Etcd.StorageConfig.Transport)
+	if err != nil {
+		return CompletedOptions{}, err
+	}
+	return CompletedOptions{Options: o, ControlPlane: completed, etcdClient: etcdClient}, nil
 }
 
 // storageEtcdClient returns the client of every storage of the shard: the
-// embedded etcd's in-process client, or nil with --etcd-servers (each
-// storage dials its own, as upstream). Health checks and the database size
-// metric keep their own clients over the client port.
-func storageEtcdClient(ctx context.Context, embedded *embeddedetcd.Server) *kstorage.EtcdClient {
-	if embedded == nil {
+// embedded etcd's in-process client, or one client dialed to --etcd-servers
+// (upstream dials one per resource). A resource that
+// --etcd-servers-overrides sends elsewhere dials its own. Health checks and
+// the database size metric keep their own clients.
+func storageEtcdClient(ctx context.Context, embedded *embeddedetcd.Server, t storagebackend.TransportConfig) (*kstorage.EtcdClient, error) {
+	if embedded != nil {
+		return kstorage.NewEtcdClient(ctx, embedded.Client(), embedded.ClientURL), nil
+	}
+	c, err := kstorage.DialEtcdClient(t)
+	if err != nil {
+		return nil, fmt.Errorf("storage etcd client: %w", err)
+	}
+	return c, nil
+}
+
+// Close closes the storages' etcd client if the shard dialed it: call it
+// once the server has stopped.
+func (o CompletedOptions) Close() error {
+	if o.etcdClient == nil {
 		return nil
 	}
-	return kstorage.NewEtcdClient(ctx, embedded.Client(), embedded.ClientURL)
+	return o.etcdClient.Close()
 }
 
 // perClusterAdmissionPlugins are the upstream plugins the shard runs once

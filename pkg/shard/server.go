@@ -71,6 +71,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	defer completed.Close()
 	if errs := completed.Validate(); len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
 	}

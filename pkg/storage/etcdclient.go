@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -37,6 +38,10 @@ import (
 // --etcd-servers.
 type EtcdClient struct {
 	client *kubernetes.Client
+	// transport is what the client talks to: the servers (and the TLS
+	// files it dialed them with). A resource configured for other servers
+	// (--etcd-servers-overrides) does not use the client.
+	transport storagebackend.TransportConfig
 	// owned tells that Close closes the client: it was dialed for the
 	// storages.
 	owned bool
@@ -61,7 +66,9 @@ type stoppableCompactor interface {
 func NewEtcdClient(ctx context.Context, c *clientv3.Client, endpoint string) *EtcdClient {
 	// An in-process client has no endpoints: check the server behind it
 	// under its endpoint.
-	return newEtcdClient(ctx, c, []string{endpoint})
+	e := newEtcdClient(ctx, c, []string{endpoint})
+	e.transport.ServerList = []string{endpoint}
+	return e
 }
 
 // DialEtcdClient dials the etcd servers of t, as upstream's storage factory
@@ -86,7 +93,7 @@ func DialEtcdClient(t storagebackend.TransportConfig) (*EtcdClient, error) {
 		return nil, fmt.Errorf("dial etcd %v: %w", t.ServerList, err)
 	}
 	e := newEtcdClient(c.Ctx(), c, c.Endpoints())
-	e.owned = true
+	e.owned, e.transport = true, t
 	return e, nil
 }
 
@@ -110,6 +117,16 @@ func (e *EtcdClient) Close() error {
 		return nil
 	}
 	return e.client.Close()
+}
+
+// Serves tells whether a storage configured with t may use the client: t
+// names the same servers (in any order) and, for a dialed client, the same
+// TLS files. Else the storage dials its own, as upstream.
+func (e *EtcdClient) Serves(t storagebackend.TransportConfig) bool {
+	if e == nil || !sets.New(t.ServerList...).Equal(sets.New(e.transport.ServerList...)) {
+		return false
+	}
+	return !e.owned || (t.CertFile == e.transport.CertFile && t.KeyFile == e.transport.KeyFile && t.TrustedCAFile == e.transport.TrustedCAFile)
 }
 
 // endpointClient names the endpoints of a client, which an in-process

@@ -151,7 +151,9 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 func TestStoragesOfTheGetterUseTheSharedClient(t *testing.T) {
 	for _, watchCache := range []bool{false, true} {
 		etcd, kv := inProcessEtcd(t)
-		getter := RESTOptionsGetter{Delegate: fixedRESTOptions{configMapStorageConfig()}, WatchCache: watchCache, Etcd: etcd}
+		config := configMapStorageConfig()
+		config.Transport.ServerList = etcd.transport.ServerList
+		getter := RESTOptionsGetter{Delegate: fixedRESTOptions{config}, WatchCache: watchCache, Etcd: etcd}
 		opts, err := getter.GetRESTOptions(corev1.Resource("configmaps"), &corev1.ConfigMap{})
 		if err != nil {
 			t.Fatal(err)
@@ -288,5 +290,30 @@ func TestCloseClosesOnlyADialedClient(t *testing.T) {
 	}
 	if dialed.client.Ctx().Err() == nil {
 		t.Fatal("Close left the dialed client open")
+	}
+}
+
+// TestServesOnlyTheSameServers: a resource that --etcd-servers-overrides
+// sends to other servers, or a dialed client's servers under other TLS
+// files, does not use the shared client.
+func TestServesOnlyTheSameServers(t *testing.T) {
+	inProcess := &EtcdClient{transport: storagebackend.TransportConfig{ServerList: []string{"http://127.0.0.1:2379"}}}
+	dialed := &EtcdClient{owned: true, transport: storagebackend.TransportConfig{ServerList: []string{"https://a:2379", "https://b:2379"}, CertFile: "c.crt", KeyFile: "c.key", TrustedCAFile: "ca.crt"}}
+	for _, tc := range []struct {
+		name   string
+		client *EtcdClient
+		t      storagebackend.TransportConfig
+		want   bool
+	}{
+		{"in-process, same server", inProcess, storagebackend.TransportConfig{ServerList: []string{"http://127.0.0.1:2379"}, CertFile: "any.crt"}, true},
+		{"in-process, other server", inProcess, storagebackend.TransportConfig{ServerList: []string{"http://127.0.0.1:2479"}}, false},
+		{"dialed, same servers in another order", dialed, storagebackend.TransportConfig{ServerList: []string{"https://b:2379", "https://a:2379"}, CertFile: "c.crt", KeyFile: "c.key", TrustedCAFile: "ca.crt"}, true},
+		{"dialed, one server of two", dialed, storagebackend.TransportConfig{ServerList: []string{"https://a:2379"}, CertFile: "c.crt", KeyFile: "c.key", TrustedCAFile: "ca.crt"}, false},
+		{"dialed, other client certificate", dialed, storagebackend.TransportConfig{ServerList: []string{"https://a:2379", "https://b:2379"}, CertFile: "d.crt", KeyFile: "d.key", TrustedCAFile: "ca.crt"}, false},
+		{"no client", nil, storagebackend.TransportConfig{ServerList: []string{"http://127.0.0.1:2379"}}, false},
+	} {
+		if got := tc.client.Serves(tc.t); got != tc.want {
+			t.Errorf("%s: Serves = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

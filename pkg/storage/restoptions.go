@@ -62,15 +62,13 @@ func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example
 
 // Decorator returns a generic.StorageDecorator that stores under per-cluster
 // keys, with or without the watch cache, on the shared etcd client if one is
-// given (else on a client of each storage's own, as upstream).
+// given and the resource's configuration names its servers (else on a
+// client of each storage's own, as upstream).
 func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
-	raw := generic.NewRawStorage
-	inner := generic.UndecoratedStorage
+	own := storageOn(watchCache, generic.NewRawStorage, generic.UndecoratedStorage)
+	shared := own
 	if etcd != nil {
-		raw, inner = etcd.NewRawStorage, etcd.UndecoratedStorage
-	}
-	if watchCache {
-		inner = storageWithCacher(raw)
+		shared = storageOn(watchCache, etcd.NewRawStorage, etcd.UndecoratedStorage)
 	}
 	return func(
 		config *storagebackend.ConfigForResource,
@@ -85,12 +83,25 @@ func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 		// The registry's key function is built for a context without a
 		// cluster; the cache must key objects by their own cluster instead.
 		keyFunc := func(obj runtime.Object) (string, error) { return ObjectKey(resourcePrefix, obj) }
+		inner := own
+		if etcd.Serves(config.Transport) {
+			inner = shared
+		}
 		s, destroy, err := inner(config, resourcePrefix, keyFunc, newFunc, newListFunc, getAttrsFunc, trigger, indexers)
 		if err != nil {
 			return nil, nil, err
 		}
 		return NewClusterStorage(s, resourcePrefix), destroy, nil
 	}
+}
+
+// storageOn is the storage of one resource built by raw (with the watch
+// cache) or by undecorated (without).
+func storageOn(watchCache bool, raw rawStorageFunc, undecorated generic.StorageDecorator) generic.StorageDecorator {
+	if watchCache {
+		return storageWithCacher(raw)
+	}
+	return undecorated
 }
 
 // rawStorageFunc builds the etcd storage of one resource, as
