@@ -127,6 +127,11 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	logicalClusters.BootstrapInProcess(create, func(namespace string) []runtime.Object {
 		return sacontroller.NamespaceObjects(namespace, ca)
 	})
+	writeStatus, err := c.inProcessStatusWriter()
+	if err != nil {
+		return err
+	}
+	logicalClusters.BootstrapStatusInProcess(writeStatus)
 	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
@@ -336,5 +341,81 @@ func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcl
 			g.Go(func() error { return createOne(ctx, cluster, obj) })
 		}
 		return g.Wait()
+	}, nil
+}
+
+// inProcessExists returns a function that tells whether an object of the
+// core group (serviceaccounts or configmaps) exists in a logical cluster,
+// read through its REST storage from etcd as the shard itself: no HTTP
+// round trip for a question only the shard's own controllers ask.
+func (c *Server) inProcessExists() (func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error), error) {
+	getters := map[string]rest.Getter{}
+	for _, g := range c.apiGroups {
+		if g.PrioritizedVersions[0].Group != corev1.GroupName {
+			continue
+		}
+		for _, resource := range []string{"serviceaccounts", "configmaps"} {
+			if getter, ok := g.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version][resource].(rest.Getter); ok {
+				getters[resource] = getter
+			}
+		}
+	}
+	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	return func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error) {
+		getter, ok := getters[resource]
+		if !ok {
+			return false, fmt.Errorf("no storage of %s to read in-process", resource)
+		}
+		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, namespace), cluster)
+		ctx = genericapirequest.WithUser(ctx, system)
+		_, err := getter.Get(ctx, name, &metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		default:
+			return false, err
+		}
+	}, nil
+}
+
+// inProcessStatusWriter returns a function that writes the status of a
+// LogicalCluster through its status REST storage as the shard itself
+// (system:masters): no HTTP round trip, encoding, audit or admission, for
+// the write that ends a new cluster's Scheduling, before anyone but the
+// system reaches the cluster. The write is conditional on lc's
+// resourceVersion, as a PUT is.
+func (c *Server) inProcessStatusWriter() (func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error), error) {
+	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters")
+	var updater rest.Updater
+	for _, g := range c.apiGroups {
+		if g.PrioritizedVersions[0].Group != gvr.Group {
+			continue
+		}
+		if u, ok := g.VersionedResourcesStorageMap[gvr.Version][gvr.Resource+"/status"].(rest.Updater); ok {
+			updater = u
+		}
+	}
+	if updater == nil {
+		return nil, fmt.Errorf("no storage of %s/status to write in-process", gvr)
+	}
+	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
+		ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+			IsResourceRequest: true, Verb: "update", APIGroup: gvr.Group, APIVersion: gvr.Version,
+			Resource: gvr.Resource, Subresource: "status", Name: lc.Name,
+		})
+		ctx = genericapirequest.WithUser(ctx, system)
+		obj, _, err := updater.Update(ctx, lc.Name, rest.DefaultUpdatedObjectInfo(lc.DeepCopy()), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		updated, ok := obj.(*corev1alpha1.LogicalCluster)
+		if !ok {
+			return nil, fmt.Errorf("in-process status write of %s returned %T", gvr, obj)
+		}
+		return updated, nil
 	}, nil
 }

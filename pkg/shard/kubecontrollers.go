@@ -57,6 +57,11 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("service account controller: %w", err)
 	}
+	exists, err := c.inProcessExists()
+	if err != nil {
+		return err
+	}
+	sa.ReadStored(exists)
 
 	informers := []*wildcardinformer.Informer{serviceAccounts, configMaps}
 	tokens, err := c.legacyTokensController(coreClient.CoreV1().RESTClient(), loopback, ca)

@@ -40,6 +40,10 @@ type Controller struct {
 	// without, its namespaces and the binding through base.
 	createObjects    func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 	namespaceObjects func(namespace string) []runtime.Object
+	// updateStatusInProcess, when set, writes the status of a cluster that
+	// leaves Scheduling in-process and returns the stored LogicalCluster
+	// (see BootstrapStatusInProcess).
+	updateStatusInProcess func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
 	// deletion empties clusters being deleted.
@@ -88,6 +92,17 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 // ClusterRoleBinding with create, in-process. Call before Run.
 func (c *Controller) BootstrapInProcess(create func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, namespaceObjects func(namespace string) []runtime.Object) {
 	c.createObjects, c.namespaceObjects = create, namespaceObjects
+}
+
+// BootstrapStatusInProcess makes the status write that ends a new
+// cluster's Scheduling (to Initializing or Ready) go through update, an
+// in-process write of the LogicalCluster's status as the shard itself, as
+// the bootstrap's creates do: until that write nobody but the system
+// reaches the cluster, so no admission of that cluster has a say, and the
+// only check of a status write, that it comes from the system, holds. Call
+// before Run.
+func (c *Controller) BootstrapStatusInProcess(update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)) {
+	c.updateStatusInProcess = update
 }
 
 // RequeueOnDeletionOf makes the deletion of an object of inf (a wildcard
@@ -177,6 +192,20 @@ func (c *Controller) update(ctx context.Context, cluster logicalcluster.Name, lc
 func (c *Controller) updateStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	_, err := c.write(ctx, cluster, lc, "status")
 	return err
+}
+
+// updateBootstrapStatus writes the status of a cluster that leaves
+// Scheduling, in-process when BootstrapStatusInProcess gave the means.
+func (c *Controller) updateBootstrapStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	if c.updateStatusInProcess == nil {
+		return c.updateStatus(ctx, cluster, lc)
+	}
+	updated, err := c.updateStatusInProcess(ctx, cluster, lc)
+	if err != nil {
+		return err
+	}
+	c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
+	return nil
 }
 
 // write updates lc (its status with subresource "status") and returns the

@@ -31,12 +31,14 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 	}
 	want := lc.Status.Phase
 	terminators := false
+	bootstrapped := false
 	switch lc.Status.Phase {
 	case "", corev1alpha1.LogicalClusterPhaseScheduling:
 		if err := c.bootstrapContent(ctx, cluster, lc); err != nil {
 			return err
 		}
 		terminators = startTerminators(lc)
+		bootstrapped = true
 		want = corev1alpha1.LogicalClusterPhaseInitializing
 		if len(lc.Status.Initializers) == 0 {
 			want = corev1alpha1.LogicalClusterPhaseReady
@@ -58,6 +60,9 @@ func (c *Controller) reconcilePhase(ctx context.Context, cluster logicalcluster.
 		return nil
 	}
 	lc.Status.Phase, lc.Status.URL = want, url
+	if bootstrapped {
+		return c.updateBootstrapStatus(ctx, cluster, lc)
+	}
 	return c.updateStatus(ctx, cluster, lc)
 }
 

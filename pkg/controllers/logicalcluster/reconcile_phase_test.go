@@ -2,9 +2,13 @@ package logicalcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,9 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // bootstrapRecorder records what a cluster's in-process bootstrap creates,
@@ -99,5 +106,86 @@ func TestInProcessObjectsWithoutAKnownOwnerHaveNoBinding(t *testing.T) {
 		if _, ok := obj.(*rbacv1.ClusterRoleBinding); ok {
 			t.Errorf("a binding without an owner: %v", obj)
 		}
+	}
+}
+
+// statusWrites records the status writes of a LogicalCluster: in-process
+// ones, and PUTs through the loopback client (served by an httptest
+// server that stores what it is sent).
+type statusWrites struct {
+	mu                  sync.Mutex
+	inProcess, overHTTP []corev1alpha1.LogicalClusterPhaseType
+}
+
+func (w *statusWrites) writeInProcess(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inProcess = append(w.inProcess, lc.Status.Phase)
+	stored := lc.DeepCopy()
+	stored.ResourceVersion = "11"
+	return stored, nil
+}
+
+func (w *statusWrites) server(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		lc := &corev1alpha1.LogicalCluster{}
+		if err := json.NewDecoder(r.Body).Decode(lc); err != nil || r.Method != http.MethodPut || !strings.HasSuffix(r.URL.Path, "/status") {
+			http.Error(rw, fmt.Sprintf("unexpected %s %s: %v", r.Method, r.URL.Path, err), http.StatusBadRequest)
+			return
+		}
+		w.mu.Lock()
+		w.overHTTP = append(w.overHTTP, lc.Status.Phase)
+		w.mu.Unlock()
+		lc.ResourceVersion = "12"
+		rw.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(rw).Encode(lc)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestOnlyTheWriteThatEndsSchedulingGoesInProcess: the status write that
+// moves a bootstrapped cluster out of Scheduling goes in-process (nobody
+// but the system reaches the cluster before it); a later one, once
+// initializers and users may act on the cluster, goes through the API with
+// its admission and audit. Either way a reconcile of a copy older than the
+// write is skipped.
+func TestOnlyTheWriteThatEndsSchedulingGoesInProcess(t *testing.T) {
+	w := &statusWrites{}
+	client, err := kcpclient.New(&rest.Config{Host: w.server(t).URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Controller{kcp: client}
+	c.BootstrapInProcess((&bootstrapRecorder{}).createObjects, namespaceObjects)
+	c.BootstrapStatusInProcess(w.writeInProcess)
+	key := wildcardinformer.Key("c1", "", corev1alpha1.LogicalClusterName)
+
+	newCluster := func(phase corev1alpha1.LogicalClusterPhaseType, initializers ...corev1alpha1.LogicalClusterInitializer) *corev1alpha1.LogicalCluster {
+		return &corev1alpha1.LogicalCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, ResourceVersion: "10"},
+			Status:     corev1alpha1.LogicalClusterStatus{Phase: phase, Initializers: initializers},
+		}
+	}
+	if err := c.reconcilePhase(context.Background(), "c1", newCluster(corev1alpha1.LogicalClusterPhaseScheduling, "system:apibindings")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.reconcilePhase(context.Background(), "c1", newCluster("")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []corev1alpha1.LogicalClusterPhaseType{corev1alpha1.LogicalClusterPhaseInitializing, corev1alpha1.LogicalClusterPhaseReady}; !slices.Equal(w.inProcess, want) {
+		t.Errorf("in-process writes %q, want %q", w.inProcess, want)
+	}
+	if !c.written.Stale(key, "10") {
+		t.Error("a copy older than the in-process write is not skipped")
+	}
+	if err := c.reconcilePhase(context.Background(), "c1", newCluster(corev1alpha1.LogicalClusterPhaseInitializing)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []corev1alpha1.LogicalClusterPhaseType{corev1alpha1.LogicalClusterPhaseReady}; !slices.Equal(w.overHTTP, want) {
+		t.Errorf("writes through the API %q, want %q", w.overHTTP, want)
+	}
+	if len(w.inProcess) != 2 {
+		t.Errorf("the write of an Initializing cluster went in-process: %q", w.inProcess)
 	}
 }

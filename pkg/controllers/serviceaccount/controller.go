@@ -132,6 +132,25 @@ func newController(namespaces, serviceAccounts, configMaps *wildcardinformer.Inf
 	return c
 }
 
+// ReadStored makes the controller ask exists, before creating an object
+// its informer does not show, whether the storage holds it already: exists
+// reads the object resource (serviceaccounts or configmaps) namespace/name
+// of a cluster. Call before Run.
+func (c *Controller) ReadStored(exists func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error)) {
+	for _, r := range c.reconcilers {
+		switch r := r.(type) {
+		case *defaultServiceAccount:
+			r.stored = func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error) {
+				return exists(ctx, cluster, "serviceaccounts", ns, DefaultServiceAccountName)
+			}
+		case *rootCA:
+			r.stored = func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error) {
+				return exists(ctx, cluster, "configmaps", ns, RootCAConfigMapName)
+			}
+		}
+	}
+}
+
 // changedOrDeleted enqueues the namespace of a changed or deleted object.
 // An object that appears needs nothing: mostly this controller created it,
 // and a reconcile then would race the other object's informer into a

@@ -2,12 +2,14 @@ package serviceaccount
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -17,14 +19,17 @@ var (
 )
 
 // defaultServiceAccount creates the "default" service account of a
-// namespace when the informer does not have it.
+// namespace when neither the informer nor, when it can tell, the storage
+// has it.
 type defaultServiceAccount struct {
-	get    func(cluster logicalcluster.Name, ns string) bool
+	get func(cluster logicalcluster.Name, ns string) bool
+	// stored tells whether the storage holds the object (optional).
+	stored func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error)
 	create func(ctx context.Context, cluster logicalcluster.Name, sa *corev1.ServiceAccount) error
 }
 
 func (r *defaultServiceAccount) reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error {
-	if r.get(cluster, ns.Name) {
+	if r.get(cluster, ns.Name) || storedYet(ctx, r.stored, cluster, ns.Name) {
 		return nil
 	}
 	if err := r.create(ctx, cluster, DefaultServiceAccount(ns.Name)); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
@@ -64,12 +69,21 @@ func NamespaceObjects(namespace string, caBundle []byte) []runtime.Object {
 type rootCA struct {
 	caBundle string
 	get      func(cluster logicalcluster.Name, ns string) *corev1.ConfigMap
-	create   func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
-	update   func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
+	// stored tells whether the storage holds the object (optional).
+	stored func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error)
+	create func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
+	update func(ctx context.Context, cluster logicalcluster.Name, cm *corev1.ConfigMap) error
 }
+
+// recheckStored is when a namespace whose config map is stored but not yet
+// in the informer is looked at again, to check its content.
+const recheckStored = loop.RequeueAfter(time.Second)
 
 func (r *rootCA) reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error {
 	existing := r.get(cluster, ns.Name)
+	if existing == nil && storedYet(ctx, r.stored, cluster, ns.Name) {
+		return recheckStored
+	}
 	if existing == nil {
 		if err := r.create(ctx, cluster, RootCAConfigMap(ns.Name, r.caBundle)); err != nil && !apierrors.IsAlreadyExists(err) && !isNamespaceGoing(err) {
 			return err
@@ -90,6 +104,20 @@ func (r *rootCA) reconcile(ctx context.Context, cluster logicalcluster.Name, ns 
 		return err
 	}
 	return nil
+}
+
+// storedYet tells whether stored knows of an object that the informer does
+// not show yet. A new cluster's bootstrap creates each namespace's objects
+// in-process just before the namespace, and their informers, on other
+// watch streams, often lag the namespace's: without this look a create of
+// each, refused as a conflict, would go through the whole request path.
+// An error reads as not stored: the create then decides.
+func storedYet(ctx context.Context, stored func(context.Context, logicalcluster.Name, string) (bool, error), cluster logicalcluster.Name, ns string) bool {
+	if stored == nil {
+		return false
+	}
+	ok, err := stored(ctx, cluster, ns)
+	return err == nil && ok
 }
 
 // isNamespaceGoing tells whether a create failed because the namespace is

@@ -2,6 +2,8 @@ package serviceaccount
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -112,5 +115,68 @@ func TestNamespaceObjectsAreWhatTheControllerCreates(t *testing.T) {
 	}
 	if want := NamespaceObjects("team", []byte("CA")); !apiequality.Semantic.DeepEqual(created, want) {
 		t.Errorf("controller created %v, NamespaceObjects are %v", created, want)
+	}
+}
+
+// TestObjectsStoredButNotYetInTheInformerAreNotCreatedAgain: a new
+// cluster's bootstrap stores a namespace's objects just before the
+// namespace, and their informers may lag its; what the storage holds is
+// not created again (each such create was a refused POST), and the config
+// map's content is looked at once its informer shows it. A failed look
+// leaves the decision to the create.
+func TestObjectsStoredButNotYetInTheInformerAreNotCreatedAgain(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+	for _, tt := range []struct {
+		name       string
+		stored     func(context.Context, logicalcluster.Name, string) (bool, error)
+		wantCreate bool
+	}{
+		{"stored", func(context.Context, logicalcluster.Name, string) (bool, error) { return true, nil }, false},
+		{"not stored", func(context.Context, logicalcluster.Name, string) (bool, error) { return false, nil }, true},
+		{"unknown", func(context.Context, logicalcluster.Name, string) (bool, error) {
+			return false, errors.New("etcd unavailable")
+		}, true},
+		{"no means to tell", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var created []string
+			sa := &defaultServiceAccount{
+				get:    func(logicalcluster.Name, string) bool { return false },
+				stored: tt.stored,
+				create: func(_ context.Context, _ logicalcluster.Name, sa *corev1.ServiceAccount) error {
+					created = append(created, "sa")
+					return nil
+				},
+			}
+			cm := &rootCA{
+				caBundle: "CA",
+				get:      func(logicalcluster.Name, string) *corev1.ConfigMap { return nil },
+				stored:   tt.stored,
+				create: func(_ context.Context, _ logicalcluster.Name, cm *corev1.ConfigMap) error {
+					created = append(created, "cm")
+					return nil
+				},
+			}
+			if err := sa.reconcile(context.Background(), "c", ns); err != nil {
+				t.Fatal(err)
+			}
+			err := cm.reconcile(context.Background(), "c", ns)
+			var after loop.RequeueAfter
+			if tt.wantCreate {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := []string{"sa", "cm"}; !slices.Equal(created, want) {
+					t.Errorf("created %v, want %v", created, want)
+				}
+				return
+			}
+			if len(created) > 0 {
+				t.Errorf("created %v of stored objects", created)
+			}
+			if !errors.As(err, &after) {
+				t.Errorf("the stored config map's content is not looked at again: %v", err)
+			}
+		})
 	}
 }
