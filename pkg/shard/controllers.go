@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -283,22 +284,13 @@ var inProcessResources = map[schema.GroupVersionKind]schema.GroupVersionResource
 // objects are defaulted as a decoded request body would be.
 func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, error) {
 	storages := map[schema.GroupVersionResource]rest.Creater{}
-	for _, g := range c.apiGroups {
-		for version, resources := range g.VersionedResourcesStorageMap {
-			for resource, storage := range resources {
-				gvr := schema.GroupVersionResource{Group: g.PrioritizedVersions[0].Group, Version: version, Resource: resource}
-				if creater, ok := storage.(rest.Creater); ok {
-					storages[gvr] = creater
-				}
-			}
-		}
-	}
 	for _, gvr := range inProcessResources {
-		if storages[gvr] == nil {
+		creater, ok := c.storageOf(gvr).(rest.Creater)
+		if !ok {
 			return nil, fmt.Errorf("no storage of %s to create in-process", gvr)
 		}
+		storages[gvr] = creater
 	}
-	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
 	createOne := func(ctx context.Context, cluster logicalcluster.Name, obj runtime.Object) error {
 		gvks, _, err := legacyscheme.Scheme.ObjectKinds(obj)
 		if err != nil {
@@ -322,14 +314,7 @@ func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcl
 			return fmt.Errorf("convert %s: %w", gvks[0].Kind, err)
 		}
 		ns, name := accessor.GetNamespace(), accessor.GetName()
-		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ns), cluster)
-		// Create validation reads what is being created from the request
-		// info; RBAC's escalation check, who creates it.
-		ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-			IsResourceRequest: true, Verb: "create", APIGroup: gvr.Group, APIVersion: gvr.Version,
-			Resource: gvr.Resource, Namespace: ns, Name: name,
-		})
-		ctx = genericapirequest.WithUser(ctx, system)
+		ctx = asShard(ctx, cluster, "create", gvr, ns, name)
 		if _, err := storage.Create(ctx, internal, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s %s/%s in %s: %w", gvks[0].Kind, ns, name, cluster, err)
 		}
@@ -350,24 +335,19 @@ func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcl
 // round trip for a question only the shard's own controllers ask.
 func (c *Server) inProcessExists() (func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error), error) {
 	getters := map[string]rest.Getter{}
-	for _, g := range c.apiGroups {
-		if g.PrioritizedVersions[0].Group != corev1.GroupName {
-			continue
+	for _, resource := range []string{"serviceaccounts", "configmaps"} {
+		getter, ok := c.storageOf(corev1.SchemeGroupVersion.WithResource(resource)).(rest.Getter)
+		if !ok {
+			return nil, fmt.Errorf("no storage of %s to read in-process", resource)
 		}
-		for _, resource := range []string{"serviceaccounts", "configmaps"} {
-			if getter, ok := g.VersionedResourcesStorageMap[corev1.SchemeGroupVersion.Version][resource].(rest.Getter); ok {
-				getters[resource] = getter
-			}
-		}
+		getters[resource] = getter
 	}
-	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
 	return func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error) {
 		getter, ok := getters[resource]
 		if !ok {
 			return false, fmt.Errorf("no storage of %s to read in-process", resource)
 		}
-		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, namespace), cluster)
-		ctx = genericapirequest.WithUser(ctx, system)
+		ctx = asShard(ctx, cluster, "get", corev1.SchemeGroupVersion.WithResource(resource), namespace, name)
 		_, err := getter.Get(ctx, name, &metav1.GetOptions{})
 		switch {
 		case err == nil:
@@ -387,27 +367,13 @@ func (c *Server) inProcessExists() (func(ctx context.Context, cluster logicalclu
 // system reaches the cluster. The write is conditional on lc's
 // resourceVersion, as a PUT is.
 func (c *Server) inProcessStatusWriter() (func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error), error) {
-	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters")
-	var updater rest.Updater
-	for _, g := range c.apiGroups {
-		if g.PrioritizedVersions[0].Group != gvr.Group {
-			continue
-		}
-		if u, ok := g.VersionedResourcesStorageMap[gvr.Version][gvr.Resource+"/status"].(rest.Updater); ok {
-			updater = u
-		}
+	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters/status")
+	updater, ok := c.storageOf(gvr).(rest.Updater)
+	if !ok {
+		return nil, fmt.Errorf("no storage of %s to write in-process", gvr)
 	}
-	if updater == nil {
-		return nil, fmt.Errorf("no storage of %s/status to write in-process", gvr)
-	}
-	system := &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
 	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
-		ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, ""), cluster)
-		ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-			IsResourceRequest: true, Verb: "update", APIGroup: gvr.Group, APIVersion: gvr.Version,
-			Resource: gvr.Resource, Subresource: "status", Name: lc.Name,
-		})
-		ctx = genericapirequest.WithUser(ctx, system)
+		ctx = asShard(ctx, cluster, "update", gvr, "", lc.Name)
 		obj, _, err := updater.Update(ctx, lc.Name, rest.DefaultUpdatedObjectInfo(lc.DeepCopy()), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 		if err != nil {
 			return nil, err
@@ -418,4 +384,35 @@ func (c *Server) inProcessStatusWriter() (func(ctx context.Context, cluster logi
 		}
 		return updated, nil
 	}, nil
+}
+
+// storageOf returns the REST storage of gvr, whose resource may name a
+// subresource ("logicalclusters/status"), or nil.
+func (c *Server) storageOf(gvr schema.GroupVersionResource) rest.Storage {
+	for _, g := range c.apiGroups {
+		if g.PrioritizedVersions[0].Group != gvr.Group {
+			continue
+		}
+		if s, ok := g.VersionedResourcesStorageMap[gvr.Version][gvr.Resource]; ok {
+			return s
+		}
+	}
+	return nil
+}
+
+// shardUser is who the shard's in-process requests come from.
+var shardUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
+
+// asShard returns ctx for an in-process request of verb on gvr (whose
+// resource may name a subresource) in a namespace of cluster, as the shard
+// itself. Validation reads what is being written from the request info;
+// RBAC's escalation check, who writes it.
+func asShard(ctx context.Context, cluster logicalcluster.Name, verb string, gvr schema.GroupVersionResource, namespace, name string) context.Context {
+	resource, subresource, _ := strings.Cut(gvr.Resource, "/")
+	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, namespace), cluster)
+	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version,
+		Resource: resource, Subresource: subresource, Namespace: namespace, Name: name,
+	})
+	return genericapirequest.WithUser(ctx, shardUser)
 }
