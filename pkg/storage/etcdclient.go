@@ -66,9 +66,7 @@ type stoppableCompactor interface {
 func NewEtcdClient(ctx context.Context, c *clientv3.Client, endpoint string) *EtcdClient {
 	// An in-process client has no endpoints: check the server behind it
 	// under its endpoint.
-	e := newEtcdClient(ctx, c, []string{endpoint})
-	e.transport.ServerList = []string{endpoint}
-	return e
+	return newEtcdClient(ctx, c, storagebackend.TransportConfig{ServerList: []string{endpoint}}, false)
 }
 
 // DialEtcdClient dials the etcd servers of t, as upstream's storage factory
@@ -92,12 +90,12 @@ func DialEtcdClient(t storagebackend.TransportConfig) (*EtcdClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial etcd %v: %w", t.ServerList, err)
 	}
-	e := newEtcdClient(c.Ctx(), c, c.Endpoints())
-	e.owned, e.transport = true, t
-	return e, nil
+	return newEtcdClient(c.Ctx(), c, t, true), nil
 }
 
-func newEtcdClient(ctx context.Context, c *clientv3.Client, endpoints []string) *EtcdClient {
+// newEtcdClient wraps c, which talks to t's servers; owned tells whether
+// Close closes c.
+func newEtcdClient(ctx context.Context, c *clientv3.Client, t storagebackend.TransportConfig, owned bool) *EtcdClient {
 	kc := &kubernetes.Client{Client: c}
 	kc.Kubernetes = kc
 	// As upstream, track the etcd latency of each request for its log.
@@ -105,8 +103,8 @@ func newEtcdClient(ctx context.Context, c *clientv3.Client, endpoints []string) 
 	// The cacher serves consistent reads from the cache only once etcd is
 	// known to answer progress requests; as upstream, check the endpoints
 	// of each new client.
-	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: endpoints}, storage.RequestWatchProgress)
-	return &EtcdClient{client: kc}
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: t.ServerList}, storage.RequestWatchProgress)
+	return &EtcdClient{client: kc, transport: t, owned: owned}
 }
 
 // Close closes a client that DialEtcdClient dialed; the caller of
