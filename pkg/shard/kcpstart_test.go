@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 func TestBatteriesFollowKCPSemantics(t *testing.T) {
@@ -83,13 +83,40 @@ func TestConstructingTheCommandChangesNoProcessSetting(t *testing.T) {
 
 func TestProcessDefaultsLeaveGatesTheCommandLineSet(t *testing.T) {
 	t.Setenv("GOGC", "100") // keep the test process's GC percent
+	gates := []string{"ListFromCacheSnapshot", "NativeHistograms"}
 	o := NewOptions()
-	o.kcpStart.featureGatesSet = sets.New("ListFromCacheSnapshot")
-	before := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot")
+	o.kcpStart.featureGatesSet = sets.New(gates...)
+	before := map[string]bool{}
+	for _, g := range gates {
+		before[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
+	}
 	if err := o.applyProcessDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if got := utilfeature.DefaultFeatureGate.Enabled("ListFromCacheSnapshot"); got != before {
-		t.Errorf("ListFromCacheSnapshot changed from %t to %t although the command line set it", before, got)
+	for _, g := range gates {
+		if got := utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g)); got != before[g] {
+			t.Errorf("%s changed from %t to %t although the command line set it", g, before[g], got)
+		}
+	}
+}
+
+func TestProcessDefaultsTurnOffListSnapshotsAndNativeHistograms(t *testing.T) {
+	t.Setenv("GOGC", "100") // keep the test process's GC percent
+	gates := map[string]bool{}
+	for _, g := range []string{"ListFromCacheSnapshot", "NativeHistograms"} {
+		gates[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
+	}
+	t.Cleanup(func() {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(gates); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := NewOptions().applyProcessDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	for g := range gates {
+		if utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g)) {
+			t.Errorf("%s is on after the shard's process defaults; want off unless --feature-gates names it", g)
+		}
 	}
 }

@@ -2,12 +2,14 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
@@ -234,6 +236,48 @@ func (e *EtcdClient) UndecoratedStorage(c *storagebackend.ConfigForResource, res
 	newFunc, newListFunc func() runtime.Object, _ storage.AttrFunc, _ storage.IndexerFuncs, _ *cache.Indexers,
 ) (storage.Interface, factory.DestroyFunc, error) {
 	return e.NewRawStorage(c, newFunc, newListFunc, resourcePrefix)
+}
+
+// compactRevKey is the key upstream's compactors take turns on: its value
+// is the revision last compacted, its version counts the compactions.
+const compactRevKey = "compact_rev_key"
+
+// compactTo compacts etcd up to rev unless it is compacted that far. It
+// takes a turn as upstream's compactors do (compare-and-swap on
+// compactRevKey), so that the periodic compactor of this and every other
+// process on the etcd learns the new revision and skips its next round; and
+// it waits for the physical compaction, so that the deleted keys' index
+// entries and pages are free when it returns.
+func (e *EtcdClient) compactTo(ctx context.Context, rev int64) error {
+	resp, err := e.client.KV.Get(ctx, compactRevKey)
+	if err != nil {
+		return err
+	}
+	var version, compacted int64
+	if len(resp.Kvs) > 0 {
+		version = resp.Kvs[0].Version
+		if compacted, err = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err != nil {
+			return fmt.Errorf("parse %s: %w", compactRevKey, err)
+		}
+	}
+	if compacted >= rev {
+		return nil
+	}
+	txn, err := e.client.KV.Txn(ctx).If(
+		clientv3.Compare(clientv3.Version(compactRevKey), "=", version),
+	).Then(
+		clientv3.OpPut(compactRevKey, strconv.FormatInt(rev, 10)),
+	).Commit()
+	if err != nil {
+		return err
+	}
+	if !txn.Succeeded {
+		return nil // another compactor took this turn
+	}
+	if _, err := e.client.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return err
+	}
+	return nil
 }
 
 // acquireCompactor returns the client's compactor (nil when interval is 0:

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -315,5 +316,44 @@ func TestServesOnlyTheSameServers(t *testing.T) {
 		if got := tc.client.Serves(tc.t); got != tc.want {
 			t.Errorf("%s: Serves = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestCompactToTakesTheCompactorsTurnAndFreesOlderRevisions(t *testing.T) {
+	etcd, _ := inProcessEtcd(t)
+	ctx := t.Context()
+	kv := etcd.client.KV
+	put, err := kv.Put(ctx, "/registry/x", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := put.Header.Revision
+	del, err := kv.Delete(ctx, "/registry/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := del.Header.Revision + 1 // the tombstone goes too
+	if _, err := kv.Put(ctx, "/registry/y", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := etcd.compactTo(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "/registry/x", clientv3.WithRev(old)); err == nil || !strings.Contains(err.Error(), "compacted") {
+		t.Fatalf("read at revision %d after compacting to %d: %v, want compacted", old, rev, err)
+	}
+	// The compactors' key names the revision, for upstream's compactor and
+	// the watch caches.
+	got, err := kv.Get(ctx, compactRevKey)
+	if err != nil || len(got.Kvs) != 1 || string(got.Kvs[0].Value) != strconv.FormatInt(rev, 10) {
+		t.Fatalf("%s after compacting to %d: %v, %v", compactRevKey, rev, got, err)
+	}
+	version := got.Kvs[0].Version
+	// An older revision is no new turn.
+	if err := etcd.compactTo(ctx, rev-1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kv.Get(ctx, compactRevKey); err != nil || got.Kvs[0].Version != version {
+		t.Fatalf("compacting to an older revision took a turn: %v, %v", got, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
@@ -53,8 +54,9 @@ type historyBound struct {
 	storage.Interface
 	clock     clock.WithTicker
 	idleAfter time.Duration
-	// released is told when a history is let go (nil: nobody).
-	released func()
+	// released is told when a history is let go, with the resource
+	// version of the resource's last event (nil: nobody).
+	released func(rv uint64)
 
 	mu sync.Mutex
 	// objects is the number of objects of the last list, plus the added
@@ -163,11 +165,13 @@ func (h *historyBound) historyExpired() bool {
 	return h.events >= historyMinEvents && h.deleted > h.objects && h.clock.Since(h.lastEvent) >= h.idleAfter
 }
 
-// release makes the next list read at the last event's resource version.
-func (h *historyBound) release() {
+// release makes the next list read at the last event's resource version,
+// which it returns.
+func (h *historyBound) release() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.relistAt = h.lastRV
+	return h.lastRV
 }
 
 type boundedWatch struct {
@@ -206,11 +210,11 @@ func (b *boundedWatch) run(h *historyBound) {
 				continue
 			}
 			expired := apierrors.NewResourceExpired("watch cache history released after the resource went idle")
-			h.release()
+			rv := h.release()
 			select {
 			case b.out <- watch.Event{Type: watch.Error, Object: &expired.ErrStatus}:
 				if h.released != nil {
-					h.released()
+					h.released(rv)
 				}
 			case <-b.done:
 			}
@@ -227,6 +231,12 @@ func (b *boundedWatch) run(h *historyBound) {
 // freed the heap; a release happens only after one, for several resources
 // within seconds of each other, so one FreeOSMemory (a full GC) after the
 // last of them is cheap.
+//
+// Before that it compacts etcd up to where the released histories ended:
+// the deleted objects' revisions stay in etcd's index (heap) and database
+// file (mapped, so RSS) until compacted, and the periodic compactor, which
+// compacts to the revision it saw one interval earlier, would free them
+// only one to two intervals later.
 type memoryReturner struct {
 	clock clock.WithDelayedExecution
 	// delay lets the caches relist and drop the old history first; every
@@ -236,16 +246,47 @@ type memoryReturner struct {
 
 	mu    sync.Mutex
 	timer clock.Timer
+	// compactTo holds, per shared etcd client, the newest resource version
+	// at which a released history ended.
+	compactTo map[etcdCompactor]int64
 }
 
-// schedule returns memory delay after the last call.
-func (r *memoryReturner) schedule() {
+// etcdCompactor compacts an etcd (EtcdClient.compactTo).
+type etcdCompactor interface {
+	compactTo(ctx context.Context, rev int64) error
+}
+
+// schedule returns memory delay after the last call, compacting e (if not
+// nil) to rv first.
+func (r *memoryReturner) schedule(e etcdCompactor, rv int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if e != nil && rv > r.compactTo[e] {
+		if r.compactTo == nil {
+			r.compactTo = map[etcdCompactor]int64{}
+		}
+		r.compactTo[e] = rv
+	}
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	r.timer = r.clock.AfterFunc(r.delay, r.free)
+	r.timer = r.clock.AfterFunc(r.delay, r.returnMemory)
+}
+
+// returnMemory compacts and then frees.
+func (r *memoryReturner) returnMemory() {
+	r.mu.Lock()
+	pending := r.compactTo
+	r.compactTo = nil
+	r.mu.Unlock()
+	for e, rv := range pending {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := e.compactTo(ctx, rv); err != nil {
+			klog.ErrorS(err, "Compacting etcd after a mass deletion failed; the periodic compaction will", "revision", rv)
+		}
+		cancel()
+	}
+	r.free()
 }
 
 // returnMemory is the process's returner, told by every watch cache's

@@ -41,8 +41,8 @@ func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing
 	clock := clocktesting.NewFakeClock(time.Now())
 	inner := &listWatchStorage{items: []runtime.Object{configMap(-1)}, watch: watch.NewFake()}
 	h := newHistoryBound(inner, clock, time.Minute)
-	released := make(chan struct{}, 1)
-	h.released = func() { released <- struct{}{} }
+	released := make(chan uint64, 1)
+	h.released = func(rv uint64) { released <- rv }
 	if err := h.GetList(context.Background(), "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,9 @@ func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing
 	defer w.Stop()
 	// A burst: objects created and deleted again, every event passed on.
 	for i := 0; i < historyMinEvents; i++ {
-		e := watch.Event{Type: watch.Added, Object: configMap(i)}
+		cm := configMap(i)
+		cm.ResourceVersion = fmt.Sprint(100 + i)
+		e := watch.Event{Type: watch.Added, Object: cm}
 		if i%2 == 1 {
 			e.Type = watch.Deleted
 		}
@@ -70,7 +72,11 @@ func TestHistoryOfAQuietResourceIsReleasedAfterMostObjectsWereDeleted(t *testing
 	if err := apierrors.FromObject(e.Object); !apierrors.IsResourceExpired(err) {
 		t.Fatalf("the watch ended with %v, want resource version expired", err)
 	}
-	<-released // the process is told, to give the memory back
+	// The process is told, to compact etcd up to the last event and give
+	// the memory back.
+	if rv, want := <-released, uint64(100+historyMinEvents-1); rv != want {
+		t.Errorf("released at resource version %d, want that of the last event (%d)", rv, want)
+	}
 	if _, ok := <-w.ResultChan(); ok {
 		t.Fatal("the watch stays open after it expired")
 	}
@@ -199,7 +205,7 @@ func TestMemoryIsReturnedOnceAfterTheLastReleaseOfABurst(t *testing.T) {
 	r := &memoryReturner{clock: clock, delay: 5 * time.Second, free: func() { returned.Add(1) }}
 	// Several resources release their histories within seconds.
 	for i := 0; i < 3; i++ {
-		r.schedule()
+		r.schedule(nil, 0)
 		clock.Step(2 * time.Second)
 	}
 	if n := returned.Load(); n != 0 {
@@ -210,9 +216,50 @@ func TestMemoryIsReturnedOnceAfterTheLastReleaseOfABurst(t *testing.T) {
 		t.Fatalf("memory returned %d times after the burst, want 1", n)
 	}
 	// A later burst returns it again.
-	r.schedule()
+	r.schedule(nil, 0)
 	clock.Step(5 * time.Second)
 	if n := returned.Load(); n != 2 {
 		t.Fatalf("memory returned %d times after the second burst, want 2", n)
+	}
+}
+
+// recordingCompactor records the revisions it is compacted to, and whether
+// the memory was returned by then.
+type recordingCompactor struct {
+	revs     []int64
+	returned *atomic.Int32
+	before   []int32
+}
+
+func (c *recordingCompactor) compactTo(_ context.Context, rev int64) error {
+	c.revs = append(c.revs, rev)
+	c.before = append(c.before, c.returned.Load())
+	return nil
+}
+
+func TestEtcdIsCompactedToTheNewestReleaseBeforeMemoryIsReturned(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	var returned atomic.Int32
+	r := &memoryReturner{clock: clock, delay: 5 * time.Second, free: func() { returned.Add(1) }}
+	a, b := &recordingCompactor{returned: &returned}, &recordingCompactor{returned: &returned}
+	r.schedule(a, 120)
+	r.schedule(b, 90)
+	r.schedule(a, 100) // an older release of another resource
+	r.schedule(nil, 0) // a storage on a client of its own
+	clock.Step(5 * time.Second)
+	if len(a.revs) != 1 || a.revs[0] != 120 || a.before[0] != 0 {
+		t.Errorf("first client compacted to %v (memory returned %v times before): want once to 120, before the memory is returned", a.revs, a.before)
+	}
+	if len(b.revs) != 1 || b.revs[0] != 90 {
+		t.Errorf("second client compacted to %v, want once to 90", b.revs)
+	}
+	if n := returned.Load(); n != 1 {
+		t.Fatalf("memory returned %d times, want 1", n)
+	}
+	// A burst without releases of a's storages does not compact it again.
+	r.schedule(b, 150)
+	clock.Step(5 * time.Second)
+	if len(a.revs) != 1 || len(b.revs) != 2 || b.revs[1] != 150 {
+		t.Errorf("after a second burst: first client compacted to %v, second to %v; want [120] and [90 150]", a.revs, b.revs)
 	}
 }

@@ -65,10 +65,10 @@ func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example
 // given and the resource's configuration names its servers (else on a
 // client of each storage's own, as upstream).
 func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
-	own := storageOn(watchCache, generic.NewRawStorage, generic.UndecoratedStorage)
+	own := storageOn(watchCache, generic.NewRawStorage, generic.UndecoratedStorage, nil)
 	shared := own
 	if etcd != nil {
-		shared = storageOn(watchCache, etcd.NewRawStorage, etcd.UndecoratedStorage)
+		shared = storageOn(watchCache, etcd.NewRawStorage, etcd.UndecoratedStorage, etcd)
 	}
 	return func(
 		config *storagebackend.ConfigForResource,
@@ -96,10 +96,11 @@ func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 }
 
 // storageOn is the storage of one resource built by raw (with the watch
-// cache) or by undecorated (without).
-func storageOn(watchCache bool, raw rawStorageFunc, undecorated generic.StorageDecorator) generic.StorageDecorator {
+// cache) or by undecorated (without). etcd, if not nil, is the shared client
+// raw builds on.
+func storageOn(watchCache bool, raw rawStorageFunc, undecorated generic.StorageDecorator, etcd *EtcdClient) generic.StorageDecorator {
 	if watchCache {
-		return storageWithCacher(raw)
+		return storageWithCacher(raw, etcd)
 	}
 	return undecorated
 }
@@ -111,9 +112,10 @@ type rawStorageFunc func(config *storagebackend.ConfigForResource, newFunc, newL
 // storageWithCacher is genericregistry.StorageWithCacher on the etcd
 // storage raw builds, with two changes: the cache lists and watches etcd
 // through historyBound, so its event history is released once the resource
-// goes quiet, and the equal field sets of its objects share one map.
-// Requests the cache delegates go to etcd directly.
-func storageWithCacher(raw rawStorageFunc) generic.StorageDecorator {
+// goes quiet (and then etcd, if it is the shared client's, compacted up to
+// there), and the equal field sets of its objects share one map. Requests
+// the cache delegates go to etcd directly.
+func storageWithCacher(raw rawStorageFunc, etcd *EtcdClient) generic.StorageDecorator {
 	return func(
 		config *storagebackend.ConfigForResource,
 		resourcePrefix string,
@@ -129,7 +131,13 @@ func storageWithCacher(raw rawStorageFunc) generic.StorageDecorator {
 			return s, destroyStorage, err
 		}
 		history := newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter)
-		history.released = returnMemory.schedule
+		// A storage on a client of its own (upstream's factory) is left to
+		// its own compactor.
+		var compactor etcdCompactor
+		if etcd != nil {
+			compactor = etcd
+		}
+		history.released = func(rv uint64) { returnMemory.schedule(compactor, int64(rv)) }
 		cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
 			Storage:             history,
 			Versioner:           storage.APIObjectVersioner{},
