@@ -286,7 +286,8 @@ func (r results) print(w *os.File) {
 		row(fmt.Sprintf("parallel GET, %d workers", r.GetParallelWorkers), fmt.Sprintf("%.0f GET/s (p50 %.2f ms, p99 %.2f ms)", r.GetParallelPerSec, r.GetParallelP50Ms, r.GetParallelP99Ms))
 	}
 	for _, l := range r.WildcardLists {
-		row(fmt.Sprintf("wildcard LIST of %d configmaps", l.Size), fmt.Sprintf("median %.0f ms, min %.0f ms (%d items, %d LISTs)", l.MedianMs, l.MinMs, l.Items, l.Repeats))
+		row(fmt.Sprintf("wildcard LIST of %d configmaps", l.Size), fmt.Sprintf("JSON median %.0f ms, min %.0f ms; protobuf median %.0f ms, min %.0f ms (%d items, %d LISTs each)",
+			l.MedianMs, l.MinMs, l.ProtoMedianMs, l.ProtoMinMs, l.Items, l.Repeats))
 	}
 	if r.Bindings > 0 {
 		row("bindings / objects per binding", fmt.Sprintf("%d / %d", r.Bindings, r.ObjectsPerBinding))

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -27,13 +28,18 @@ const (
 
 // wildcardListResult is the timing of repeated wildcard LISTs at one size.
 type wildcardListResult struct {
-	Size        int     `json:"size"`    // configmaps asked for
-	Items       int     `json:"items"`   // configmaps listed (more than size when more existed)
-	Created     int     `json:"created"` // configmaps created for this size, the rest existed
-	Repeats     int     `json:"repeats"`
-	MedianMs    float64 `json:"median_ms"`
-	MinMs       float64 `json:"min_ms"`
-	FillSeconds float64 `json:"fill_seconds"` // creating the configmaps up to size
+	Size     int     `json:"size"`    // configmaps asked for
+	Items    int     `json:"items"`   // configmaps listed (more than size when more existed)
+	Created  int     `json:"created"` // configmaps created for this size, the rest existed
+	Repeats  int     `json:"repeats"`
+	MedianMs float64 `json:"median_ms"` // JSON, as kubectl and the default client-go config
+	MinMs    float64 `json:"min_ms"`
+	// ProtoMedianMs and ProtoMinMs are of the same LIST in protobuf, as
+	// Kubernetes' own components and client-go configured for it read
+	// built-in kinds.
+	ProtoMedianMs float64 `json:"proto_median_ms"`
+	ProtoMinMs    float64 `json:"proto_min_ms"`
+	FillSeconds   float64 `json:"fill_seconds"` // creating the configmaps up to size
 }
 
 // coreClient returns a core/v1 REST client at the shard's base URL; the
@@ -222,6 +228,13 @@ func (b *bench) wildcardLists(ctx context.Context, r *results, sizes []int, repe
 	if err != nil {
 		return err
 	}
+	protoConfig := rest.CopyConfig(b.mastersConfig)
+	protoConfig.ContentType = runtime.ContentTypeProtobuf
+	protoConfig.AcceptContentTypes = runtime.ContentTypeProtobuf
+	wildcardProto, err := coreClient(protoConfig)
+	if err != nil {
+		return err
+	}
 	admin, err := coreClient(b.adminConfig)
 	if err != nil {
 		return err
@@ -239,14 +252,15 @@ func (b *bench) wildcardLists(ctx context.Context, r *results, sizes []int, repe
 		return err
 	}
 	listPath := logicalcluster.Wildcard.RequestPath() + "/api/v1/configmaps"
-	list := func() (int, time.Duration, error) {
+	listWith := func(c rest.Interface) (int, time.Duration, error) {
 		start := time.Now()
 		l := &corev1.ConfigMapList{}
-		if err := wildcard.Get().AbsPath(listPath).Do(ctx).Into(l); err != nil {
+		if err := c.Get().AbsPath(listPath).Do(ctx).Into(l); err != nil {
 			return 0, 0, fmt.Errorf("wildcard list of configmaps: %w", err)
 		}
 		return len(l.Items), time.Since(start), nil
 	}
+	list := func() (int, time.Duration, error) { return listWith(wildcard) }
 	have, _, err := list()
 	if err != nil {
 		return err
@@ -323,7 +337,7 @@ func (b *bench) wildcardLists(ctx context.Context, r *results, sizes []int, repe
 			}
 		}
 		res := wildcardListResult{Size: size, Created: created, Repeats: repeats, FillSeconds: time.Since(fillStart).Seconds()}
-		var times []time.Duration
+		var times, protoTimes []time.Duration
 		for i := 0; i < repeats; i++ {
 			items, d, err := list()
 			if err != nil {
@@ -331,8 +345,13 @@ func (b *bench) wildcardLists(ctx context.Context, r *results, sizes []int, repe
 			}
 			res.Items = items
 			times = append(times, d)
+			if _, d, err = listWith(wildcardProto); err != nil {
+				return err
+			}
+			protoTimes = append(protoTimes, d)
 		}
 		res.MedianMs, res.MinMs = percentile(times, 50), percentile(times, 0)
+		res.ProtoMedianMs, res.ProtoMinMs = percentile(protoTimes, 50), percentile(protoTimes, 0)
 		r.WildcardLists = append(r.WildcardLists, res)
 		switch size {
 		case 10000:
