@@ -215,7 +215,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	informers := newWildcardInformers(wildcardClient)
-	if informers.kcp, err = newKCPInformers(wildcardConfig); err != nil {
+	if informers.kcp, err = newKCPInformers(); err != nil {
 		return nil, err
 	}
 	if informers.global, err = newGlobalInformers(o, genericConfig.LoopbackClientConfig); err != nil {

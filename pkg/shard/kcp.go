@@ -1,11 +1,14 @@
 package shard
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
+	"context"
 	"strings"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/tools/cache"
 
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
@@ -31,7 +34,11 @@ func pathIndex(obj interface{}) ([]string, error) {
 	return nil, nil
 }
 
-// kcpInformers span all logical clusters of the shard.
+// kcpInformers span all logical clusters of the shard. They read the REST
+// storages of kcp's kinds in-process: kcp's kinds have no protobuf, and a
+// loopback watch encoded and decoded every object and event as JSON. Their
+// objects share maps and slices with the watch caches (see
+// wildcardinformer.InProcess): readers copy before they change one.
 type kcpInformers struct {
 	logicalClusters *wildcardinformer.Informer
 	workspaces      *wildcardinformer.Informer
@@ -43,47 +50,60 @@ type kcpInformers struct {
 	apiResourceSchemas *wildcardinformer.Informer
 	// apiExportEndpointSlices are replicated to the cache server.
 	apiExportEndpointSlices *wildcardinformer.Informer
+
+	// storage is where they list and watch, installed by New before they
+	// run.
+	storage *kcpStorage
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
 	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices}
 }
 
-func newKCPInformers(wildcard *rest.Config) (kcpInformers, error) {
-	core, err := kcpclient.RESTClient(wildcard, corev1alpha1.SchemeGroupVersion)
-	if err != nil {
-		return kcpInformers{}, err
-	}
-	tenancy, err := kcpclient.RESTClient(wildcard, tenancyv1alpha1.SchemeGroupVersion)
-	if err != nil {
-		return kcpInformers{}, err
-	}
-	apis, err := kcpclient.RESTClient(wildcard, apisv1alpha2.SchemeGroupVersion)
-	if err != nil {
-		return kcpInformers{}, err
-	}
-	apisV1alpha1, err := kcpclient.RESTClient(wildcard, apisv1alpha1.SchemeGroupVersion)
-	if err != nil {
-		return kcpInformers{}, err
-	}
-	lw := func(c *rest.RESTClient, resource string) cache.ListerWatcher {
-		return cache.NewListWatchFromClient(c, resource, metav1.NamespaceAll, fields.Everything())
-	}
+func newKCPInformers() (kcpInformers, error) {
+	storage := &kcpStorage{}
 	i := kcpInformers{
-		logicalClusters:    wildcardinformer.New(lw(core, "logicalclusters"), &corev1alpha1.LogicalCluster{}, "wildcard-logicalclusters"),
-		workspaces:         wildcardinformer.New(lw(tenancy, "workspaces"), &tenancyv1alpha1.Workspace{}, "wildcard-workspaces"),
-		workspaceTypes:     wildcardinformer.New(lw(tenancy, "workspacetypes"), &tenancyv1alpha1.WorkspaceType{}, "wildcard-workspacetypes"),
-		shards:             wildcardinformer.New(lw(core, "shards"), &corev1alpha1.Shard{}, "wildcard-shards"),
-		apiExports:         wildcardinformer.New(lw(apis, "apiexports"), &apisv1alpha2.APIExport{}, "wildcard-apiexports"),
-		apiBindings:        wildcardinformer.New(lw(apis, "apibindings"), &apisv1alpha2.APIBinding{}, "wildcard-apibindings"),
-		apiResourceSchemas: wildcardinformer.New(lw(apisV1alpha1, "apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}, "wildcard-apiresourceschemas"),
-		apiExportEndpointSlices: wildcardinformer.New(lw(apisV1alpha1, "apiexportendpointslices"),
-			&apisv1alpha1.APIExportEndpointSlice{}, "wildcard-apiexportendpointslices"),
+		logicalClusters:         storage.informer(kcpclient.LogicalClusters, &corev1alpha1.LogicalCluster{}),
+		workspaces:              storage.informer(kcpclient.Workspaces, &tenancyv1alpha1.Workspace{}),
+		workspaceTypes:          storage.informer(kcpclient.WorkspaceTypes, &tenancyv1alpha1.WorkspaceType{}),
+		shards:                  storage.informer(kcpclient.Shards, &corev1alpha1.Shard{}),
+		apiExports:              storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apiexports"), &apisv1alpha2.APIExport{}),
+		apiBindings:             storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), &apisv1alpha2.APIBinding{}),
+		apiResourceSchemas:      storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
+		apiExportEndpointSlices: storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
+		storage:                 storage,
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err
 	}
 	return i, nil
+}
+
+// kcpStorage finds the REST storages of kcp's kinds for their informers.
+// The informers are made with the configuration, the storages with the
+// server.
+type kcpStorage struct {
+	of atomic.Pointer[func(schema.GroupVersionResource) rest.Storage]
+}
+
+// install makes the informers read the storages of(gvr).
+func (s *kcpStorage) install(of func(schema.GroupVersionResource) rest.Storage) { s.of.Store(&of) }
+
+// informer lists and watches gvr of all logical clusters in-process, as the
+// shard.
+func (s *kcpStorage) informer(gvr schema.GroupVersionResource, example runtime.Object) *wildcardinformer.Informer {
+	storage := func() wildcardinformer.Storage {
+		of := s.of.Load()
+		if of == nil {
+			return nil
+		}
+		st, _ := (*of)(gvr).(wildcardinformer.Storage)
+		return st
+	}
+	caller := func(ctx context.Context, verb string) context.Context {
+		return asShard(ctx, logicalcluster.Wildcard, verb, gvr, "", "")
+	}
+	return wildcardinformer.New(wildcardinformer.InProcess(gvr, storage, caller), example, "wildcard-"+gvr.Resource)
 }
 
 // logicalCluster returns the LogicalCluster of a cluster hosted here, or nil.

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -105,6 +107,9 @@ type Informer struct {
 	name      string
 	indexer   cache.Indexer
 	reflector *cache.Reflector
+	// inProcess tells that the objects come from InProcess and share their
+	// maps and slices with the watch cache.
+	inProcess bool
 
 	mu       sync.RWMutex
 	handlers []Handler
@@ -112,7 +117,7 @@ type Informer struct {
 }
 
 // New returns an informer over lw, whose list and watch must span all
-// logical clusters (a client whose host ends in /clusters/*).
+// logical clusters (a client whose host ends in /clusters/*, or InProcess).
 func New(lw cache.ListerWatcher, example runtime.Object, name string) *Informer {
 	return newInformer(lw, example, name, nil)
 }
@@ -130,22 +135,37 @@ func NewRemote(lw cache.ListerWatcher, example runtime.Object, name string) *Inf
 }
 
 func newInformer(lw cache.ListerWatcher, example runtime.Object, name string, backoff *wait.Backoff) *Informer {
+	_, inProcess := lw.(*inProcess)
 	i := &Informer{
 		name: name,
 		indexer: cache.NewIndexer(KeyFunc, cache.Indexers{
 			ByCluster:          clusterIndex,
 			ByClusterNamespace: clusterNamespaceIndex,
 		}),
+		inProcess: inProcess,
 	}
-	i.reflector = cache.NewReflectorWithOptions(listOnly{lw}, example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name, Backoff: backoff})
+	i.reflector = cache.NewReflectorWithOptions(listOnly{ListerWatcher: lw, withContext: cache.ToListerWatcherWithContext(lw)},
+		example, (*notifyingStore)(i), cache.ReflectorOptions{Name: name, Backoff: backoff})
 	return i
 }
 
 // listOnly keeps the reflector from watch-list mode, whose initial store is
-// keyed by namespace/name and would merge objects of different clusters.
-type listOnly struct{ cache.ListerWatcher }
+// keyed by namespace/name and would merge objects of different clusters. It
+// passes the reflector's context on, which ends the list or watch with it.
+type listOnly struct {
+	cache.ListerWatcher
+	withContext cache.ListerWatcherWithContext
+}
 
 func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
+
+func (l listOnly) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	return l.withContext.ListWithContext(ctx, options)
+}
+
+func (l listOnly) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	return l.withContext.WatchWithContext(ctx, options)
+}
 
 // AddHandler registers h for all future changes. Register before Run.
 func (i *Informer) AddHandler(h Handler) {
@@ -205,25 +225,30 @@ type notifyingStore Informer
 
 // dropManagedFields removes what no reader of an informer uses and every
 // object would otherwise carry in memory, as kube-controller-manager's
-// informers do. The reflector decoded obj for this store alone, so it is
-// changed in place. An update sent back from an informer's object keeps the
-// stored managedFields: the API server keeps them when a request has none.
+// informers do. obj is this store's own struct (decoded for it, or a
+// struct InProcess handed out), so the field is set in place; the entries
+// it pointed to are not touched. An update sent back from an informer's
+// object keeps the stored managedFields: the API server keeps them when a
+// request has none.
 func dropManagedFields(obj interface{}) {
 	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
 		m.SetManagedFields(nil)
 	}
 }
 
-// trim makes obj, decoded for this store alone, cheaper to keep: no
-// managedFields, and values many objects carry (the CA bundle of every
-// namespace's kube-root-ca.crt) shared with the watch cache's copies.
-func trim(obj interface{}) {
+// trim makes obj cheaper to keep: no managedFields, and values many objects
+// carry (the CA bundle of every namespace's kube-root-ca.crt) shared with
+// the watch cache's copies. InProcess shares them itself: the maps of a
+// listed object are the watch cache's, which must not be written.
+func (i *Informer) trim(obj interface{}) {
 	dropManagedFields(obj)
-	kstorage.ShareValues(obj)
+	if !i.inProcess {
+		kstorage.ShareValues(obj)
+	}
 }
 
 func (s *notifyingStore) Add(obj interface{}) error {
-	trim(obj)
+	(*Informer)(s).trim(obj)
 	old, exists, err := s.indexer.Get(obj)
 	if err != nil {
 		return err
@@ -257,7 +282,7 @@ func (s *notifyingStore) Replace(list []interface{}, _ string) error {
 	handlers := (*Informer)(s).snapshotHandlers()
 	fresh := make(map[string]struct{}, len(list))
 	for _, obj := range list {
-		trim(obj)
+		(*Informer)(s).trim(obj)
 		key, err := KeyFunc(obj)
 		if err != nil {
 			return err
