@@ -67,6 +67,38 @@ type graph struct {
 	// otherwise carries as its own copy. A name is dropped with the last
 	// node of its cluster, so deleted clusters leave nothing behind.
 	clusters map[logicalcluster.Name]*internedCluster
+	// peak is the most nodes the maps held since they were last made anew:
+	// Go's maps keep their size when entries are deleted, so after a mass
+	// deletion the graph copies what is left into maps of its size.
+	peak int
+}
+
+// shrinkAt is the least peak worth copying the maps for: they are copied
+// once at most a quarter of the peak is left.
+const shrinkAt = 1024
+
+// shrinkLocked copies the maps into new ones of their size when a mass
+// deletion left them mostly empty.
+func (g *graph) shrinkLocked() {
+	n := len(g.nodes)
+	if n > g.peak {
+		g.peak = n
+		return
+	}
+	if g.peak < shrinkAt || n > g.peak/4 {
+		return
+	}
+	g.nodes, g.dependents, g.clusters = resized(g.nodes), resized(g.dependents), resized(g.clusters)
+	g.peak = n
+}
+
+// resized returns a copy of m in a map made for its size.
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // internedCluster is the one copy of a cluster name and the number of nodes
@@ -142,6 +174,7 @@ func (g *graph) upsert(n *node) work {
 		n.key.cluster = g.internLocked(n.key.cluster)
 	}
 	g.nodes[n.key] = n
+	g.shrinkLocked() // records the peak
 
 	var w work
 	var oldOwners []metav1.OwnerReference
@@ -199,6 +232,7 @@ func (g *graph) remove(k nodeKey) work {
 	for _, r := range n.owners {
 		g.unlinkLocked(nodeKey{k.cluster, r.UID}, k)
 	}
+	g.shrinkLocked()
 	var w work
 	for d := range g.dependents[k] {
 		w.attemptToDelete = append(w.attemptToDelete, d)

@@ -1,6 +1,8 @@
 package garbagecollector
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -159,5 +161,39 @@ func TestGraphForgetsAClusterWithItsLastObject(t *testing.T) {
 	}
 	if len(g.nodes) != 1 || len(g.dependents) != 0 {
 		t.Errorf("graph keeps %d nodes and %d dependents entries, want 1 and 0", len(g.nodes), len(g.dependents))
+	}
+}
+
+func TestGraphMakesItsMapsAnewAfterAMassDeletion(t *testing.T) {
+	g := newGraph()
+	const n = 4 * shrinkAt
+	for i := 0; i < n; i++ {
+		c := logicalcluster.Name(fmt.Sprintf("c%d", i))
+		g.upsert(cm(c, "owner"))
+		g.upsert(cm(c, "dep", "owner"))
+	}
+	if g.peak != 2*n {
+		t.Fatalf("peak %d after %d upserts, want %d", g.peak, 2*n, 2*n)
+	}
+	nodes := reflect.ValueOf(g.nodes).UnsafePointer()
+	// Delete all but the last cluster's objects: the maps are made anew
+	// once at most a quarter is left, keeping every entry.
+	for i := 0; i < n-1; i++ {
+		c := logicalcluster.Name(fmt.Sprintf("c%d", i))
+		g.remove(nodeKey{c, "dep"})
+		g.remove(nodeKey{c, "owner"})
+	}
+	if reflect.ValueOf(g.nodes).UnsafePointer() == nodes {
+		t.Fatal("the nodes map is the one that held every node")
+	}
+	if g.peak >= 2*n/4 {
+		t.Errorf("peak %d after the copy, want the size then", g.peak)
+	}
+	last := logicalcluster.Name(fmt.Sprintf("c%d", n-1))
+	if g.len() != 2 || g.get(nodeKey{last, "owner"}) == nil || len(g.clusters) != 1 {
+		t.Fatalf("%d nodes and %d clusters left, want the last cluster's owner and dependent", g.len(), len(g.clusters))
+	}
+	if deps := g.dependentsOf(nodeKey{last, "owner"}); len(deps) != 1 {
+		t.Fatalf("dependents of the last owner: %v, want its dependent", deps)
 	}
 }
