@@ -128,11 +128,16 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	logicalClusters.BootstrapInProcess(create, func(namespace string) []runtime.Object {
 		return sacontroller.NamespaceObjects(namespace, ca)
 	})
-	writeStatus, err := c.inProcessStatusWriter()
+	writeStatus, err := c.inProcessLogicalClusterWriter("logicalclusters/status")
 	if err != nil {
 		return err
 	}
 	logicalClusters.BootstrapStatusInProcess(writeStatus)
+	writeFinalizers, err := c.inProcessLogicalClusterWriter("logicalclusters")
+	if err != nil {
+		return err
+	}
+	logicalClusters.DeletionInProcess(writeFinalizers)
 	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
@@ -360,14 +365,17 @@ func (c *Server) inProcessExists() (func(ctx context.Context, cluster logicalclu
 	}, nil
 }
 
-// inProcessStatusWriter returns a function that writes the status of a
-// LogicalCluster through its status REST storage as the shard itself
-// (system:masters): no HTTP round trip, encoding, audit or admission, for
-// the write that ends a new cluster's Scheduling, before anyone but the
-// system reaches the cluster. The write is conditional on lc's
-// resourceVersion, as a PUT is.
-func (c *Server) inProcessStatusWriter() (func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error), error) {
-	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters/status")
+// inProcessLogicalClusterWriter returns a function that writes a
+// LogicalCluster through the REST storage of resource, "logicalclusters"
+// or "logicalclusters/status", as the shard itself (system:masters): no
+// HTTP round trip, encoding, audit or admission, for the writes that only
+// the system makes while nobody else reaches the cluster: the status
+// write that ends a new cluster's Scheduling, and the finalizers of a
+// cluster being deleted. The write is conditional on lc's
+// resourceVersion, as a PUT is. When it removes the last finalizer of a
+// deleted LogicalCluster, it deletes it and returns it as it was last.
+func (c *Server) inProcessLogicalClusterWriter(resource string) (func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error), error) {
+	gvr := corev1alpha1.SchemeGroupVersion.WithResource(resource)
 	updater, ok := c.storageOf(gvr).(rest.Updater)
 	if !ok {
 		return nil, fmt.Errorf("no storage of %s to write in-process", gvr)
@@ -380,7 +388,7 @@ func (c *Server) inProcessStatusWriter() (func(ctx context.Context, cluster logi
 		}
 		updated, ok := obj.(*corev1alpha1.LogicalCluster)
 		if !ok {
-			return nil, fmt.Errorf("in-process status write of %s returned %T", gvr, obj)
+			return nil, fmt.Errorf("in-process write of %s returned %T", gvr, obj)
 		}
 		return updated, nil
 	}, nil

@@ -105,6 +105,23 @@ func (c *Controller) BootstrapStatusInProcess(update func(ctx context.Context, c
 	c.updateStatusInProcess = update
 }
 
+// DeletionInProcess makes the writes of a deleted cluster's finalizers
+// (kcp.io/has-terminators, and the removal of the deletion finalizer that
+// lets the LogicalCluster go) go through update, an in-process write of
+// the LogicalCluster as the shard itself: the cluster is being deleted,
+// the system alone drives it from then on, and the admission of
+// LogicalClusters lets the system change any finalizer. Call before Run.
+func (c *Controller) DeletionInProcess(update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)) {
+	c.deletion.update = func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+		updated, err := update(ctx, cluster, lc)
+		if err != nil {
+			return err
+		}
+		c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
+		return nil
+	}
+}
+
 // RequeueOnDeletionOf makes the deletion of an object of inf (a wildcard
 // informer of a kind whose objects carry finalizers, such as APIBindings)
 // look at its cluster again at once: a cluster being deleted may have been

@@ -25,8 +25,10 @@ import (
 // Content that finalizers hold for longer than reportAfter is reported:
 // the LogicalCluster turns Deleting with WorkspaceContentDeleted=False
 // naming what remains, and its Workspace mirrors it. Content released
-// sooner (an APIBinding, whose controller removes its finalizer at once)
-// costs no status write: the cluster goes from its phase to gone.
+// sooner (an APIBinding of exported resources, whose controller removes
+// its finalizer once their objects are gone; a default binding the content
+// deleter lets go itself, in the same pass) costs no status write: the
+// cluster goes from its phase to gone.
 type deletionReconciler struct {
 	// deleteContent deletes everything in a cluster but its LogicalCluster,
 	// reading at least at resourceVersion, and reports what remains.

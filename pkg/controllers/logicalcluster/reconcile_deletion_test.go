@@ -17,6 +17,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
+	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
 // fakeDeletion records what the deletion step wrote.
@@ -242,5 +243,39 @@ func TestTerminatorsAreCopiedAndMarked(t *testing.T) {
 	lc.Status.Terminators = nil
 	if !markTerminators(lc) || len(lc.Finalizers) != 0 {
 		t.Errorf("finalizers %v, want none once the terminators are gone", lc.Finalizers)
+	}
+}
+
+// TestDeletionWritesFinalizersInProcessWhenGivenTheMeans: with
+// DeletionInProcess, the write that lets an emptied cluster go is made
+// in-process, not through the API, and a reconcile of a copy older than it
+// is skipped.
+func TestDeletionWritesFinalizersInProcessWhenGivenTheMeans(t *testing.T) {
+	f := &fakeDeletion{}
+	c := &Controller{deletion: f.reconciler()}
+	c.deletion.update = func(context.Context, logicalcluster.Name, *corev1alpha1.LogicalCluster) error {
+		t.Error("the finalizer removal went through the API")
+		return nil
+	}
+	var inProcess []*corev1alpha1.LogicalCluster
+	c.DeletionInProcess(func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+		inProcess = append(inProcess, lc.DeepCopy())
+		stored := lc.DeepCopy()
+		stored.ResourceVersion = "11"
+		return stored, nil
+	})
+	lc := deletingCluster()
+	lc.ResourceVersion = "10"
+	if err := c.deletion.reconcile(context.Background(), "abc", lc); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if len(inProcess) != 1 || slices.Contains(inProcess[0].Finalizers, corev1alpha1.LogicalClusterDeletionFinalizer) {
+		t.Fatalf("in-process writes %+v, want one that drops the deletion finalizer", inProcess)
+	}
+	if !slices.Equal(f.releasedNames, []logicalcluster.Name{"abc"}) {
+		t.Errorf("released %v, want abc", f.releasedNames)
+	}
+	if !c.written.Stale(wildcardinformer.Key("abc", "", corev1alpha1.LogicalClusterName), "10") {
+		t.Error("a copy older than the in-process write is not skipped")
 	}
 }

@@ -8,7 +8,9 @@
 // other cluster-scoped objects, RBAC last so that the deleting user keeps
 // their permissions until nothing else is left. Objects with finalizers are
 // marked and waited for; Delete reports what remains and which finalizers
-// hold it.
+// hold it. APIBindings of resources the shard serves itself (a workspace's
+// default binding) are let go by the deleter, so that an ordinary workspace
+// is emptied in one pass (bindings.go).
 package content
 
 import (
@@ -29,6 +31,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -51,6 +54,10 @@ type Deleter struct {
 	namespaceGetter                        rest.Getter
 	namespaceDeleter                       rest.GracefulDeleter
 	finalize                               rest.Updater
+	// bindings updates APIBindings; native holds every resource the
+	// shard serves itself (see releaseBindings).
+	bindings rest.Updater
+	native   map[schema.GroupResource]bool
 }
 
 var (
@@ -67,7 +74,7 @@ var (
 // New collects the storages of the installed API groups (each group's
 // preferred version of every resource).
 func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
-	d := &Deleter{}
+	d := &Deleter{native: map[schema.GroupResource]bool{}}
 	seen := map[schema.GroupResource]bool{}
 	for _, g := range groups {
 		for _, gv := range g.PrioritizedVersions {
@@ -79,6 +86,12 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 			sort.Strings(names)
 			for _, name := range names {
 				gr := schema.GroupResource{Group: gv.Group, Resource: name}
+				if !strings.Contains(name, "/") {
+					d.native[gr] = true
+				}
+				if gr == apiBindingsResource {
+					d.bindings, _ = storages[name].(rest.Updater)
+				}
 				if name == "namespaces/finalize" && gv.Group == "" {
 					if u, ok := storages[name].(rest.Updater); ok {
 						d.finalize = u
@@ -136,20 +149,34 @@ func listOptions(resourceVersion string) *metainternalversion.ListOptions {
 }
 
 // deleteAll deletes the collection in ctx's cluster and namespace and adds
-// the objects that finalizers hold to remaining.
-func deleteAll(ctx context.Context, e entry, resourceVersion string, remaining *Remaining) error {
+// the objects that finalizers hold to remaining. DeleteCollection reports
+// the objects as it listed them: own holds, by name, the finalizers of
+// those the deleter itself wrote since (see releaseBindings).
+func deleteAll(ctx context.Context, e entry, resourceVersion string, own map[string][]string, remaining *Remaining) error {
 	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, listOptions(resourceVersion))
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", e.resource, err)
 	}
 	_ = meta.EachListItem(deleted, func(o runtime.Object) error {
-		if m, err := meta.Accessor(o); err == nil && len(m.GetFinalizers()) > 0 {
-			remaining.add(e.resource, m.GetFinalizers())
+		m, err := meta.Accessor(o)
+		if err != nil {
+			return nil
+		}
+		finalizers := m.GetFinalizers()
+		if f, ok := own[m.GetName()]; ok {
+			finalizers = f
+		}
+		if len(finalizers) > 0 {
+			remaining.add(e.resource, finalizers)
 		}
 		return nil
 	})
 	return nil
 }
+
+// ownWrites holds, by resource and name, the finalizers of objects that
+// the deleter wrote in the current pass.
+type ownWrites map[schema.GroupResource]map[string][]string
 
 // contents is what one scan found in a cluster: its namespaces, and the
 // resources that have objects there, namespaced ones by namespace.
@@ -160,6 +187,8 @@ type contents struct {
 	// inNamespace holds, by namespace, the namespaced resources with
 	// objects in it.
 	inNamespace map[string][]entry
+	// bindings are the cluster's APIBindings.
+	bindings []*apisv1alpha2.APIBinding
 }
 
 // of returns the entries of group that have objects in the cluster.
@@ -192,14 +221,21 @@ func (d *Deleter) scan(ctx context.Context, resourceVersion string) (*contents, 
 			return Remaining{}, fmt.Errorf("list %s: %w", e.resource, err)
 		}
 		var objects []metav1.Object
+		var bindings []*apisv1alpha2.APIBinding
 		_ = meta.EachListItem(list, func(o runtime.Object) error {
 			if m, err := meta.Accessor(o); err == nil {
 				objects = append(objects, m)
+			}
+			if b, ok := o.(*apisv1alpha2.APIBinding); ok {
+				bindings = append(bindings, b)
 			}
 			return nil
 		})
 		mu.Lock()
 		defer mu.Unlock()
+		if e.resource == apiBindingsResource {
+			c.bindings = bindings
+		}
 		switch {
 		case e.storage == nil:
 			c.namespaces = objects
@@ -233,7 +269,7 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 	if err != nil {
 		return Remaining{}, err
 	}
-	remaining, err := deleteGroup(ctx, c.of(d.first), resourceVersion)
+	remaining, err := deleteGroup(ctx, c.of(d.first), resourceVersion, nil)
 	if err != nil || !remaining.Empty() {
 		return remaining, err
 	}
@@ -257,7 +293,7 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 	}
 	remaining, err = atOnce(ctx, namespaces, -1, func(ctx context.Context, ns namespace) (Remaining, error) {
 		if !ns.exists {
-			return deleteGroup(genericapirequest.WithNamespace(ctx, ns.name), c.inNamespace[ns.name], resourceVersion)
+			return deleteGroup(genericapirequest.WithNamespace(ctx, ns.name), c.inNamespace[ns.name], resourceVersion, nil)
 		}
 		return d.deleteNamespace(ctx, ns.name, ns.terminating, c.inNamespace[ns.name], resourceVersion)
 	})
@@ -267,8 +303,14 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 	if !remaining.Empty() {
 		return remaining, nil
 	}
+	// Bindings without instances of their own go in this pass, with the
+	// rest of the cluster-scoped objects.
+	released, err := d.releaseBindings(ctx, c.bindings)
+	if err != nil {
+		return Remaining{}, err
+	}
 	for _, group := range [][]entry{d.clusterScoped, d.last} {
-		if remaining, err = deleteGroup(ctx, c.of(group), resourceVersion); err != nil || !remaining.Empty() {
+		if remaining, err = deleteGroup(ctx, c.of(group), resourceVersion, ownWrites{apiBindingsResource: released}); err != nil || !remaining.Empty() {
 			return remaining, err
 		}
 	}
@@ -286,7 +328,7 @@ func (d *Deleter) deleteNamespace(ctx context.Context, ns string, terminating bo
 			return Remaining{}, err
 		}
 	}
-	remaining, err := deleteGroup(genericapirequest.WithNamespace(ctx, ns), present, resourceVersion)
+	remaining, err := deleteGroup(genericapirequest.WithNamespace(ctx, ns), present, resourceVersion, nil)
 	if err != nil {
 		return Remaining{}, err
 	}
@@ -312,11 +354,12 @@ func (d *Deleter) deleteNamespace(ctx context.Context, ns string, terminating bo
 const groupParallelism = 8
 
 // deleteGroup deletes the collections of a group in ctx's cluster and
-// namespace at once and returns what finalizers hold.
-func deleteGroup(ctx context.Context, group []entry, resourceVersion string) (Remaining, error) {
+// namespace at once and returns what finalizers hold; own is what the
+// deleter wrote of them in this pass.
+func deleteGroup(ctx context.Context, group []entry, resourceVersion string, own ownWrites) (Remaining, error) {
 	return atOnce(ctx, group, groupParallelism, func(ctx context.Context, e entry) (Remaining, error) {
 		var left Remaining
-		err := deleteAll(ctx, e, resourceVersion, &left)
+		err := deleteAll(ctx, e, resourceVersion, own[e.resource], &left)
 		return left, err
 	})
 }
