@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/apiserver/pkg/util/webhook"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
@@ -122,6 +120,10 @@ type wildcardInformers struct {
 	global *globalinformers.Informers
 	// hostsRoot tells that this is the root shard.
 	hostsRoot bool
+
+	// storage is where the in-process informers list and watch, installed
+	// by New before they run.
+	storage *inProcessStorage
 }
 
 func (i wildcardInformers) all() []*wildcardinformer.Informer {
@@ -214,8 +216,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	informers := newWildcardInformers(wildcardClient)
-	if informers.kcp, err = newKCPInformers(); err != nil {
+	informers := newWildcardInformers(&inProcessStorage{})
+	if informers.kcp, err = newKCPInformers(informers.storage); err != nil {
 		return nil, err
 	}
 	if informers.global, err = newGlobalInformers(o, genericConfig.LoopbackClientConfig); err != nil {
@@ -304,20 +306,26 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	return config, nil
 }
 
-func newWildcardInformers(c kubernetes.Interface) wildcardInformers {
-	lw := func(client rest.Interface, resource string) cache.ListerWatcher {
-		return cache.NewListWatchFromClient(client, resource, metav1.NamespaceAll, fields.Everything())
+// newWildcardInformers returns the informers of Kubernetes' kinds that
+// read storage in-process: their objects share maps and slices with the
+// watch caches (see wildcardinformer.InProcessInternal), readers copy before
+// they change one.
+func newWildcardInformers(storage *inProcessStorage) wildcardInformers {
+	informer := func(gvr schema.GroupVersionResource, example runtime.Object) *wildcardinformer.Informer {
+		return wildcardinformer.New(storage.internal(gvr, example, fields.Everything()), example, "wildcard-"+gvr.Resource)
 	}
-	rbacClient := c.RbacV1().RESTClient()
+	rbac := rbacv1.SchemeGroupVersion
+	core := corev1.SchemeGroupVersion
 	return wildcardInformers{
 		rbac: clusterrbac.Informers{
-			Roles:               wildcardinformer.New(lw(rbacClient, "roles"), &rbacv1.Role{}, "wildcard-roles"),
-			RoleBindings:        wildcardinformer.New(lw(rbacClient, "rolebindings"), &rbacv1.RoleBinding{}, "wildcard-rolebindings"),
-			ClusterRoles:        wildcardinformer.New(lw(rbacClient, "clusterroles"), &rbacv1.ClusterRole{}, "wildcard-clusterroles"),
-			ClusterRoleBindings: wildcardinformer.New(lw(rbacClient, "clusterrolebindings"), &rbacv1.ClusterRoleBinding{}, "wildcard-clusterrolebindings"),
+			Roles:               informer(rbac.WithResource("roles"), &rbacv1.Role{}),
+			RoleBindings:        informer(rbac.WithResource("rolebindings"), &rbacv1.RoleBinding{}),
+			ClusterRoles:        informer(rbac.WithResource("clusterroles"), &rbacv1.ClusterRole{}),
+			ClusterRoleBindings: informer(rbac.WithResource("clusterrolebindings"), &rbacv1.ClusterRoleBinding{}),
 		},
-		namespaces:     wildcardinformer.New(lw(c.CoreV1().RESTClient(), "namespaces"), &corev1.Namespace{}, "wildcard-namespaces"),
-		resourceQuotas: wildcardinformer.New(lw(c.CoreV1().RESTClient(), "resourcequotas"), &corev1.ResourceQuota{}, "wildcard-resourcequotas"),
+		namespaces:     informer(core.WithResource("namespaces"), &corev1.Namespace{}),
+		resourceQuotas: informer(core.WithResource("resourcequotas"), &corev1.ResourceQuota{}),
+		storage:        storage,
 	}
 }
 

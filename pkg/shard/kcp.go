@@ -2,13 +2,19 @@ package shard
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"sync/atomic"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
@@ -50,18 +56,13 @@ type kcpInformers struct {
 	apiResourceSchemas *wildcardinformer.Informer
 	// apiExportEndpointSlices are replicated to the cache server.
 	apiExportEndpointSlices *wildcardinformer.Informer
-
-	// storage is where they list and watch, installed by New before they
-	// run.
-	storage *kcpStorage
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
 	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices}
 }
 
-func newKCPInformers() (kcpInformers, error) {
-	storage := &kcpStorage{}
+func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 	i := kcpInformers{
 		logicalClusters:         storage.informer(kcpclient.LogicalClusters, &corev1alpha1.LogicalCluster{}),
 		workspaces:              storage.informer(kcpclient.Workspaces, &tenancyv1alpha1.Workspace{}),
@@ -71,7 +72,6 @@ func newKCPInformers() (kcpInformers, error) {
 		apiBindings:             storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), &apisv1alpha2.APIBinding{}),
 		apiResourceSchemas:      storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
 		apiExportEndpointSlices: storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
-		storage:                 storage,
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err
@@ -79,20 +79,55 @@ func newKCPInformers() (kcpInformers, error) {
 	return i, nil
 }
 
-// kcpStorage finds the REST storages of kcp's kinds for their informers.
-// The informers are made with the configuration, the storages with the
-// server.
-type kcpStorage struct {
+// inProcessStorage finds the REST storages of the shard's resources for
+// the informers that list and watch them in-process. The informers are made
+// with the configuration, the storages with the server.
+type inProcessStorage struct {
 	of atomic.Pointer[func(schema.GroupVersionResource) rest.Storage]
 }
 
 // install makes the informers read the storages of(gvr).
-func (s *kcpStorage) install(of func(schema.GroupVersionResource) rest.Storage) { s.of.Store(&of) }
+func (s *inProcessStorage) install(of func(schema.GroupVersionResource) rest.Storage) {
+	s.of.Store(&of)
+}
 
 // informer lists and watches gvr of all logical clusters in-process, as the
-// shard.
-func (s *kcpStorage) informer(gvr schema.GroupVersionResource, example runtime.Object) *wildcardinformer.Informer {
-	storage := func() wildcardinformer.Storage {
+// shard. Its storage holds gvr's versioned type (kcp's kinds).
+func (s *inProcessStorage) informer(gvr schema.GroupVersionResource, example runtime.Object) *wildcardinformer.Informer {
+	return wildcardinformer.New(wildcardinformer.InProcess(gvr, s.find(gvr), s.caller(gvr)), example, "wildcard-"+gvr.Resource)
+}
+
+// internal lists and watches the objects of gvr of all logical clusters
+// that match selector in-process, as the shard. Its storage holds the
+// internal type of a Kubernetes kind, which the list/watch converts to
+// gvr's version (example's type) by legacyscheme.
+func (s *inProcessStorage) internal(gvr schema.GroupVersionResource, example runtime.Object, selector fields.Selector) cache.ListerWatcher {
+	// Kubernetes' types are named as their kinds.
+	kind := gvr.GroupVersion().WithKind(reflect.TypeOf(example).Elem().Name())
+	all := wildcardinformer.InProcessInternal(gvr, kind, legacyscheme.Scheme, s.find(gvr), s.caller(gvr))
+	if selector.Empty() {
+		return all
+	}
+	lw := all.(cache.ListerWatcherWithContext)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.FieldSelector = selector.String()
+			return lw.ListWithContext(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = selector.String()
+			return lw.WatchWithContext(ctx, options)
+		},
+	}
+}
+
+// core lists and watches a core resource in-process (internal).
+func (s *inProcessStorage) core(resource string, example runtime.Object, selector fields.Selector) cache.ListerWatcher {
+	return s.internal(corev1.SchemeGroupVersion.WithResource(resource), example, selector)
+}
+
+func (s *inProcessStorage) find(gvr schema.GroupVersionResource) func() wildcardinformer.Storage {
+	return func() wildcardinformer.Storage {
 		of := s.of.Load()
 		if of == nil {
 			return nil
@@ -100,10 +135,12 @@ func (s *kcpStorage) informer(gvr schema.GroupVersionResource, example runtime.O
 		st, _ := (*of)(gvr).(wildcardinformer.Storage)
 		return st
 	}
-	caller := func(ctx context.Context, verb string) context.Context {
+}
+
+func (s *inProcessStorage) caller(gvr schema.GroupVersionResource) func(context.Context, string) context.Context {
+	return func(ctx context.Context, verb string) context.Context {
 		return asShard(ctx, logicalcluster.Wildcard, verb, gvr, "", "")
 	}
-	return wildcardinformer.New(wildcardinformer.InProcess(gvr, storage, caller), example, "wildcard-"+gvr.Resource)
 }
 
 // logicalCluster returns the LogicalCluster of a cluster hosted here, or nil.

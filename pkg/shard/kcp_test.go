@@ -46,12 +46,13 @@ func (s logicalClusterStorage) Watch(ctx context.Context, _ *metainternalversion
 }
 
 func TestKCPInformersListTheInstalledStorageOfAllClustersAsTheShard(t *testing.T) {
-	i, err := newKCPInformers()
+	storages := &inProcessStorage{}
+	i, err := newKCPInformers(storages)
 	if err != nil {
 		t.Fatal(err)
 	}
 	storage := logicalClusterStorage{ctxs: make(chan context.Context, 10)}
-	i.storage.install(func(gvr schema.GroupVersionResource) rest.Storage {
+	storages.install(func(gvr schema.GroupVersionResource) rest.Storage {
 		if gvr == kcpclient.LogicalClusters {
 			return storage
 		}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/keyutil"
 
@@ -14,8 +13,6 @@ import (
 	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
 	rqcontroller "github.com/kplane-dev/kplane/pkg/controllers/resourcequota"
 	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
 
@@ -27,15 +24,9 @@ import (
 func (c *Server) startKubeControllers(ctx context.Context) error {
 	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
-	wildcard := kcpclient.ClusterConfig(loopback, logicalcluster.Wildcard)
-
-	coreClient, err := kubernetes.NewForConfig(wildcard)
-	if err != nil {
-		return err
-	}
 	// The CRD informer is the one the CRD server runs.
 	crds := c.apiExtensions.crds
-	saLW, cmLW := sacontroller.ListWatches(coreClient.CoreV1().RESTClient())
+	saLW, cmLW := sacontroller.ListWatches(c.Informers.storage.core)
 	serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
 	configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
 
@@ -64,7 +55,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	sa.ReadStored(exists)
 
 	informers := []*wildcardinformer.Informer{serviceAccounts, configMaps}
-	tokens, err := c.legacyTokensController(coreClient.CoreV1().RESTClient(), loopback, ca)
+	tokens, err := c.legacyTokensController(loopback, ca)
 	if err != nil {
 		return fmt.Errorf("service account tokens controller: %w", err)
 	}
@@ -99,7 +90,7 @@ type legacyTokens struct {
 // legacyTokensController returns the controller that fills secret-based
 // service account tokens, or nil when the shard has no signing key of its
 // own (an external signer) to sign them with.
-func (c *Server) legacyTokensController(wildcardCore rest.Interface, loopback *rest.Config, ca []byte) (*legacyTokens, error) {
+func (c *Server) legacyTokensController(loopback *rest.Config, ca []byte) (*legacyTokens, error) {
 	keyFile := c.Options.ControlPlane.ServiceAccountSigningKeyFile
 	if keyFile == "" {
 		return nil, nil
@@ -112,7 +103,7 @@ func (c *Server) legacyTokensController(wildcardCore rest.Interface, loopback *r
 	if err != nil {
 		return nil, err
 	}
-	secrets := wildcardinformer.New(sacontroller.TokenSecretsListWatch(wildcardCore), &corev1.Secret{}, "wildcard-serviceaccount-token-secrets")
+	secrets := wildcardinformer.New(sacontroller.TokenSecretsListWatch(c.Informers.storage.core), &corev1.Secret{}, "wildcard-serviceaccount-token-secrets")
 	controller, err := sacontroller.NewTokensController(secrets, loopback, ca, generator)
 	if err != nil {
 		return nil, err

@@ -165,7 +165,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	s.apiGroups = groups
-	c.Informers.kcp.storage.install(s.storageOf)
+	c.Informers.storage.install(s.storageOf)
 	gs := server.GenericAPIServer
 	if err := c.apiExtensions.install(gs); err != nil {
 		return nil, err

@@ -46,10 +46,44 @@ func InProcess(resource schema.GroupVersionResource, storage func() Storage, cal
 	return &inProcess{resource: resource, storage: storage, caller: caller}
 }
 
+// InProcessInternal is InProcess for a storage that holds the internal
+// type of kind (Kubernetes' own kinds: core, rbac, ...): field selectors are
+// converted to the internal type's as the API server's handler converts
+// them, and the listed items and watched objects from the internal type to
+// kind's version by scheme (the shard's), as the handler does before
+// encoding: without a copy first. Generated conversions cast what is laid
+// out alike (unsafe.Pointer), so the converted objects share their maps and
+// slices with the storage's objects: the same read-only rule as InProcess's.
+func InProcessInternal(resource schema.GroupVersionResource, kind schema.GroupVersionKind, scheme *runtime.Scheme, storage func() Storage, caller func(ctx context.Context, verb string) context.Context) cache.ListerWatcher {
+	return &inProcess{resource: resource, storage: storage, caller: caller, internal: &versioning{kind: kind, convertor: runtime.UnsafeObjectConvertor(scheme)}}
+}
+
 type inProcess struct {
 	resource schema.GroupVersionResource
 	storage  func() Storage
 	caller   func(context.Context, string) context.Context
+	// internal is set when the storage holds internal types.
+	internal *versioning
+}
+
+// versioning turns a storage's internal objects into kind's version.
+type versioning struct {
+	kind      schema.GroupVersionKind
+	convertor runtime.ObjectConvertor
+}
+
+// versioned returns obj, an internal object or list, in kind's version.
+func (v *versioning) versioned(obj runtime.Object) (runtime.Object, error) {
+	if v == nil {
+		return obj, nil
+	}
+	out, err := v.convertor.ConvertToVersion(obj, v.kind.GroupVersion())
+	if err != nil {
+		return nil, fmt.Errorf("convert %T to %s: %w", obj, v.kind.GroupVersion(), err)
+	}
+	// Without apiVersion and kind, as a typed client decodes them.
+	out.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return out, nil
 }
 
 var _ cache.ListerWatcherWithContext = &inProcess{}
@@ -74,7 +108,11 @@ func (l *inProcess) ListWithContext(ctx context.Context, options metav1.ListOpti
 	if err != nil {
 		return nil, asAPIError(err)
 	}
-	return list, nil
+	out, err := l.internal.versioned(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
 }
 
 // WatchWithContext watches the storage until ctx is done, the watch is
@@ -97,7 +135,7 @@ func (l *inProcess) WatchWithContext(ctx context.Context, options metav1.ListOpt
 		cancel()
 		return nil, asAPIError(err)
 	}
-	p := &plainWatch{inner: w, out: make(chan watch.Event), cancel: cancel}
+	p := &plainWatch{inner: w, out: make(chan watch.Event), cancel: cancel, internal: l.internal}
 	go p.run(ctx)
 	return p, nil
 }
@@ -119,6 +157,16 @@ func (l *inProcess) prepare(options metav1.ListOptions, watching bool) (Storage,
 	if errs := metainternalversionvalidation.ValidateListOptions(opts, watchList); len(errs) > 0 {
 		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
+	if l.internal != nil && opts.FieldSelector != nil {
+		// As the handler does: a field the kind does not offer is refused.
+		selector, err := opts.FieldSelector.Transform(func(label, value string) (string, string, error) {
+			return l.internal.convertor.ConvertFieldLabel(l.internal.kind, label, value)
+		})
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+		opts.FieldSelector = selector
+	}
 	return s, opts, nil
 }
 
@@ -134,12 +182,14 @@ func asAPIError(err error) error {
 }
 
 // plainWatch hands out the storage's watch events with the objects the
-// cacher wraps for serialization (runtime.CacheableObject) unwrapped, and
-// ends when its context does.
+// cacher wraps for serialization (runtime.CacheableObject) unwrapped (and
+// converted to their version when the storage's are internal), and ends
+// when its context does.
 type plainWatch struct {
-	inner  watch.Interface
-	out    chan watch.Event
-	cancel context.CancelFunc
+	inner    watch.Interface
+	out      chan watch.Event
+	cancel   context.CancelFunc
+	internal *versioning
 }
 
 func (p *plainWatch) ResultChan() <-chan watch.Event { return p.out }
@@ -160,6 +210,15 @@ func (p *plainWatch) run(ctx context.Context) {
 			}
 			if c, ok := e.Object.(runtime.CacheableObject); ok {
 				e.Object = c.GetObject()
+			}
+			if e.Type != watch.Error {
+				obj, err := p.internal.versioned(e.Object)
+				if err != nil {
+					// The handler would end the watch with the error.
+					e = watch.Event{Type: watch.Error, Object: &apierrors.NewInternalError(err).ErrStatus}
+				} else {
+					e.Object = obj
+				}
 			}
 			// The object is this watch's own copy: its labels,
 			// annotations and values are shared as the cached ones are.

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -37,12 +38,16 @@ const (
 		"No other usage is guaranteed across distributions of Kubernetes clusters."
 )
 
+// ListWatchFunc returns a wildcard list/watch of a core resource's objects
+// (of example's type) that match selector, selected by the server.
+type ListWatchFunc func(resource string, example runtime.Object, selector fields.Selector) cache.ListerWatcher
+
 // ListWatches returns the wildcard list/watches of the objects the
-// controller keeps: only the default service accounts and the root CA
-// config maps, selected by name on the server.
-func ListWatches(wildcardCore rest.Interface) (serviceAccounts, configMaps cache.ListerWatcher) {
-	return cache.NewListWatchFromClient(wildcardCore, "serviceaccounts", "", fields.OneTermEqualSelector("metadata.name", DefaultServiceAccountName)),
-		cache.NewListWatchFromClient(wildcardCore, "configmaps", "", fields.OneTermEqualSelector("metadata.name", RootCAConfigMapName))
+// controller keeps, made by lw: only the default service accounts and the
+// root CA config maps, selected by name on the server.
+func ListWatches(lw ListWatchFunc) (serviceAccounts, configMaps cache.ListerWatcher) {
+	return lw("serviceaccounts", &corev1.ServiceAccount{}, fields.OneTermEqualSelector("metadata.name", DefaultServiceAccountName)),
+		lw("configmaps", &corev1.ConfigMap{}, fields.OneTermEqualSelector("metadata.name", RootCAConfigMapName))
 }
 
 // Controller keeps the per-namespace objects in all logical clusters.

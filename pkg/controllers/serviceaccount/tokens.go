@@ -26,11 +26,10 @@ import (
 const byServiceAccount = "serviceaccount-tokens-by-serviceaccount"
 
 // TokenSecretsListWatch returns the wildcard list/watch of the secrets the
-// tokens controller fills: only those of type
+// tokens controller fills, made by lw: only those of type
 // kubernetes.io/service-account-token, selected on the server.
-func TokenSecretsListWatch(wildcardCore rest.Interface) cache.ListerWatcher {
-	return cache.NewListWatchFromClient(wildcardCore, "secrets", "",
-		fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)))
+func TokenSecretsListWatch(lw ListWatchFunc) cache.ListerWatcher {
+	return lw("secrets", &corev1.Secret{}, fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)))
 }
 
 // TokensController fills the secret-based (legacy) service account tokens
