@@ -175,13 +175,18 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
+	deleteLogicalCluster, err := c.inProcessLogicalClusterDeleter()
+	if err != nil {
+		return err
+	}
 	workspaces := wscontroller.New(wscontroller.Config{
-		CreateLocal: create,
-		Workspaces:  kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
-		Types:       c.Informers.workspaceTypes(),
-		Local:       local,
-		ShardClient: c.shardClient,
-		ShardName:   c.Options.ShardName,
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
+		Types:                     c.Informers.workspaceTypes(),
+		Local:                     local,
+		ShardClient:               c.shardClient,
+		ShardName:                 c.Options.ShardName,
+		CreateLocal:               create,
+		DeleteLocalLogicalCluster: deleteLogicalCluster,
 	})
 
 	replicator, labeler, err := c.newReplication(loopback)
@@ -391,6 +396,26 @@ func (c *Server) inProcessLogicalClusterWriter(resource string) (func(ctx contex
 			return nil, fmt.Errorf("in-process write of %s returned %T", gvr, obj)
 		}
 		return updated, nil
+	}, nil
+}
+
+// inProcessLogicalClusterDeleter returns a function that deletes the
+// LogicalCluster of a logical cluster through its REST storage as the
+// shard itself (system:masters), as the workspace controller's DELETE did
+// without options: no HTTP round trip, encoding, audit or admission, for a
+// write that only the system makes (the admission of LogicalClusters lets
+// nobody else delete a workspace's LogicalCluster). Its deletion finalizer
+// keeps it until the cluster's content is gone.
+func (c *Server) inProcessLogicalClusterDeleter() (func(ctx context.Context, cluster logicalcluster.Name) error, error) {
+	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters")
+	deleter, ok := c.storageOf(gvr).(rest.GracefulDeleter)
+	if !ok {
+		return nil, fmt.Errorf("no storage of %s to delete in-process", gvr)
+	}
+	return func(ctx context.Context, cluster logicalcluster.Name) error {
+		ctx = asShard(ctx, cluster, "delete", gvr, "", corev1alpha1.LogicalClusterName)
+		_, _, err := deleter.Delete(ctx, corev1alpha1.LogicalClusterName, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{})
+		return err
 	}, nil
 }
 

@@ -1,10 +1,11 @@
 // Package workspace schedules Workspaces onto shards and mirrors their
 // logical cluster's lifecycle. It runs on the shard of the parent workspace:
 // it picks the least loaded shard that matches spec.location.selector
-// (shardLoad), creates the child's LogicalCluster there (as
-// system:kcp:logical-cluster-admin, through the shard's baseURL), records
-// spec.cluster and spec.URL, copies phase and initializers back, and on
-// deletion deletes the LogicalCluster before releasing the Workspace.
+// (shardLoad), creates the child's LogicalCluster there (in-process on
+// this shard, elsewhere as system:kcp:logical-cluster-admin through the
+// shard's baseURL), records spec.cluster and spec.URL, copies phase and
+// initializers back, and on deletion deletes the LogicalCluster (the same
+// way) before releasing the Workspace.
 package workspace
 
 import (
@@ -38,6 +39,9 @@ type Controller struct {
 	// createLocal creates objects in a logical cluster of this shard
 	// in-process, leaving existing ones alone; nil: through shardClient.
 	createLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	// deleteLocalLogicalCluster deletes the LogicalCluster of a logical
+	// cluster of this shard in-process; nil: through shardClient.
+	deleteLocalLogicalCluster func(ctx context.Context, cluster logicalcluster.Name) error
 	// shardName is this shard; its LogicalClusters are read from the informer.
 	shardName string
 	// deletion deletes the logical clusters of deleted workspaces.
@@ -61,6 +65,11 @@ type Config struct {
 	// in-process, leaving existing ones alone (optional): the LogicalCluster
 	// of a new workspace placed here is created with it.
 	CreateLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	// DeleteLocalLogicalCluster deletes the LogicalCluster of a logical
+	// cluster of this shard in-process, NotFound when it is gone (optional):
+	// the LogicalCluster of a deleted workspace placed here is deleted with
+	// it.
+	DeleteLocalLogicalCluster func(ctx context.Context, cluster logicalcluster.Name) error
 }
 
 // New returns the controller.
@@ -68,7 +77,8 @@ func New(cfg Config) *Controller {
 	c := &Controller{
 		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
 		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName, createLocal: cfg.CreateLocal,
-		load: newShardLoad(),
+		deleteLocalLogicalCluster: cfg.DeleteLocalLogicalCluster,
+		load:                      newShardLoad(),
 	}
 	c.deletion = &deletionReconciler{
 		getLogicalCluster:    c.getLogicalCluster,

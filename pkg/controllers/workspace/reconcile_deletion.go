@@ -105,11 +105,34 @@ func deletingStatus(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalClust
 }
 
 // deleteLogicalCluster deletes a workspace's LogicalCluster on its shard.
+// On this shard it is deleted in-process when the shard gives the means:
+// the system alone deletes a workspace's LogicalCluster (its admission
+// refuses everyone else), as the system alone created it. Elsewhere it is
+// deleted through the shard's baseURL.
 func (c *Controller) deleteLogicalCluster(ctx context.Context, ws *tenancyv1alpha1.Workspace) error {
 	shardName := shardOf(ws)
 	if shardName == "" {
 		shardName = c.shardName
 	}
+	cluster := clusterOf(ws)
+	if cluster == "" {
+		cluster = ClusterName(string(ws.UID))
+	}
+	var err error
+	if shardName == c.shardName && c.deleteLocalLogicalCluster != nil {
+		err = c.deleteLocalLogicalCluster(ctx, cluster)
+	} else {
+		err = c.deleteRemoteLogicalCluster(ctx, shardName, cluster)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// deleteRemoteLogicalCluster deletes the LogicalCluster of cluster through
+// the client of shard shardName.
+func (c *Controller) deleteRemoteLogicalCluster(ctx context.Context, shardName string, cluster logicalcluster.Name) error {
 	shard := c.shard(shardName)
 	if shard == nil {
 		return loop.RequeueAfter(time.Second)
@@ -118,13 +141,5 @@ func (c *Controller) deleteLogicalCluster(ctx context.Context, ws *tenancyv1alph
 	if err != nil {
 		return err
 	}
-	cluster := clusterOf(ws)
-	if cluster == "" {
-		cluster = ClusterName(string(ws.UID))
-	}
-	err = client.Delete(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return client.Delete(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, nil)
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/kplane-dev/kplane/pkg/kcpclient"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -161,5 +163,64 @@ func TestWorkspaceIsReleasedWithContentDeletedTrueOnceItsClusterIsGone(t *testin
 	}
 	if !f.updates[0].Status.Conditions.IsTrue(tenancyv1alpha1.WorkspaceContentDeleted) {
 		t.Errorf("finalizer removed from a workspace read before its status write")
+	}
+}
+
+// TestLogicalClusterOnThisShardIsDeletedInProcess: the LogicalCluster of
+// a deleted workspace on this shard (or not yet placed, whose cluster this
+// shard may have created) is deleted in-process, one already gone is no
+// error, and one on another shard is deleted through that shard's client.
+func TestLogicalClusterOnThisShardIsDeletedInProcess(t *testing.T) {
+	errRemote := errors.New("through the shard's client")
+	var local []logicalcluster.Name
+	gone := false
+	c := &Controller{
+		shardName: "root",
+		shards: staticShards{
+			{ObjectMeta: metav1.ObjectMeta{Name: "root"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "beta"}},
+		},
+		deleteLocalLogicalCluster: func(_ context.Context, cluster logicalcluster.Name) error {
+			local = append(local, cluster)
+			if gone {
+				return apierrors.NewNotFound(corev1alpha1.Resource("logicalclusters"), corev1alpha1.LogicalClusterName)
+			}
+			return nil
+		},
+		shardClient: func(*corev1alpha1.Shard) (*kcpclient.Client, error) { return nil, errRemote },
+	}
+	onShard := func(shard string) *tenancyv1alpha1.Workspace {
+		ws := deletedWorkspace()
+		setScheduledAnnotations(ws, shard, "abc")
+		return ws
+	}
+	unplaced := deletedWorkspace()
+	unplaced.UID, unplaced.Spec.Cluster = "uid-1", ""
+
+	if err := c.deleteLogicalCluster(context.Background(), onShard("root")); err != nil {
+		t.Fatalf("on this shard: %v", err)
+	}
+	if err := c.deleteLogicalCluster(context.Background(), unplaced); err != nil {
+		t.Fatalf("not placed: %v", err)
+	}
+	gone = true
+	if err := c.deleteLogicalCluster(context.Background(), onShard("root")); err != nil {
+		t.Errorf("already gone: %v, want no error", err)
+	}
+	if want := []logicalcluster.Name{"abc", ClusterName("uid-1"), "abc"}; !slices.Equal(local, want) {
+		t.Errorf("deleted in-process %q, want %q", local, want)
+	}
+
+	if err := c.deleteLogicalCluster(context.Background(), onShard("beta")); !errors.Is(err, errRemote) {
+		t.Errorf("on another shard: %v, want the shard's client used", err)
+	}
+	if len(local) != 3 {
+		t.Errorf("deleted in-process on another shard: %q", local)
+	}
+
+	// Without the means, this shard is reached through its client too.
+	c.deleteLocalLogicalCluster = nil
+	if err := c.deleteLogicalCluster(context.Background(), onShard("root")); !errors.Is(err, errRemote) {
+		t.Errorf("without deleteLocalLogicalCluster: %v, want the shard's client used", err)
 	}
 }
