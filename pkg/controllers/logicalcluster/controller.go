@@ -40,10 +40,9 @@ type Controller struct {
 	// without, its namespaces and the binding through base.
 	createObjects    func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 	namespaceObjects func(namespace string) []runtime.Object
-	// updateStatusInProcess, when set, writes the status of a cluster that
-	// leaves Scheduling in-process and returns the stored LogicalCluster
-	// (see BootstrapStatusInProcess).
-	updateStatusInProcess func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)
+	// updateBootstrapStatus writes the status of a cluster that leaves
+	// Scheduling: updateStatus, or in-process (BootstrapStatusInProcess).
+	updateBootstrapStatus func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
 	// deletion empties clusters being deleted.
@@ -63,6 +62,7 @@ type Controller struct {
 func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
 	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)) *Controller {
 	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL}
+	c.updateBootstrapStatus = c.updateStatus
 	if httpClient, err := rest.HTTPClientFor(base); err == nil {
 		c.httpClient = httpClient
 	}
@@ -101,8 +101,8 @@ func (c *Controller) BootstrapInProcess(create func(ctx context.Context, cluster
 // reaches the cluster, so no admission of that cluster has a say, and the
 // only check of a status write, that it comes from the system, holds. Call
 // before Run.
-func (c *Controller) BootstrapStatusInProcess(update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)) {
-	c.updateStatusInProcess = update
+func (c *Controller) BootstrapStatusInProcess(update inProcessWrite) {
+	c.updateBootstrapStatus = c.recorded(update)
 }
 
 // DeletionInProcess makes the writes of a deleted cluster's finalizers
@@ -111,8 +111,18 @@ func (c *Controller) BootstrapStatusInProcess(update func(ctx context.Context, c
 // the LogicalCluster as the shard itself: the cluster is being deleted,
 // the system alone drives it from then on, and the admission of
 // LogicalClusters lets the system change any finalizer. Call before Run.
-func (c *Controller) DeletionInProcess(update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)) {
-	c.deletion.update = func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+func (c *Controller) DeletionInProcess(update inProcessWrite) {
+	c.deletion.update = c.recorded(update)
+}
+
+// inProcessWrite writes a LogicalCluster in-process as the shard and
+// returns the stored one.
+type inProcessWrite func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)
+
+// recorded writes through update and, as write does, records the stored
+// resourceVersion, so that reconciles of older copies are skipped.
+func (c *Controller) recorded(update inProcessWrite) func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 		updated, err := update(ctx, cluster, lc)
 		if err != nil {
 			return err
@@ -209,20 +219,6 @@ func (c *Controller) update(ctx context.Context, cluster logicalcluster.Name, lc
 func (c *Controller) updateStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	_, err := c.write(ctx, cluster, lc, "status")
 	return err
-}
-
-// updateBootstrapStatus writes the status of a cluster that leaves
-// Scheduling, in-process when BootstrapStatusInProcess gave the means.
-func (c *Controller) updateBootstrapStatus(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
-	if c.updateStatusInProcess == nil {
-		return c.updateStatus(ctx, cluster, lc)
-	}
-	updated, err := c.updateStatusInProcess(ctx, cluster, lc)
-	if err != nil {
-		return err
-	}
-	c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
-	return nil
 }
 
 // write updates lc (its status with subresource "status") and returns the
