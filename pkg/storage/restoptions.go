@@ -65,10 +65,10 @@ func (g RESTOptionsGetter) GetRESTOptions(resource schema.GroupResource, example
 // given and the resource's configuration names its servers (else on a
 // client of each storage's own, as upstream).
 func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
-	own := storageOn(watchCache, generic.NewRawStorage, generic.UndecoratedStorage, nil)
+	own := storageOn(watchCache, nil)
 	shared := own
 	if etcd != nil {
-		shared = storageOn(watchCache, etcd.NewRawStorage, etcd.UndecoratedStorage, etcd)
+		shared = storageOn(watchCache, etcd)
 	}
 	return func(
 		config *storagebackend.ConfigForResource,
@@ -95,14 +95,19 @@ func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 	}
 }
 
-// storageOn is the storage of one resource built by raw (with the watch
-// cache) or by undecorated (without). etcd, if not nil, is the shared client
-// raw builds on.
-func storageOn(watchCache bool, raw rawStorageFunc, undecorated generic.StorageDecorator, etcd *EtcdClient) generic.StorageDecorator {
-	if watchCache {
-		return storageWithCacher(raw, etcd)
+// storageOn is the storage of one resource, with or without the watch
+// cache, on the shared client etcd, or (nil) on a client of its own.
+func storageOn(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
+	switch {
+	case etcd == nil && watchCache:
+		return storageWithCacher(generic.NewRawStorage, nil)
+	case etcd == nil:
+		return generic.UndecoratedStorage
+	case watchCache:
+		return storageWithCacher(etcd.NewRawStorage, etcd)
+	default:
+		return etcd.UndecoratedStorage
 	}
-	return undecorated
 }
 
 // rawStorageFunc builds the etcd storage of one resource, as
