@@ -290,9 +290,9 @@ func (r *memoryReturner) returnMemory() {
 }
 
 // returnMemory is the process's returner, told by every watch cache's
-// historyBound. The shared maps go first: those of the objects a burst
-// deleted are freed with it.
+// historyBound. The interners forget their maps first: those of the objects
+// a burst deleted are freed with it.
 var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: func() {
-	sharedMaps.forget()
+	forgetSharedMaps()
 	debug.FreeOSMemory()
 }}

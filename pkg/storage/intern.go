@@ -112,7 +112,8 @@ func ShareValues(obj interface{}) {
 // of its own, and the objects every logical cluster is created with
 // (namespaces default and kube-system, their kube-root-ca.crt and default
 // service account, ...) have the same ones in every cluster. The first sets
-// seen are mostly those; past its limit it keeps no more.
+// seen are mostly those; past its limit it keeps no more, and when forgotten
+// (forgetSharedMaps, after a mass deletion) it starts over.
 type mapInterner[M ~map[string]string] struct {
 	mu   sync.RWMutex
 	maps map[string]M
@@ -171,6 +172,17 @@ func (in *mapInterner[M]) intern(m M) M {
 	}
 	in.maps[key] = m
 	return m
+}
+
+// forgetSharedMaps makes both interners start over. The field sets the
+// interner keeps forever otherwise are mostly those of the first objects a
+// burst created, each object's own when it has a unique name: after the
+// burst is deleted, those few thousand small maps would stay scattered over
+// as many heap spans, which Go cannot return (about 30 MB after deleting
+// 2,000 workspaces).
+func forgetSharedMaps() {
+	sharedMaps.forget()
+	sharedFieldSets.forget()
 }
 
 // forget starts over: maps kept stay shared by the objects that hold them,

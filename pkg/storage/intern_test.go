@@ -165,3 +165,25 @@ func TestShareValuesSharesObjectMetadataMaps(t *testing.T) {
 		t.Fatal("equal labels or annotations of two kept objects are two maps")
 	}
 }
+
+func TestForgetSharedMapsForgetsFieldSetsToo(t *testing.T) {
+	attrs := sharedAttrs(func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		m := obj.(*corev1.ConfigMap)
+		return labels.Set(m.Labels), fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace}, nil
+	})
+	fieldsOf := func() fields.Set {
+		_, f, err := attrs(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "forget-me"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	a := fieldsOf()
+	if !sameMap(a, fieldsOf()) {
+		t.Fatal("equal field sets are two maps")
+	}
+	forgetSharedMaps()
+	if sameMap(a, fieldsOf()) {
+		t.Fatal("a field set is shared again after the interners forgot their maps")
+	}
+}
