@@ -83,7 +83,7 @@ func TestConstructingTheCommandChangesNoProcessSetting(t *testing.T) {
 
 func TestProcessDefaultsLeaveGatesTheCommandLineSet(t *testing.T) {
 	t.Setenv("GOGC", "100") // keep the test process's GC percent
-	gates := []string{"ListFromCacheSnapshot", "NativeHistograms"}
+	gates := processDefaultOffGates
 	o := NewOptions()
 	o.kcpStart.featureGatesSet = sets.New(gates...)
 	before := map[string]bool{}
@@ -100,10 +100,10 @@ func TestProcessDefaultsLeaveGatesTheCommandLineSet(t *testing.T) {
 	}
 }
 
-func TestProcessDefaultsTurnOffListSnapshotsAndNativeHistograms(t *testing.T) {
+func TestProcessDefaultsTurnOffListSnapshotsNativeHistogramsAndSizeEstimates(t *testing.T) {
 	t.Setenv("GOGC", "100") // keep the test process's GC percent
 	gates := map[string]bool{}
-	for _, g := range []string{"ListFromCacheSnapshot", "NativeHistograms"} {
+	for _, g := range []string{"ListFromCacheSnapshot", "NativeHistograms", "SizeBasedListCostEstimate"} {
 		gates[g] = utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g))
 	}
 	t.Cleanup(func() {

@@ -158,6 +158,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	o.kcpStart.wrapFeatureGatesFlag(fss)
 }
 
+// processDefaultOffGates are the feature gates the shard turns off unless
+// --feature-gates names them (applyProcessDefaults).
+var processDefaultOffGates = []string{"ListFromCacheSnapshot", "NativeHistograms", "SizeBasedListCostEstimate"}
+
 // applyProcessDefaults sets the process-wide settings the shard prefers
 // where the command line did not choose. It runs when the shard starts,
 // never when a command is constructed.
@@ -169,7 +173,11 @@ func (o *Options) applyProcessDefaults() error {
 	// classic ones, grown a few bytes at a time as new latencies are seen:
 	// about 10 MiB of heap once workspaces came and went (measured 60 s
 	// after deleting 1,000), which stays spread over otherwise free spans.
-	for _, gate := range []string{"ListFromCacheSnapshot", "NativeHistograms"} {
+	// Size-based list cost estimates (beta since 1.34; kcp's Kubernetes has
+	// none) keep every stored key with its size per resource, about 2.7 KiB
+	// of heap per workspace; without them priority and fairness estimates a
+	// LIST from the object count, as before 1.34.
+	for _, gate := range processDefaultOffGates {
 		if o.kcpStart.featureGatesSet.Has(gate) {
 			continue
 		}
