@@ -127,7 +127,7 @@ func (c *Controller) recorded(update inProcessWrite) func(ctx context.Context, c
 		if err != nil {
 			return err
 		}
-		c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
+		c.written.RecordWrite(wildcardinformer.Key(cluster, "", lc.Name), updated)
 		return nil
 	}
 }
@@ -230,7 +230,7 @@ func (c *Controller) write(ctx context.Context, cluster logicalcluster.Name, lc 
 	if err := c.kcp.Update(ctx, cluster, kcpclient.LogicalClusters, lc.Name, lc, updated, subresource...); err != nil {
 		return nil, err
 	}
-	c.written.Record(wildcardinformer.Key(cluster, "", lc.Name), updated.ResourceVersion)
+	c.written.RecordWrite(wildcardinformer.Key(cluster, "", lc.Name), updated)
 	return updated, nil
 }
 

@@ -3,6 +3,9 @@ package loop
 import (
 	"strconv"
 	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Written remembers the resource version of a controller's last write of
@@ -18,6 +21,22 @@ func (w *Written) Record(key, resourceVersion string) {
 		w.versions.Store(key, resourceVersion)
 	}
 }
+
+// RecordWrite is Record of the object a write returned. A write that
+// deleted it (the last finalizer removed from an object being deleted) is
+// forgotten forgetDeletedAfter later: the informer's deletion event may
+// have come before it was recorded, and nothing would forget the key then.
+func (w *Written) RecordWrite(key string, written metav1.Object) {
+	rv := written.GetResourceVersion()
+	w.Record(key, rv)
+	if written.GetDeletionTimestamp() != nil && len(written.GetFinalizers()) == 0 {
+		time.AfterFunc(forgetDeletedAfter, func() { w.versions.CompareAndDelete(key, rv) })
+	}
+}
+
+// forgetDeletedAfter is how long a write that deleted its object is kept:
+// long enough for the informer to show the deletion.
+var forgetDeletedAfter = 10 * time.Second
 
 // Stale tells whether a copy of key at resourceVersion predates the last
 // recorded write of key; once a copy does not, the write is forgotten.

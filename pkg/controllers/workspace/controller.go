@@ -217,6 +217,6 @@ func (c *Controller) update(ctx context.Context, parent logicalcluster.Name, ws 
 	if err := c.local.Update(ctx, parent, kcpclient.Workspaces, ws.Name, ws, updated, subresource...); err != nil {
 		return nil, err
 	}
-	c.written.Record(wildcardinformer.Key(parent, "", ws.Name), updated.ResourceVersion)
+	c.written.RecordWrite(wildcardinformer.Key(parent, "", ws.Name), updated)
 	return updated, nil
 }
