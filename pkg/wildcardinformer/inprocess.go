@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,8 +40,11 @@ type Storage interface {
 // the labels, annotations, spec and status under them are the cached ones.
 // Setting a field of such an object is safe; writing into its maps or
 // slices, or into anything they point to, changes the watch cache. A watch
-// event's object is a copy for this watch (the cacher's, or
-// runtime.CacheableObject's GetObject), with its labels, annotations and
+// event's object follows the same rule: a struct of the watch's own, a
+// shallow copy of (or converted from) the watch cache's object, read
+// without the deep copy the cacher's wrapper makes for each watcher
+// (storage.SharedObject). Other storages' wrapped objects are copied
+// (runtime.CacheableObject's GetObject), their labels, annotations and
 // values shared as the cache's are (storage.ShareValues).
 func InProcess(resource schema.GroupVersionResource, storage func() Storage, caller func(ctx context.Context, verb string) context.Context) cache.ListerWatcher {
 	return &inProcess{resource: resource, storage: storage, caller: caller}
@@ -208,9 +212,15 @@ func (p *plainWatch) run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if c, ok := e.Object.(runtime.CacheableObject); ok {
-				e.Object = c.GetObject()
+			// The watch cache's own object, uncopied, is converted into a
+			// struct of this watch's own, or copied shallowly: its maps and
+			// slices stay the cache's (read-only, as a list's items),
+			// already sharing registered values.
+			obj, shared := kstorage.SharedObject(e.Object)
+			if shared && p.internal == nil {
+				obj = shallowCopy(obj)
 			}
+			e.Object = obj
 			if e.Type != watch.Error {
 				obj, err := p.internal.versioned(e.Object)
 				if err != nil {
@@ -220,9 +230,11 @@ func (p *plainWatch) run(ctx context.Context) {
 					e.Object = obj
 				}
 			}
-			// The object is this watch's own copy: its labels,
-			// annotations and values are shared as the cached ones are.
-			kstorage.ShareValues(e.Object)
+			if !shared {
+				// This watch's own copy: its labels, annotations and
+				// values are shared as the cached ones are.
+				kstorage.ShareValues(e.Object)
+			}
 			select {
 			case p.out <- e:
 			case <-ctx.Done():
@@ -232,4 +244,18 @@ func (p *plainWatch) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// shallowCopy returns a new struct equal to obj's: setting its fields
+// leaves obj alone, while the maps, slices and pointers under them stay
+// obj's. An object that keeps its content in a map (unstructured) is
+// copied deeply.
+func shallowCopy(obj runtime.Object) runtime.Object {
+	v := reflect.ValueOf(obj)
+	if _, unstructured := obj.(runtime.Unstructured); unstructured || v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return obj.DeepCopyObject()
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	return c.Interface().(runtime.Object)
 }

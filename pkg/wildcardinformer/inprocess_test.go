@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -276,5 +277,24 @@ func TestListOnlyPassesTheReflectorsContext(t *testing.T) {
 	}
 	if !s.watchers[0].IsStopped() {
 		t.Fatal("the watch outlived the reflector's context")
+	}
+}
+
+func TestShallowCopyIsANewStructSharingMaps(t *testing.T) {
+	orig := cm("a", "default", "x")
+	orig.Labels = map[string]string{"l": "v"}
+	c := shallowCopy(orig).(*corev1.ConfigMap)
+	if c == orig || c.Name != "x" || c.Labels["l"] != "v" {
+		t.Fatalf("copy %p %+v of %p", c, c, orig)
+	}
+	c.Name, c.ManagedFields = "y", nil
+	if orig.Name != "x" {
+		t.Error("setting a field of the copy changed the original")
+	}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"name": "u"}}}
+	uc := shallowCopy(u).(*unstructured.Unstructured)
+	uc.SetName("v")
+	if u.GetName() != "u" {
+		t.Error("an unstructured object was not copied deeply")
 	}
 }
