@@ -15,20 +15,11 @@ import (
 // (the same pointer each time), where GetObject copies.
 func TestSharedObjectIsTheWatchCachesOwnObject(t *testing.T) {
 	etcd, _ := inProcessEtcd(t)
-	config := configMapStorageConfig()
-	config.Transport.ServerList = etcd.transport.ServerList
-	getter := RESTOptionsGetter{Delegate: fixedRESTOptions{config}, WatchCache: true, Etcd: etcd}
-	opts, err := getter.GetRESTOptions(corev1.Resource("configmaps"), &corev1.ConfigMap{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, destroy, err := opts.Decorator(opts.StorageConfig, "/"+opts.ResourcePrefix, nil, newConfigMap, newConfigMapList, storage.DefaultNamespaceScopedAttr, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, destroy := configMapStorage(t, etcd, true)
 	defer destroy()
 	ctx := ctxFor("abc")
 	var w watch.Interface
+	var err error
 	waitFor(t, "the watch cache", func() bool {
 		w, err = s.Watch(ctx, "/core/configmaps", storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
 		return err == nil

@@ -94,6 +94,24 @@ func configMapStorageConfig() *storagebackend.ConfigForResource {
 	return backend.ForResource(corev1.Resource("configmaps"))
 }
 
+// configMapStorage is the configmaps' storage of RESTOptionsGetter on etcd,
+// watch-cached or not.
+func configMapStorage(t *testing.T, etcd *EtcdClient, watchCache bool) (storage.Interface, func()) {
+	t.Helper()
+	config := configMapStorageConfig()
+	config.Transport.ServerList = etcd.transport.ServerList
+	getter := RESTOptionsGetter{Delegate: fixedRESTOptions{config}, WatchCache: watchCache, Etcd: etcd}
+	opts, err := getter.GetRESTOptions(corev1.Resource("configmaps"), &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, destroy, err := opts.Decorator(opts.StorageConfig, "/"+opts.ResourcePrefix, nil, newConfigMap, newConfigMapList, storage.DefaultNamespaceScopedAttr, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, destroy
+}
+
 func newConfigMap() kruntime.Object     { return &corev1.ConfigMap{} }
 func newConfigMapList() kruntime.Object { return &corev1.ConfigMapList{} }
 
@@ -152,17 +170,7 @@ func nextEvent(t *testing.T, w watch.Interface) watch.Event {
 func TestStoragesOfTheGetterUseTheSharedClient(t *testing.T) {
 	for _, watchCache := range []bool{false, true} {
 		etcd, kv := inProcessEtcd(t)
-		config := configMapStorageConfig()
-		config.Transport.ServerList = etcd.transport.ServerList
-		getter := RESTOptionsGetter{Delegate: fixedRESTOptions{config}, WatchCache: watchCache, Etcd: etcd}
-		opts, err := getter.GetRESTOptions(corev1.Resource("configmaps"), &corev1.ConfigMap{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, destroy, err := opts.Decorator(opts.StorageConfig, "/"+opts.ResourcePrefix, nil, newConfigMap, newConfigMapList, storage.DefaultNamespaceScopedAttr, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, destroy := configMapStorage(t, etcd, watchCache)
 		ctx := ctxFor("abc")
 		before := kv.requests.Load()
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "default"}}
