@@ -99,12 +99,10 @@ func Decorator(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 // cache, on the shared client etcd, or (nil) on a client of its own.
 func storageOn(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 	switch {
-	case etcd == nil && watchCache:
-		return storageWithCacher(generic.NewRawStorage, nil)
+	case watchCache:
+		return storageWithCacher(etcd)
 	case etcd == nil:
 		return generic.UndecoratedStorage
-	case watchCache:
-		return storageWithCacher(etcd.NewRawStorage, etcd)
 	default:
 		return etcd.UndecoratedStorage
 	}
@@ -115,12 +113,20 @@ func storageOn(watchCache bool, etcd *EtcdClient) generic.StorageDecorator {
 type rawStorageFunc func(config *storagebackend.ConfigForResource, newFunc, newListFunc func() runtime.Object, resourcePrefix string) (storage.Interface, factory.DestroyFunc, error)
 
 // storageWithCacher is genericregistry.StorageWithCacher on the etcd
-// storage raw builds, with two changes: the cache lists and watches etcd
-// through historyBound, so its event history is released once the resource
-// goes quiet (and then etcd, if it is the shared client's, compacted up to
-// there), and the equal field sets of its objects share one map. Requests
-// the cache delegates go to etcd directly.
-func storageWithCacher(raw rawStorageFunc, etcd *EtcdClient) generic.StorageDecorator {
+// storage of the shared client etcd, or (nil) of a client of its own, with
+// two changes: the cache lists and watches etcd through historyBound, so
+// its event history is released once the resource goes quiet (and then
+// etcd, if it is the shared client, compacted up to there), and the equal
+// field sets of its objects share one map. Requests the cache delegates go
+// to etcd directly.
+func storageWithCacher(etcd *EtcdClient) generic.StorageDecorator {
+	// A storage on a client of its own (upstream's factory) is left to its
+	// own compactor.
+	raw := rawStorageFunc(generic.NewRawStorage)
+	var compactor etcdCompactor
+	if etcd != nil {
+		raw, compactor = etcd.NewRawStorage, etcd
+	}
 	return func(
 		config *storagebackend.ConfigForResource,
 		resourcePrefix string,
@@ -136,12 +142,6 @@ func storageWithCacher(raw rawStorageFunc, etcd *EtcdClient) generic.StorageDeco
 			return s, destroyStorage, err
 		}
 		history := newHistoryBound(s, clock.RealClock{}, HistoryIdleAfter)
-		// A storage on a client of its own (upstream's factory) is left to
-		// its own compactor.
-		var compactor etcdCompactor
-		if etcd != nil {
-			compactor = etcd
-		}
 		history.released = func(rv uint64) { returnMemory.schedule(compactor, int64(rv)) }
 		cacher, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
 			Storage:             history,
