@@ -29,6 +29,7 @@ func TestReconcileWritesStatusOnceAndSummarizesReady(t *testing.T) {
 		claims:  &permissionClaimsReconciler{},
 	}
 	key := wildcardinformer.Key(consumer, "", "b")
+	// A claim lasts until the binding's written status is seen.
 	for i := 0; i < 3; i++ {
 		if err := c.reconcile(context.Background(), key); err != nil {
 			t.Fatal(err)
@@ -36,6 +37,9 @@ func TestReconcileWritesStatusOnceAndSummarizesReady(t *testing.T) {
 	}
 	if writes != 1 {
 		t.Errorf("%d status writes, want 1", writes)
+	}
+	if claim, ok := c.binding.recent.get(consumer, "b"); ok {
+		t.Errorf("claim %+v kept after its status was seen", claim)
 	}
 	if stored.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
 		t.Errorf("phase %q", stored.Status.Phase)

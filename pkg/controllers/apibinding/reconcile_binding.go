@@ -168,7 +168,11 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 	if len(resources) == 0 {
 		resources = nil
 	}
-	r.recent.record(cluster, b.Name, exportCluster, resources)
+	// A claim the informer's copy already shows needs no memory: recording
+	// it again on every reconcile would keep it for the binding's life.
+	if !apiequality.Semantic.DeepEqual(resources, b.Status.BoundResources) {
+		r.recent.record(cluster, b.Name, exportCluster, resources)
+	}
 	b.Status.BoundResources = resources
 	setTrue(b, apisv1alpha2.BindingUpToDate)
 	setTrue(b, apisv1alpha2.InitialBindingCompleted)
