@@ -148,11 +148,8 @@ func NewRemote(lw cache.ListerWatcher, example runtime.Object, name string) *Inf
 func newInformer(lw cache.ListerWatcher, example runtime.Object, name string, backoff *wait.Backoff) *Informer {
 	_, inProcess := lw.(*inProcess)
 	i := &Informer{
-		name: name,
-		indexer: cache.NewIndexer(KeyFunc, cache.Indexers{
-			ByCluster:          clusterIndex,
-			ByClusterNamespace: clusterNamespaceIndex,
-		}),
+		name:      name,
+		indexer:   newStore(),
 		inProcess: inProcess,
 	}
 	i.reflector = cache.NewReflectorWithOptions(listOnly{ListerWatcher: lw, withContext: cache.ToListerWatcherWithContext(lw)},
@@ -295,7 +292,7 @@ func (s *notifyingStore) Delete(obj interface{}) error {
 		s.count--
 		if s.peak >= shrinkAt && s.count <= s.peak/4 {
 			// Replace makes the items and every index anew.
-			if err := s.indexer.Replace(s.indexer.List(), ""); err != nil {
+			if err := s.indexer.Replace(s.indexer.List(), s.indexer.LastStoreSyncResourceVersion()); err != nil {
 				return err
 			}
 			s.peak = s.count
