@@ -62,17 +62,19 @@ func (in *valueInterner) intern(s string) (string, bool) {
 	return v, ok
 }
 
-// ShareValues makes obj cheaper to keep, in place: its ConfigMap data values
-// (internal or v1) that equal a value registered with ShareValue become the
-// registered string, and its labels and annotations, when another object
-// kept has equal ones, become that object's maps. obj must be the caller's
-// own, freshly decoded copy, which nobody changes in place afterwards: the
-// objects of watch caches and informers.
+// ShareValues makes obj cheaper to keep, in place: its strings, when another
+// object kept has equal ones, become that object's (sharedStrings), its
+// ConfigMap data values (internal or v1) that equal a value registered with
+// ShareValue become the registered string, and its labels and annotations,
+// when another object kept has equal ones, become that object's maps. obj
+// must be the caller's own, freshly decoded copy, which nobody changes in
+// place afterwards: the objects of watch caches and informers.
 func ShareValues(obj interface{}) {
 	// etcd's watch events come wrapped with the time they were read.
 	if w, ok := obj.(interface{ Unwrap() runtime.Object }); ok {
 		obj = w.Unwrap()
 	}
+	shareStrings(obj)
 	if m, ok := obj.(metav1.Object); ok {
 		if l := m.GetLabels(); len(l) > 0 {
 			m.SetLabels(sharedMaps.intern(l))
@@ -183,6 +185,7 @@ func (in *mapInterner[M]) intern(m M) M {
 func forgetSharedMaps() {
 	sharedMaps.forget()
 	sharedFieldSets.forget()
+	sharedStrings.forget()
 }
 
 // forget starts over: maps kept stay shared by the objects that hold them,
