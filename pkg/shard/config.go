@@ -187,10 +187,10 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 			encoding.SetResourceEncoding(gr, version, apisv1alpha1.InternalGroupVersion)
 		}
 	}
-	// Every namespace publishes the serving CA in its kube-root-ca.crt: the
+	// Every namespace publishes the root CA in its kube-root-ca.crt: the
 	// watch cache and the informers keep one copy of it, not one each per
 	// namespace. Registered before any cache lists.
-	ca, err := o.servingCA()
+	ca, err := o.rootCA()
 	if err != nil {
 		return nil, err
 	}

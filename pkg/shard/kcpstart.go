@@ -54,6 +54,10 @@ type kcpStartOptions struct {
 	// EmbeddedEtcdDirectory is where embedded etcd keeps its data (default
 	// <root-directory>/etcd).
 	EmbeddedEtcdDirectory string
+	// RootCAFile is the CA bundle published in every namespace's
+	// kube-root-ca.crt and in service account token secrets (default: the
+	// CA certificates of the serving certificate file).
+	RootCAFile string
 
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
@@ -67,6 +71,7 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 		"kcp batteries: a list of "+strings.Join(sets.List(knownBatteries), ", ")+"; a leading + or - adds to or removes from the default ("+strings.Join(defaultBatteries, ",")+").")
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig-path", o.KubeconfigPath, "Where the admin kubeconfig is written (default <root-directory>/admin.kubeconfig).")
 	fs.StringVar(&o.EmbeddedEtcdDirectory, "embedded-etcd-directory", o.EmbeddedEtcdDirectory, "Directory of the embedded etcd's data (default <root-directory>/etcd).")
+	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile, "PEM CA bundle published in every namespace's kube-root-ca.crt ConfigMap and in service account token secrets (default: the CA certificates of the serving certificate file, or all of it when none is a CA).")
 }
 
 // addShardingFlags registers kcp's names of the flags that connect shards:

@@ -40,7 +40,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
-	ca, err := c.servingCA()
+	ca, err := c.Options.rootCA()
 	if err != nil {
 		return err
 	}

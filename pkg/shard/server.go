@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
@@ -235,6 +237,55 @@ func (o CompletedOptions) servingCA() ([]byte, error) {
 		return nil, fmt.Errorf("read serving certificate: %w", err)
 	}
 	return ca, nil
+}
+
+// rootCA returns the CA bundle every namespace's kube-root-ca.crt and each
+// service account token secret publish: --root-ca-file, or else the CA
+// certificates of the serving certificate file. That file holds the
+// serving certificate first, then its chain; a client needs only the CAs
+// to verify the server, and the bundle is in two ConfigMaps of every
+// workspace.
+func (o CompletedOptions) rootCA() ([]byte, error) {
+	return rootCA(o.kcpStart.RootCAFile, o.servingCA)
+}
+
+// rootCA reads rootCAFile if set, else takes the CAs of serving's bundle.
+func rootCA(rootCAFile string, serving func() ([]byte, error)) ([]byte, error) {
+	if rootCAFile != "" {
+		bundle, err := os.ReadFile(rootCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --root-ca-file: %w", err)
+		}
+		if _, err := certutil.ParseCertsPEM(bundle); err != nil {
+			return nil, fmt.Errorf("--root-ca-file %s: %w", rootCAFile, err)
+		}
+		return bundle, nil
+	}
+	bundle, err := serving()
+	if err != nil {
+		return nil, err
+	}
+	return caCertificates(bundle)
+}
+
+// caCertificates returns the certificates of bundle that are CAs, PEM
+// encoded, or bundle itself when none is (a serving certificate given
+// without its chain: clients then trust it directly).
+func caCertificates(bundle []byte) ([]byte, error) {
+	certs, err := certutil.ParseCertsPEM(bundle)
+	if err != nil {
+		return nil, fmt.Errorf("parse serving certificate: %w", err)
+	}
+	var cas []byte
+	for _, c := range certs {
+		if c.IsCA {
+			cas = append(cas, pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: c.Raw})...)
+		}
+	}
+	if cas == nil {
+		return bundle, nil
+	}
+	return cas, nil
 }
 
 // writeAdminKubeconfig writes admin.kubeconfig once the server listens.

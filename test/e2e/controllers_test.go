@@ -3,8 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,6 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/kcpclient"
@@ -412,17 +417,45 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 
 // caBundle returns the CA that admin.kubeconfig trusts: the shard's
 // serving CA.
-func caBundle(t *testing.T, s *framework.Shard) []byte {
+// rootCA returns what every namespace's kube-root-ca.crt and each token
+// secret's ca.crt must hold: the CA certificates of the shard's serving
+// bundle (its kubeconfig's CA data: the serving certificate, then its CA),
+// having checked that they alone verify the certificate the shard serves.
+func rootCA(t *testing.T, s *framework.Shard) []byte {
 	t.Helper()
 	cfg := s.ClientConfig(t, "shard-base")
-	if len(cfg.CAData) > 0 {
-		return cfg.CAData
+	bundle := cfg.CAData
+	if len(bundle) == 0 {
+		var err error
+		if bundle, err = os.ReadFile(cfg.CAFile); err != nil {
+			t.Fatal(err)
+		}
 	}
-	data, err := os.ReadFile(cfg.CAFile)
+	certs, err := certutil.ParseCertsPEM(bundle)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	var cas []byte
+	for _, c := range certs {
+		if c.IsCA {
+			cas = append(cas, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+		}
+	}
+	if cas == nil {
+		t.Fatalf("the serving bundle holds no CA certificate")
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cas)
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname()})
+	if err != nil {
+		t.Fatalf("the serving bundle's CA does not verify the shard: %v", err)
+	}
+	_ = conn.Close()
+	return cas
 }
 
 func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
@@ -431,7 +464,7 @@ func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
 	c := newKCCluster(ctx, t, s, "sa")
 	const ns = "team"
 	createNamespace(ctx, t, c.kube, ns)
-	ca := caBundle(t, s)
+	ca := rootCA(t, s)
 
 	waitDefaults := func(what string) {
 		t.Helper()
@@ -445,7 +478,7 @@ func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
 				return false, nil
 			}
 			if !bytes.Equal([]byte(cm.Data["ca.crt"]), ca) {
-				lastErr = fmt.Errorf("ca.crt is %d bytes, not the serving CA", len(cm.Data["ca.crt"]))
+				lastErr = fmt.Errorf("ca.crt is %d bytes, not the serving certificate's CA", len(cm.Data["ca.crt"]))
 				return false, nil
 			}
 			return true, nil

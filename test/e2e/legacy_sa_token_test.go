@@ -84,8 +84,8 @@ func TestLegacyServiceAccountTokenSecretWorksOnlyInItsCluster(t *testing.T) {
 
 	createTokenSecret(ctx, t, a.kube, "team", "robot-token", "robot")
 	secret := waitFilled(ctx, t, a.kube, "team", "robot-token")
-	if !bytes.Equal(secret.Data["ca.crt"], caBundle(t, s)) || string(secret.Data["namespace"]) != "team" {
-		t.Errorf("ca.crt is not the serving CA or namespace is %q", secret.Data["namespace"])
+	if !bytes.Equal(secret.Data["ca.crt"], rootCA(t, s)) || string(secret.Data["namespace"]) != "team" {
+		t.Errorf("ca.crt is not the serving certificate's CA or namespace is %q", secret.Data["namespace"])
 	}
 	if secret.Annotations[corev1.ServiceAccountUIDKey] == "" {
 		t.Errorf("secret has no %s annotation", corev1.ServiceAccountUIDKey)
