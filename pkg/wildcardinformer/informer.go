@@ -111,21 +111,10 @@ type Informer struct {
 	// maps and slices with the watch cache.
 	inProcess bool
 
-	// count is the number of objects in indexer and peak the most it held
-	// since its maps were last made anew (both only touched by the
-	// reflector's goroutine, through the store).
-	count, peak int
-
 	mu       sync.RWMutex
 	handlers []Handler
 	synced   bool
 }
-
-// shrinkAt is the least peak worth rebuilding the indexer's maps for: Go's
-// maps keep their size when entries are deleted, so after a mass deletion
-// the informer would hold maps sized for every object it ever had. They are
-// rebuilt once at most a quarter of the peak is left.
-const shrinkAt = 1024
 
 // New returns an informer over lw, whose list and watch must span all
 // logical clusters (a client whose host ends in /clusters/*, or InProcess).
@@ -264,10 +253,6 @@ func (s *notifyingStore) Add(obj interface{}) error {
 	if err := s.indexer.Add(obj); err != nil {
 		return err
 	}
-	if !exists {
-		s.count++
-		s.peak = max(s.peak, s.count)
-	}
 	for _, h := range (*Informer)(s).snapshotHandlers() {
 		if exists {
 			h.OnUpdate(old, obj)
@@ -281,22 +266,8 @@ func (s *notifyingStore) Add(obj interface{}) error {
 func (s *notifyingStore) Update(obj interface{}) error { return s.Add(obj) }
 
 func (s *notifyingStore) Delete(obj interface{}) error {
-	_, exists, err := s.indexer.Get(obj)
-	if err != nil {
-		return err
-	}
 	if err := s.indexer.Delete(obj); err != nil {
 		return err
-	}
-	if exists {
-		s.count--
-		if s.peak >= shrinkAt && s.count <= s.peak/4 {
-			// Replace makes the items and every index anew.
-			if err := s.indexer.Replace(s.indexer.List(), s.indexer.LastStoreSyncResourceVersion()); err != nil {
-				return err
-			}
-			s.peak = s.count
-		}
 	}
 	for _, h := range (*Informer)(s).snapshotHandlers() {
 		h.OnDelete(obj)
@@ -334,7 +305,6 @@ func (s *notifyingStore) Replace(list []interface{}, _ string) error {
 	if err := s.indexer.Replace(list, ""); err != nil {
 		return err
 	}
-	s.count, s.peak = len(list), len(list)
 	for _, c := range changes {
 		for _, h := range handlers {
 			if c.old != nil {

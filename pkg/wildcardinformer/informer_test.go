@@ -1,7 +1,6 @@
 package wildcardinformer
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"unsafe"
@@ -145,40 +144,5 @@ func TestClusterScopedObjectsAreListedByClusterOnly(t *testing.T) {
 	// The namespace index holds no set for them.
 	if values := i.Indexer().ListIndexFuncValues(ByClusterNamespace); len(values) != 0 {
 		t.Fatalf("namespace index values %v, want none", values)
-	}
-}
-
-func TestStoreRebuildsItsMapsAfterAMassDeletionAndKeepsWhatIsLeft(t *testing.T) {
-	i := New(&cache.ListWatch{}, &corev1.ConfigMap{}, "test")
-	r := &recorder{}
-	i.AddHandler(r)
-	s := (*notifyingStore)(i)
-	const n = 4 * shrinkAt
-	for c := 0; c < n; c++ {
-		if err := s.Add(cm(fmt.Sprintf("c%d", c), "default", "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.count != n || s.peak != n {
-		t.Fatalf("count %d, peak %d after %d adds", s.count, s.peak, n)
-	}
-	for c := 0; c < n-3; c++ {
-		if err := s.Delete(cm(fmt.Sprintf("c%d", c), "default", "x")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.count != 3 || s.peak >= n/4 {
-		t.Fatalf("count %d, peak %d after deleting all but 3: want 3 and the size at the last rebuild", s.count, s.peak)
-	}
-	if r.deletes != n-3 {
-		t.Fatalf("%d deletes told, want %d", r.deletes, n-3)
-	}
-	for c := n - 3; c < n; c++ {
-		if got, _ := i.List(logicalcluster.Name(fmt.Sprintf("c%d", c)), "default"); len(got) != 1 {
-			t.Fatalf("cluster c%d lists %d objects after the rebuild, want 1", c, len(got))
-		}
-	}
-	if got, _ := i.List("c0", ""); len(got) != 0 {
-		t.Fatalf("deleted cluster c0 lists %v", got)
 	}
 }

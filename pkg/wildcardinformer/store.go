@@ -2,6 +2,7 @@ package wildcardinformer
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -24,8 +25,16 @@ type store struct {
 	items    *btree.BTreeG[item]
 	indexers cache.Indexers
 	indices  map[string]index
-	rv       string
+	// peaks is, per index, the most values it had since its map was last
+	// made anew: Go's maps keep their size when entries are deleted, so
+	// after a mass deletion an index would keep a map sized for every value
+	// it ever had. It is made anew once at most a quarter is left.
+	peaks map[string]int
+	rv    string
 }
+
+// shrinkAt is the least peak worth making a map anew for.
+const shrinkAt = 64
 
 type item struct {
 	key string
@@ -40,10 +49,12 @@ const treeDegree = 16
 // index maps an index value to the keys of the objects that have it.
 type index map[string]keys
 
-// keys is a set of keys: a slice while it is short, a set beyond.
+// keys is a set of keys: a slice while it is short, a set beyond. peak is
+// the most keys the set held since it was last made anew (as store.peaks).
 type keys struct {
 	few  []string
 	many sets.Set[string]
+	peak int
 }
 
 // fewKeys is the most keys kept in a slice: finding one there is cheaper
@@ -53,6 +64,7 @@ const fewKeys = 8
 func (k *keys) insert(key string) {
 	if k.many != nil {
 		k.many.Insert(key)
+		k.peak = max(k.peak, k.many.Len())
 		return
 	}
 	for _, have := range k.few {
@@ -67,11 +79,18 @@ func (k *keys) insert(key string) {
 	k.many = sets.New(k.few...)
 	k.many.Insert(key)
 	k.few = nil
+	k.peak = k.many.Len()
 }
 
 func (k *keys) delete(key string) {
 	if k.many != nil {
 		k.many.Delete(key)
+		switch n := k.many.Len(); {
+		case n <= fewKeys:
+			k.few, k.many, k.peak = sets.List(k.many), nil, 0
+		case k.peak >= shrinkAt && n <= k.peak/4:
+			k.many, k.peak = sets.New(sets.List(k.many)...), n
+		}
 		return
 	}
 	for i, have := range k.few {
@@ -104,6 +123,7 @@ func newStore() *store {
 		items:    btree.NewG(treeDegree, itemLess),
 		indexers: cache.Indexers{},
 		indices:  map[string]index{},
+		peaks:    map[string]int{},
 	}
 }
 
@@ -193,6 +213,13 @@ func (s *store) reindex(indexers cache.Indexers, key string, oldObj, newObj inte
 			k.insert(key)
 			idx[v] = k
 		}
+		switch n := len(idx); {
+		case n > s.peaks[name]:
+			s.peaks[name] = n
+		case s.peaks[name] >= shrinkAt && n <= s.peaks[name]/4:
+			s.indices[name] = maps.Clone(idx)
+			s.peaks[name] = n
+		}
 	}
 	return nil
 }
@@ -254,6 +281,7 @@ func (s *store) Replace(list []interface{}, resourceVersion string) error {
 func (s *store) rebuildIndices() error {
 	for name := range s.indexers {
 		s.indices[name] = index{}
+		s.peaks[name] = 0
 	}
 	var err error
 	s.items.Ascend(func(it item) bool {

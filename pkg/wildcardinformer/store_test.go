@@ -168,3 +168,41 @@ func TestStoreErrors(t *testing.T) {
 		t.Errorf("GetIndexers = %v", got)
 	}
 }
+
+// After a mass deletion an index's maps are made anew, sized for what is
+// left, and a value's keys go back to a slice; what is left stays indexed.
+func TestStoreShrinksItsIndexesAfterAMassDeletion(t *testing.T) {
+	s := newStore()
+	byName := cache.Indexers{"name": func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Secret).Name}, nil }}
+	mustNot(t, s.AddIndexers(cache.Indexers{"owner": byOwner}), s.AddIndexers(byName))
+	const n = 4 * shrinkAt
+	for c := 0; c < n; c++ {
+		mustNot(t, s.Add(secret(fmt.Sprint("c", c), "default", fmt.Sprint("s", c), "x")))
+	}
+	if k := s.indices["owner"]["x"]; k.many == nil || k.peak != n {
+		t.Fatalf("owner x: %d keys in a set (peak %d), want all %d", k.len(), k.peak, n)
+	}
+	if s.peaks["name"] != n {
+		t.Fatalf("name index peak %d, want %d", s.peaks["name"], n)
+	}
+	for c := 0; c < n-3; c++ {
+		mustNot(t, s.Delete(secret(fmt.Sprint("c", c), "default", fmt.Sprint("s", c), "x")))
+	}
+	if k := s.indices["owner"]["x"]; k.many != nil || len(k.few) != 3 {
+		t.Errorf("owner x after deleting all but 3: set %v, slice %v; want a slice of 3", k.many, k.few)
+	}
+	if p := s.peaks["name"]; p >= n/4 {
+		t.Errorf("name index peak %d after deleting all but 3: its map was not made anew", p)
+	}
+	for c := n - 3; c < n; c++ {
+		if got, _ := s.ByIndex("name", fmt.Sprint("s", c)); len(got) != 1 {
+			t.Errorf("s%d: %d objects by name after the shrink, want 1", c, len(got))
+		}
+		if got, _ := s.ByIndex(ByCluster, fmt.Sprint("c", c)); len(got) != 1 {
+			t.Errorf("cluster c%d lists %d objects, want 1", c, len(got))
+		}
+	}
+	if got, _ := s.ByIndex("owner", "x"); len(got) != 3 {
+		t.Errorf("owner x: %d objects, want 3", len(got))
+	}
+}
