@@ -20,7 +20,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/handler3"
@@ -38,9 +37,9 @@ const maxCachedClusters = 32
 // with CRDs: the built-in documents plus the cluster's CRDs.
 type openAPIMerger struct {
 	crds *crdIndex
-	// server provides the static OpenAPI v2 spec (set by Install, read
-	// after the server is prepared).
-	server *genericapiserver.GenericAPIServer
+	// staticV2 returns the built-in OpenAPI v2 document (set by Install;
+	// nil: none).
+	staticV2 func() (*spec.Swagger, error)
 
 	// builds merges one cluster's documents at a time, outside of lock.
 	builds singleflight.Group
@@ -157,8 +156,12 @@ func (m *openAPIMerger) build(cluster logicalcluster.Name, crds []*apiextensions
 // buildV2 merges the static v2 spec with the CRDs' and returns a handler
 // that serves it as JSON or protobuf with ETags.
 func (m *openAPIMerger) buildV2(crds []*apiextensionsv1.CustomResourceDefinition) (http.Handler, error) {
-	if m.server == nil || m.server.StaticOpenAPISpec == nil {
+	if m.staticV2 == nil {
 		return nil, fmt.Errorf("static OpenAPI v2 spec is not available")
+	}
+	static, err := m.staticV2()
+	if err != nil {
+		return nil, fmt.Errorf("static OpenAPI v2 spec: %w", err)
 	}
 	var specs []*spec.Swagger
 	for _, crd := range crds {
@@ -175,7 +178,7 @@ func (m *openAPIMerger) buildV2(crds []*apiextensionsv1.CustomResourceDefinition
 			specs = append(specs, s)
 		}
 	}
-	merged, err := builder.MergeSpecs(m.server.StaticOpenAPISpec, specs...)
+	merged, err := builder.MergeSpecs(static, specs...)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +229,7 @@ func (m *openAPIMerger) buildV3(crds []*apiextensionsv1.CustomResourceDefinition
 // authorized the request.
 func (m *openAPIMerger) serveV2(inner http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
 	docs := m.documents(cluster)
-	if docs == nil || m.server == nil || m.server.StaticOpenAPISpec == nil {
+	if docs == nil || m.staticV2 == nil {
 		inner.ServeHTTP(w, req)
 		return
 	}

@@ -160,8 +160,9 @@ func (s *Server) APIGroupInfo() *genericapiserver.APIGroupInfo { return s.group 
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Install adds the CustomResourceDefinition API to gs and starts the
-// informer and controller after gs starts.
-func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
+// informer and controller after gs starts. staticV2 returns gs's OpenAPI v2
+// document, which each cluster's CRDs are merged into (nil: gs has none).
+func (s *Server) Install(gs *genericapiserver.GenericAPIServer, staticV2 func() (*spec.Swagger, error)) error {
 	group := genericapiserver.NewDefaultAPIGroupInfo(apiextensionsv1.GroupName, legacyscheme.Scheme, metav1.ParameterCodec, legacyscheme.Codecs)
 	crdStorage, err := customresourcedefinition.NewREST(legacyscheme.Scheme, s.generic.RESTOptionsGetter)
 	if err != nil {
@@ -181,7 +182,7 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer) error {
 	s.native.p.Store(nativeAPIsOf(gs.Handler.GoRestfulContainer.RegisteredWebServices()))
 	models := group.StaticOpenAPISpec
 	s.staticModels.Store(&models)
-	s.openAPI.server = gs
+	s.openAPI.staticV2 = staticV2
 	// Destroy runs once the server has stopped serving and its post-start
 	// contexts are done.
 	gs.RegisterDestroyFunc(s.shutdown)

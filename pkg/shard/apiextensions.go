@@ -6,6 +6,7 @@ import (
 
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kplane-dev/kplane/pkg/apiextensions"
 	"github.com/kplane-dev/kplane/pkg/boundapis"
@@ -54,9 +55,10 @@ func (a *apiExtensions) delegate() genericapiserver.DelegationTarget {
 	return genericapiserver.NewEmptyDelegateWithCustomHandler(a.server.Handler())
 }
 
-// install adds the CustomResourceDefinition API and its controllers.
-func (a *apiExtensions) install(gs *genericapiserver.GenericAPIServer) error {
-	return a.server.Install(gs)
+// install adds the CustomResourceDefinition API and its controllers;
+// staticV2 is gs's OpenAPI v2 document.
+func (a *apiExtensions) install(gs *genericapiserver.GenericAPIServer, staticV2 func() (*spec.Swagger, error)) error {
+	return a.server.Install(gs, staticV2)
 }
 
 // wrapHandler adds each logical cluster's CRDs to its discovery and OpenAPI

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
@@ -136,6 +137,10 @@ func (c CompletedConfig) New() (*Server, error) {
 		gc.Authentication.Authenticator = stackreserve.WithStackReserve(gc.Authentication.Authenticator)
 		return withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken)
 	}
+	// The OpenAPI documents are built on their first request (openapi.go),
+	// not by PrepareRun; the v3 settings still give the models of managed
+	// fields.
+	completed.Generic.SkipOpenAPIInstallation = true
 	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
 	if err != nil {
 		return nil, err
@@ -169,7 +174,16 @@ func (c CompletedConfig) New() (*Server, error) {
 	s.apiGroups = groups
 	c.Informers.storage.install(s.storageOf)
 	gs := server.GenericAPIServer
-	if err := c.apiExtensions.install(gs); err != nil {
+	var staticV2 func() (*spec.Swagger, error)
+	if config := completed.Generic.OpenAPIConfig; config != nil {
+		v2 := newLazyOpenAPIV2(gs.Handler.GoRestfulContainer, config)
+		v2.install(gs.Handler.NonGoRestfulMux)
+		staticV2 = v2.get
+	}
+	if config := completed.Generic.OpenAPIV3Config; config != nil {
+		installLazyOpenAPIV3(gs.Handler.GoRestfulContainer, config, gs.Handler.NonGoRestfulMux)
+	}
+	if err := c.apiExtensions.install(gs, staticV2); err != nil {
 		return nil, err
 	}
 	if s.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
