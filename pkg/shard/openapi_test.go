@@ -12,25 +12,31 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// The v2 document is built on its first request, from the routes installed
-// by then, and once.
-func TestOpenAPIV2IsBuiltOnFirstRequest(t *testing.T) {
+// widgetRoutes returns a container serving GET /apis/example.io/v1/widgets,
+// the information of a document, and definitions that count how often a
+// document is built.
+func widgetRoutes() (*restful.Container, *spec.Info, common.GetOpenAPIDefinitions, *int) {
 	container := restful.NewContainer()
 	ws := new(restful.WebService).Path("/apis/example.io/v1")
 	ws.Route(ws.GET("/widgets").To(func(*restful.Request, *restful.Response) {}).Operation("listWidgets"))
 	container.Add(ws)
 	builds := 0
-	config := &common.Config{
-		Info: &spec.Info{InfoProps: spec.InfoProps{Title: "test", Version: "v1"}},
-		GetDefinitions: func(common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-			builds++
-			return nil
-		},
+	definitions := func(common.ReferenceCallback) map[string]common.OpenAPIDefinition {
+		builds++
+		return nil
 	}
+	return container, &spec.Info{InfoProps: spec.InfoProps{Title: "test", Version: "v1"}}, definitions, &builds
+}
+
+// The v2 document is built on its first request, from the routes installed
+// by then, and once.
+func TestOpenAPIV2IsBuiltOnFirstRequest(t *testing.T) {
+	container, info, definitions, builds := widgetRoutes()
+	config := &common.Config{Info: info, GetDefinitions: definitions}
 	m := mux.NewPathRecorderMux("test")
 	newLazyOpenAPIV2(container, config).install(m)
-	if builds != 0 {
-		t.Fatalf("the document was built %d times before any request", builds)
+	if *builds != 0 {
+		t.Fatalf("the document was built %d times before any request", *builds)
 	}
 	// A route installed after the server was made is in the document.
 	late := new(restful.WebService).Path("/apis/late.io/v1")
@@ -48,8 +54,8 @@ func TestOpenAPIV2IsBuiltOnFirstRequest(t *testing.T) {
 			}
 		}
 	}
-	if builds != 1 {
-		t.Errorf("the document was built %d times, want once", builds)
+	if *builds != 1 {
+		t.Errorf("the document was built %d times, want once", *builds)
 	}
 }
 
@@ -57,22 +63,12 @@ func TestOpenAPIV2IsBuiltOnFirstRequest(t *testing.T) {
 // request: discovery lists every group version, each document has its
 // routes.
 func TestOpenAPIV3IsBuiltOnFirstRequest(t *testing.T) {
-	container := restful.NewContainer()
-	ws := new(restful.WebService).Path("/apis/example.io/v1")
-	ws.Route(ws.GET("/widgets").To(func(*restful.Request, *restful.Response) {}).Operation("listWidgets"))
-	container.Add(ws)
-	builds := 0
-	config := &common.OpenAPIV3Config{
-		Info: &spec.Info{InfoProps: spec.InfoProps{Title: "test", Version: "v1"}},
-		GetDefinitions: func(common.ReferenceCallback) map[string]common.OpenAPIDefinition {
-			builds++
-			return nil
-		},
-	}
+	container, info, definitions, builds := widgetRoutes()
+	config := &common.OpenAPIV3Config{Info: info, GetDefinitions: definitions}
 	m := mux.NewPathRecorderMux("test")
 	installLazyOpenAPIV3(container, config, m)
-	if builds != 0 {
-		t.Fatalf("documents built %d times before any request", builds)
+	if *builds != 0 {
+		t.Fatalf("documents built %d times before any request", *builds)
 	}
 	get := func(path string) string {
 		t.Helper()
@@ -89,12 +85,12 @@ func TestOpenAPIV3IsBuiltOnFirstRequest(t *testing.T) {
 	if doc := get("/openapi/v3/apis/example.io/v1"); !strings.Contains(doc, "/apis/example.io/v1/widgets") {
 		t.Errorf("the group version's document lacks its route: %s", doc)
 	}
-	if builds == 0 {
+	if *builds == 0 {
 		t.Error("no document was built by the requests")
 	}
-	before := builds
+	before := *builds
 	get("/openapi/v3/apis/example.io/v1")
-	if builds != before {
+	if *builds != before {
 		t.Errorf("a second request built the documents again")
 	}
 }

@@ -108,16 +108,6 @@ func (k *keys) len() int {
 	return len(k.few)
 }
 
-func (k *keys) list() []string {
-	if k.many != nil {
-		return sets.List(k.many)
-	}
-	if len(k.few) == 0 {
-		return nil
-	}
-	return append([]string(nil), k.few...)
-}
-
 func newStore() *store {
 	return &store{
 		items:    btree.NewG(treeDegree, itemLess),
@@ -350,54 +340,50 @@ func (s *store) indexFunc(indexName string) cache.IndexFunc {
 func (s *store) IndexKeys(indexName, value string) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if p, ok := prefix(indexName, value); ok {
-		var list []string
-		s.ascendPrefix(p, func(it item) bool {
-			list = append(list, it.key)
-			return true
-		})
-		return list, nil
-	}
-	idx, ok := s.indices[indexName]
-	if !ok {
-		return nil, fmt.Errorf("index with name %s does not exist", indexName)
-	}
-	k := idx[value]
-	return k.list(), nil
+	var list []string
+	err := s.each(indexName, value, func(it item) { list = append(list, it.key) })
+	return list, err
 }
 
 func (s *store) ByIndex(indexName, value string) ([]interface{}, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	var list []interface{}
+	err := s.each(indexName, value, func(it item) { list = append(list, it.obj) })
+	return list, err
+}
+
+// each calls f with the items whose value in the index is value: a range
+// of the tree for ByCluster and ByClusterNamespace, the index's keys for
+// any other. Call with s.mu held.
+func (s *store) each(indexName, value string, f func(item)) error {
 	if p, ok := prefix(indexName, value); ok {
-		var list []interface{}
 		s.ascendPrefix(p, func(it item) bool {
-			list = append(list, it.obj)
+			f(it)
 			return true
 		})
-		return list, nil
+		return nil
 	}
 	idx, ok := s.indices[indexName]
 	if !ok {
-		return nil, fmt.Errorf("index with name %s does not exist", indexName)
+		return fmt.Errorf("index with name %s does not exist", indexName)
 	}
 	k := idx[value]
-	list := make([]interface{}, 0, k.len())
-	add := func(key string) {
+	visit := func(key string) {
 		if it, ok := s.items.Get(item{key: key}); ok {
-			list = append(list, it.obj)
+			f(it)
 		}
 	}
 	if k.many != nil {
 		for key := range k.many {
-			add(key)
+			visit(key)
 		}
-	} else {
-		for _, key := range k.few {
-			add(key)
-		}
+		return nil
 	}
-	return list, nil
+	for _, key := range k.few {
+		visit(key)
+	}
+	return nil
 }
 
 func (s *store) ListIndexFuncValues(indexName string) []string {
