@@ -2,7 +2,6 @@ package wildcardinformer
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 
@@ -86,7 +85,8 @@ func (k *keys) delete(key string) {
 	if k.many != nil {
 		k.many.Delete(key)
 		switch n := k.many.Len(); {
-		case n <= fewKeys:
+		case n <= fewKeys/2:
+			// Not at fewKeys: a set at the edge would flip on every update.
 			k.few, k.many, k.peak = sets.List(k.many), nil, 0
 		case k.peak >= shrinkAt && n <= k.peak/4:
 			k.many, k.peak = sets.New(sets.List(k.many)...), n
@@ -187,6 +187,9 @@ func (s *store) reindex(indexers cache.Indexers, key string, oldObj, newObj inte
 				return fmt.Errorf("unable to calculate an index entry for key %q on index %q: %w", key, name, err)
 			}
 		}
+		if len(oldValues) == 1 && len(newValues) == 1 && oldValues[0] == newValues[0] {
+			continue // an update that keeps the object's value
+		}
 		idx := s.indices[name]
 		for _, v := range oldValues {
 			if k, ok := idx[v]; ok {
@@ -207,7 +210,12 @@ func (s *store) reindex(indexers cache.Indexers, key string, oldObj, newObj inte
 		case n > s.peaks[name]:
 			s.peaks[name] = n
 		case s.peaks[name] >= shrinkAt && n <= s.peaks[name]/4:
-			s.indices[name] = maps.Clone(idx)
+			// A new map sized for what is left (maps.Clone keeps the size).
+			fresh := make(index, n)
+			for v, k := range idx {
+				fresh[v] = k
+			}
+			s.indices[name] = fresh
 			s.peaks[name] = n
 		}
 	}
