@@ -22,7 +22,7 @@ import (
 var sharedStrings = &stringInterner{strings: map[string]string{}, limit: 1 << 16}
 
 type stringInterner struct {
-	mu      sync.Mutex
+	mu      sync.RWMutex
 	strings map[string]string
 	limit   int
 }
@@ -36,6 +36,12 @@ const maxSharedString = 256
 func (in *stringInterner) intern(s string) string {
 	if s == "" || len(s) > maxSharedString {
 		return s
+	}
+	in.mu.RLock()
+	shared, ok := in.strings[s]
+	in.mu.RUnlock()
+	if ok {
+		return shared
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
