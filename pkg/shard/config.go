@@ -74,6 +74,9 @@ type Config struct {
 	embeddedCache *cacheserver.Server
 	// loopback serves the shard's own clients in memory.
 	loopback *loopback.Server
+	// rootCA is the bundle every namespace's kube-root-ca.crt and each
+	// token secret publish (CompletedOptions.rootCA), read once.
+	rootCA []byte
 }
 
 type completedConfig struct {
@@ -84,6 +87,7 @@ type completedConfig struct {
 	clusterAdmission []*percluster.Plugins
 	embeddedCache    *cacheserver.Server
 	loopback         *loopback.Server
+	rootCA           []byte
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -103,6 +107,7 @@ func (c *Config) Complete() CompletedConfig {
 		clusterAdmission: c.clusterAdmission,
 		embeddedCache:    c.embeddedCache,
 		loopback:         c.loopback,
+		rootCA:           c.rootCA,
 	}}
 }
 
@@ -285,7 +290,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache, loopback: inMemory}
+	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache, loopback: inMemory, rootCA: ca}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
 		return nil, err
 	}

@@ -121,10 +121,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
 			return c.content.Delete(ctx, cluster, resourceVersion)
 		})
-	ca, err := c.Options.rootCA()
-	if err != nil {
-		return err
-	}
+	ca := c.rootCA
 	logicalClusters.BootstrapInProcess(create, func(namespace string) []runtime.Object {
 		return sacontroller.NamespaceObjects(namespace, ca)
 	})

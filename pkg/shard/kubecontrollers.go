@@ -40,10 +40,7 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
-	ca, err := c.Options.rootCA()
-	if err != nil {
-		return err
-	}
+	ca := c.rootCA
 	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca, c.Informers.kcp.deleting)
 	if err != nil {
 		return fmt.Errorf("service account controller: %w", err)
