@@ -117,20 +117,61 @@ func ShareValues(obj interface{}) {
 // seen are mostly those; past its limit it keeps no more, and when forgotten
 // (forgetSharedMaps, after a mass deletion) it starts over.
 type mapInterner[M ~map[string]string] struct {
-	mu   sync.RWMutex
-	maps map[string]M
+	shared[M]
 	// maxEntries and maxBytes (negative: any) bound the maps shared: larger
 	// ones (the annotations of a Workspace or a LogicalCluster, a
 	// last-applied configuration) are seldom equal to another's.
 	maxEntries, maxBytes int
-	// limit bounds the maps kept; past it the interner starts over if
+}
+
+func newMapInterner[M ~map[string]string](maxEntries, maxBytes, limit int, startOver bool) *mapInterner[M] {
+	return &mapInterner[M]{shared: newShared[M](limit, startOver), maxEntries: maxEntries, maxBytes: maxBytes}
+}
+
+// shared keeps one value per key of its content, so that equal values can
+// be handed out as one: the interners' common part.
+type shared[V any] struct {
+	mu     sync.RWMutex
+	values map[string]V
+	// limit bounds the values kept; past it the set starts over if
 	// startOver, else keeps no more.
 	limit     int
 	startOver bool
 }
 
-func newMapInterner[M ~map[string]string](maxEntries, maxBytes, limit int, startOver bool) *mapInterner[M] {
-	return &mapInterner[M]{maps: map[string]M{}, maxEntries: maxEntries, maxBytes: maxBytes, limit: limit, startOver: startOver}
+func newShared[V any](limit int, startOver bool) shared[V] {
+	return shared[V]{values: map[string]V{}, limit: limit, startOver: startOver}
+}
+
+// share returns the value kept under key, or keeps v there and returns it.
+func (s *shared[V]) share(key string, v V) V {
+	s.mu.RLock()
+	kept, ok := s.values[key]
+	s.mu.RUnlock()
+	if ok {
+		return kept
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.values[key]; ok {
+		return kept
+	}
+	if len(s.values) >= s.limit {
+		if !s.startOver {
+			return v
+		}
+		s.values = map[string]V{}
+	}
+	s.values[key] = v
+	return v
+}
+
+// forget starts over: values kept stay with whoever holds them, and are
+// freed with the last of them.
+func (s *shared[V]) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.values = map[string]V{}
 }
 
 const (
@@ -155,25 +196,7 @@ func (in *mapInterner[M]) intern(m M) M {
 	if !ok {
 		return m
 	}
-	in.mu.RLock()
-	shared, ok := in.maps[key]
-	in.mu.RUnlock()
-	if ok {
-		return shared
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.maps[key]; ok {
-		return shared
-	}
-	if len(in.maps) >= in.limit {
-		if !in.startOver {
-			return m
-		}
-		in.maps = map[string]M{}
-	}
-	in.maps[key] = m
-	return m
+	return in.share(key, m)
 }
 
 // forgetSharedMaps makes both interners start over. The field sets the
@@ -186,14 +209,6 @@ func forgetSharedMaps() {
 	sharedMaps.forget()
 	sharedFieldSets.forget()
 	sharedStrings.forget()
-}
-
-// forget starts over: maps kept stay shared by the objects that hold them,
-// and are freed with the last of them.
-func (in *mapInterner[M]) forget() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.maps = map[string]M{}
 }
 
 // mapKey is a key of m's content: its entries in key order, each key and

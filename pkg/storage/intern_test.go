@@ -105,8 +105,8 @@ func TestFieldSetInternerKeepsAtMostItsLimit(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d"} {
 		in.intern(fields.Set{"metadata.name": name})
 	}
-	if len(in.maps) != 2 {
-		t.Fatalf("%d sets kept, want 2", len(in.maps))
+	if len(in.values) != 2 {
+		t.Fatalf("%d sets kept, want 2", len(in.values))
 	}
 	f := fields.Set{"metadata.name": "c"}
 	if got := in.intern(f); !sameMap(got, f) {
@@ -137,13 +137,13 @@ func TestEqualLabelsAndAnnotationsOfKeptObjectsShareOneMap(t *testing.T) {
 		t.Fatalf("a different map was replaced: %v", c)
 	}
 	large := map[string]string{"last-applied": strings.Repeat("x", sharedMapMaxBytes)}
-	if got := in.intern(large); !sameMap(got, large) || len(in.maps) != 2 {
-		t.Fatalf("a large map was kept: %d maps", len(in.maps))
+	if got := in.intern(large); !sameMap(got, large) || len(in.values) != 2 {
+		t.Fatalf("a large map was kept: %d maps", len(in.values))
 	}
 	// Past the limit it starts over; the maps handed out stay as they are.
 	in.intern(map[string]string{"kcp.io/cluster": "c3"})
-	if len(in.maps) != 1 || a["kcp.io/cluster"] != "c1" {
-		t.Fatalf("after the limit: %d maps kept, first map %v", len(in.maps), a)
+	if len(in.values) != 1 || a["kcp.io/cluster"] != "c1" {
+		t.Fatalf("after the limit: %d maps kept, first map %v", len(in.values), a)
 	}
 	in.forget()
 	if d := in.intern(map[string]string{"kcp.io/cluster": "c1"}); sameMap(a, d) {

@@ -19,13 +19,9 @@ import (
 // Past its limit it starts over, and it is forgotten with the other
 // interners after a mass deletion (forgetSharedMaps): a string no object
 // holds any more is freed then.
-var sharedStrings = &stringInterner{strings: map[string]string{}, limit: 1 << 16}
+var sharedStrings = &stringInterner{newShared[string](1<<16, true)}
 
-type stringInterner struct {
-	mu      sync.RWMutex
-	strings map[string]string
-	limit   int
-}
+type stringInterner struct{ shared[string] }
 
 // maxSharedString is the longest string shared: longer ones (a
 // last-applied configuration, a certificate) are seldom equal to another's,
@@ -37,28 +33,7 @@ func (in *stringInterner) intern(s string) string {
 	if s == "" || len(s) > maxSharedString {
 		return s
 	}
-	in.mu.RLock()
-	shared, ok := in.strings[s]
-	in.mu.RUnlock()
-	if ok {
-		return shared
-	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if shared, ok := in.strings[s]; ok {
-		return shared
-	}
-	if len(in.strings) >= in.limit {
-		in.strings = map[string]string{}
-	}
-	in.strings[s] = s
-	return s
-}
-
-func (in *stringInterner) forget() {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	in.strings = map[string]string{}
+	return in.share(s, s)
 }
 
 // shareStrings makes the strings in obj, a pointer to a typed object the

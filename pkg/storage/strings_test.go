@@ -66,14 +66,14 @@ func TestShareValuesSharesEqualStringsAndKeepsContent(t *testing.T) {
 	if sameString(a.ResourceVersion, b.ResourceVersion) {
 		t.Error("resource versions shared: they are unique to an object version")
 	}
-	if n := len(sharedStrings.strings); n > 20 {
+	if n := len(sharedStrings.values); n > 20 {
 		t.Errorf("%d strings kept for two namespaces", n)
 	}
-	if _, ok := sharedStrings.strings["u-1"]; ok {
+	if _, ok := sharedStrings.values["u-1"]; ok {
 		t.Error("UID kept")
 	}
 	forgetSharedMaps()
-	if len(sharedStrings.strings) != 0 {
+	if len(sharedStrings.values) != 0 {
 		t.Error("strings kept after forgetSharedMaps")
 	}
 }
