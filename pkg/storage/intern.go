@@ -117,7 +117,7 @@ func ShareValues(obj interface{}) {
 // seen are mostly those; past its limit it keeps no more, and when forgotten
 // (forgetSharedMaps, after a mass deletion) it starts over.
 type mapInterner[M ~map[string]string] struct {
-	shared[M]
+	sharedSet[M]
 	// maxEntries and maxBytes (negative: any) bound the maps shared: larger
 	// ones (the annotations of a Workspace or a LogicalCluster, a
 	// last-applied configuration) are seldom equal to another's.
@@ -125,12 +125,12 @@ type mapInterner[M ~map[string]string] struct {
 }
 
 func newMapInterner[M ~map[string]string](maxEntries, maxBytes, limit int, startOver bool) *mapInterner[M] {
-	return &mapInterner[M]{shared: newShared[M](limit, startOver), maxEntries: maxEntries, maxBytes: maxBytes}
+	return &mapInterner[M]{sharedSet: newSharedSet[M](limit, startOver), maxEntries: maxEntries, maxBytes: maxBytes}
 }
 
-// shared keeps one value per key of its content, so that equal values can
+// sharedSet keeps one value per key of its content, so that equal values can
 // be handed out as one: the interners' common part.
-type shared[V any] struct {
+type sharedSet[V any] struct {
 	mu     sync.RWMutex
 	values map[string]V
 	// limit bounds the values kept; past it the set starts over if
@@ -139,12 +139,12 @@ type shared[V any] struct {
 	startOver bool
 }
 
-func newShared[V any](limit int, startOver bool) shared[V] {
-	return shared[V]{values: map[string]V{}, limit: limit, startOver: startOver}
+func newSharedSet[V any](limit int, startOver bool) sharedSet[V] {
+	return sharedSet[V]{values: map[string]V{}, limit: limit, startOver: startOver}
 }
 
 // share returns the value kept under key, or keeps v there and returns it.
-func (s *shared[V]) share(key string, v V) V {
+func (s *sharedSet[V]) share(key string, v V) V {
 	s.mu.RLock()
 	kept, ok := s.values[key]
 	s.mu.RUnlock()
@@ -168,7 +168,7 @@ func (s *shared[V]) share(key string, v V) V {
 
 // forget starts over: values kept stay with whoever holds them, and are
 // freed with the last of them.
-func (s *shared[V]) forget() {
+func (s *sharedSet[V]) forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.values = map[string]V{}
@@ -199,12 +199,12 @@ func (in *mapInterner[M]) intern(m M) M {
 	return in.share(key, m)
 }
 
-// forgetSharedMaps makes both interners start over. The field sets the
-// interner keeps forever otherwise are mostly those of the first objects a
-// burst created, each object's own when it has a unique name: after the
-// burst is deleted, those few thousand small maps would stay scattered over
-// as many heap spans, which Go cannot return (about 30 MB after deleting
-// 2,000 workspaces).
+// forgetSharedMaps makes the interners (maps, field sets, strings) start
+// over. The field sets the interner keeps forever otherwise are mostly
+// those of the first objects a burst created, each object's own when it has
+// a unique name: after the burst is deleted, those few thousand small maps
+// would stay scattered over as many heap spans, which Go cannot return
+// (about 30 MB after deleting 2,000 workspaces).
 func forgetSharedMaps() {
 	sharedMaps.forget()
 	sharedFieldSets.forget()

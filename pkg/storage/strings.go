@@ -19,9 +19,9 @@ import (
 // Past its limit it starts over, and it is forgotten with the other
 // interners after a mass deletion (forgetSharedMaps): a string no object
 // holds any more is freed then.
-var sharedStrings = &stringInterner{newShared[string](1<<16, true)}
+var sharedStrings = &stringInterner{newSharedSet[string](1<<16, true)}
 
-type stringInterner struct{ shared[string] }
+type stringInterner struct{ sharedSet[string] }
 
 // maxSharedString is the longest string shared: longer ones (a
 // last-applied configuration, a certificate) are seldom equal to another's,
