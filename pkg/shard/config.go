@@ -49,6 +49,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/loopback"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
+	"github.com/kplane-dev/kplane/pkg/responsecompression"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
@@ -302,6 +303,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// Core group custom resources are served below /api too.
 		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
+		// Large GETs and LISTs are gzipped beside their encoding.
+		inner = responsecompression.WithGzip(inner)
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
