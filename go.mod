@@ -6,6 +6,7 @@ require (
 	github.com/emicklei/go-restful/v3 v3.13.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/btree v1.1.3
+	github.com/klauspost/compress v1.19.0
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10

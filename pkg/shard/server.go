@@ -30,6 +30,7 @@ import (
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
 	"github.com/kplane-dev/kplane/pkg/authentication/stackreserve"
+	"github.com/kplane-dev/kplane/pkg/listencoder"
 	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
@@ -338,6 +339,8 @@ type capturingProvider struct {
 func (p capturingProvider) NewRESTStorage(rc serverstorage.APIResourceConfigSource, getter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
 	info, err := p.RESTStorageProvider.NewRESTStorage(rc, getter)
 	if err == nil {
+		// Large protobuf lists (wildcard LISTs) are encoded on every core.
+		info.NegotiatedSerializer = listencoder.WithParallelProtobufLists(info.NegotiatedSerializer)
 		*p.groups = append(*p.groups, &info)
 	}
 	return info, err

@@ -1,0 +1,279 @@
+// Package listencoder encodes large protobuf lists with their items sized and
+// marshalled on several cores.
+//
+// Upstream's protobuf serializer sizes every item of a list, then marshals
+// them one after the other on the request's goroutine: for a wildcard LIST
+// of 10,000 configmaps that is most of the server's part of the request.
+// Here the items are sized in parallel, and marshalled in chunks by workers
+// while the request's goroutine writes the chunks already done, in order.
+// The bytes are the same as upstream's; smaller lists and everything else
+// go to upstream's serializer.
+package listencoder
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+)
+
+const (
+	// minItems is the smallest list worth spreading over cores.
+	minItems = 512
+	// chunkItems are marshalled together by one worker.
+	chunkItems = 256
+)
+
+// protoPrefix starts every Kubernetes protobuf message ("k8s" and a zero).
+var protoPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
+
+// WithParallelProtobufLists returns ns whose protobuf serializer encodes
+// lists of at least minItems items in parallel.
+func WithParallelProtobufLists(ns kruntime.NegotiatedSerializer) kruntime.NegotiatedSerializer {
+	infos := append([]kruntime.SerializerInfo(nil), ns.SupportedMediaTypes()...)
+	for i := range infos {
+		if infos[i].MediaType == kruntime.ContentTypeProtobuf && infos[i].Serializer != nil {
+			infos[i].Serializer = &listSerializer{Serializer: infos[i].Serializer}
+		}
+	}
+	return negotiated{NegotiatedSerializer: ns, infos: infos}
+}
+
+type negotiated struct {
+	kruntime.NegotiatedSerializer
+	infos []kruntime.SerializerInfo
+}
+
+func (n negotiated) SupportedMediaTypes() []kruntime.SerializerInfo { return n.infos }
+
+// listSerializer is upstream's protobuf serializer with its own encoding of
+// large lists. Its identifier is upstream's: the bytes are the same.
+type listSerializer struct {
+	kruntime.Serializer
+}
+
+func (s *listSerializer) Encode(obj kruntime.Object, w io.Writer) error {
+	return s.EncodeWithAllocator(obj, w, &kruntime.SimpleAllocator{})
+}
+
+func (s *listSerializer) EncodeWithAllocator(obj kruntime.Object, w io.Writer, alloc kruntime.MemoryAllocator) error {
+	if l, ok := parallelList(obj); ok {
+		return l.encode(w)
+	}
+	if e, ok := s.Serializer.(kruntime.EncoderWithAllocator); ok {
+		return e.EncodeWithAllocator(obj, w, alloc)
+	}
+	return s.Serializer.Encode(obj, w)
+}
+
+// marshaler is what gogo-protobuf generates for every API type.
+type marshaler interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// list is a list to encode: its kind, metadata and items.
+type list struct {
+	unknown  kruntime.Unknown
+	listMeta metav1.ListMeta
+	items    []marshaler
+}
+
+// parallelList returns obj as a list to encode here: a list type of the
+// layout upstream streams (TypeMeta, ListMeta as field 1, items as field
+// 2), with at least minItems items that all marshal themselves.
+func parallelList(obj kruntime.Object) (*list, bool) {
+	if _, ok := obj.(*kruntime.Unknown); ok {
+		return nil, false
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	v = v.Elem()
+	t := v.Type()
+	if t.NumField() != 3 || t.Field(0).Type != reflect.TypeFor[metav1.TypeMeta]() || t.Field(0).Tag.Get("protobuf") != "" ||
+		t.Field(1).Type != reflect.TypeFor[metav1.ListMeta]() || t.Field(1).Tag.Get("protobuf") != "bytes,1,opt,name=metadata" ||
+		t.Field(2).Type.Kind() != reflect.Slice || t.Field(2).Tag.Get("protobuf") != "bytes,2,rep,name=items" ||
+		v.Field(2).Len() < minItems {
+		return nil, false
+	}
+	objs, err := meta.ExtractList(obj)
+	if err != nil {
+		return nil, false
+	}
+	items := make([]marshaler, len(objs))
+	for i, o := range objs {
+		m, ok := o.(marshaler)
+		if !ok {
+			return nil, false
+		}
+		items[i] = m
+	}
+	kind := obj.GetObjectKind().GroupVersionKind()
+	return &list{
+		unknown:  kruntime.Unknown{TypeMeta: kruntime.TypeMeta{Kind: kind.Kind, APIVersion: kind.GroupVersion().String()}},
+		listMeta: v.Field(1).Interface().(metav1.ListMeta),
+		items:    items,
+	}, true
+}
+
+// workers is how many goroutines size and marshal a list.
+func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// encode writes the list as upstream does: the prefix, then an Unknown
+// whose raw bytes are the list message.
+func (l *list) encode(w io.Writer) error {
+	sizes := l.sizes()
+	metaSize := l.listMeta.Size()
+	total := fieldSize(metaSize)
+	for _, n := range sizes {
+		total += fieldSize(n)
+	}
+	if _, err := w.Write(protoPrefix); err != nil {
+		return err
+	}
+	_, err := l.unknown.MarshalToWriter(w, total, func(w io.Writer) (int, error) {
+		buf := make([]byte, fieldSize(metaSize))
+		if err := marshalField(buf, &l.listMeta, 0xa, metaSize); err != nil {
+			return 0, err
+		}
+		n, err := w.Write(buf)
+		if err != nil {
+			return n, err
+		}
+		m, err := l.writeItems(w, sizes)
+		return n + m, err
+	})
+	return err
+}
+
+// sizes returns the size of each item, computed by workers() goroutines
+// on contiguous ranges.
+func (l *list) sizes() []int {
+	sizes := make([]int, len(l.items))
+	n := workers()
+	per := (len(l.items) + n - 1) / n
+	var wg sync.WaitGroup
+	for from := 0; from < len(l.items); from += per {
+		to := min(from+per, len(l.items))
+		wg.Go(func() {
+			for i := from; i < to; i++ {
+				sizes[i] = l.items[i].Size()
+			}
+		})
+	}
+	wg.Wait()
+	return sizes
+}
+
+// chunk is a run of items marshalled by one worker.
+type chunk struct {
+	from, to int
+	buf      []byte
+	err      error
+	done     chan struct{}
+}
+
+var chunkBuffers sync.Pool
+
+// writeItems marshals the items in chunks, at most workers() at a time, and
+// writes each chunk as soon as it and those before it are done.
+func (l *list) writeItems(w io.Writer, sizes []int) (int, error) {
+	var chunks []*chunk
+	for from := 0; from < len(l.items); from += chunkItems {
+		chunks = append(chunks, &chunk{from: from, to: min(from+chunkItems, len(l.items)), done: make(chan struct{})})
+	}
+	slots := make(chan struct{}, workers())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for _, c := range chunks {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			go func() {
+				defer close(c.done)
+				c.buf, c.err = l.marshalChunk(c, sizes)
+			}()
+		}
+	}()
+	written := 0
+	for _, c := range chunks {
+		<-c.done
+		if c.err != nil {
+			return written, c.err
+		}
+		n, err := w.Write(c.buf)
+		written += n
+		buf := c.buf
+		chunkBuffers.Put(&buf)
+		c.buf = nil
+		<-slots
+		if err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+func (l *list) marshalChunk(c *chunk, sizes []int) ([]byte, error) {
+	size := 0
+	for i := c.from; i < c.to; i++ {
+		size += fieldSize(sizes[i])
+	}
+	var buf []byte
+	if b, ok := chunkBuffers.Get().(*[]byte); ok && cap(*b) >= size {
+		buf = (*b)[:size]
+	} else {
+		buf = make([]byte, size)
+	}
+	off := 0
+	for i := c.from; i < c.to; i++ {
+		n := fieldSize(sizes[i])
+		if err := marshalField(buf[off:off+n], l.items[i], 0x12, sizes[i]); err != nil {
+			return nil, err
+		}
+		off += n
+	}
+	return buf, nil
+}
+
+// fieldSize is the size of a length-delimited field of n bytes: its tag,
+// its length and the bytes.
+func fieldSize(n int) int { return 1 + varintSize(uint64(n)) + n }
+
+func varintSize(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+var errSizeChanged = errors.New("object size changed while it was encoded")
+
+// marshalField writes field tag, size and m into buf, which is exactly
+// fieldSize(size) long.
+func marshalField(buf []byte, m marshaler, tag byte, size int) error {
+	buf[0] = tag
+	k := 1 + binary.PutUvarint(buf[1:], uint64(size))
+	n, err := m.MarshalToSizedBuffer(buf[k:])
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("%w: %d bytes, %d written", errSizeChanged, size, n)
+	}
+	return nil
+}
