@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 )
 
 // TestLargeListIsGzippedForClientsThatAskForIt lists more than the 128 KiB
@@ -103,5 +106,53 @@ func TestLargeListIsGzippedForClientsThatAskForIt(t *testing.T) {
 	resp, _ = get(listPath+"/large-0", "gzip")
 	if got := resp.Header.Get("Content-Encoding"); got != "" {
 		t.Errorf("GET of one 64 KiB configmap: Content-Encoding %q, want none below 128 KiB", got)
+	}
+}
+
+// TestLargeProtobufListMatchesJSON lists more items than the shard encodes
+// on several cores (listencoder), in protobuf and in JSON, in one cluster
+// and across all: both hold the same objects.
+func TestLargeProtobufListMatchesJSON(t *testing.T) {
+	s := sharedShard(t)
+	ctx := testContext(t)
+	cluster := s.NewLogicalCluster(t, "protolist")
+	client := kubeClient(t, s, "base", cluster)
+	const n = 700
+	var g errgroup.Group
+	g.SetLimit(10)
+	for i := range n {
+		g.Go(func() error {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("item-%d", i), Labels: map[string]string{"protolist": "true"}},
+				Data: map[string]string{"i": strings.Repeat("x", i)}}
+			_, err := client.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("create configmaps: %v", err)
+	}
+	for _, c := range []struct{ what, cluster, context string }{{"in the cluster", cluster, "base"}, {"across clusters", "*", "shard-base"}} {
+		cfg := s.ClusterConfig(t, c.context, c.cluster)
+		protoCfg := rest.CopyConfig(cfg)
+		protoCfg.ContentType, protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf
+		opts := metav1.ListOptions{LabelSelector: "protolist=true"}
+		protoList, err := newKubeClient(t, protoCfg).CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			t.Fatalf("protobuf list %s: %v", c.what, err)
+		}
+		jsonList, err := newKubeClient(t, cfg).CoreV1().ConfigMaps(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			t.Fatalf("JSON list %s: %v", c.what, err)
+		}
+		if len(protoList.Items) != n || len(jsonList.Items) != n {
+			t.Fatalf("list %s: %d items in protobuf, %d in JSON, want %d", c.what, len(protoList.Items), len(jsonList.Items), n)
+		}
+		for i := range protoList.Items {
+			p, j := protoList.Items[i], jsonList.Items[i]
+			if p.Name != j.Name || p.UID != j.UID || p.ResourceVersion != j.ResourceVersion || p.Data["i"] != j.Data["i"] || p.Annotations[clusterAnnotation] != cluster {
+				t.Fatalf("list %s, item %d: protobuf %s/%s (%d bytes, cluster %q), JSON %s/%s (%d bytes)", c.what, i,
+					p.Namespace, p.Name, len(p.Data["i"]), p.Annotations[clusterAnnotation], j.Namespace, j.Name, len(j.Data["i"]))
+			}
+		}
 	}
 }
