@@ -37,21 +37,8 @@ func TestLargeListIsGzippedForClientsThatAskForIt(t *testing.T) {
 	httpClient := s.HTTPClient(t)
 	token := s.KubeconfigToken(t, "kcp-admin")
 	get := func(path, encoding string) (*http.Response, []byte) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.ClusterURL(t, cluster, path), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Accept-Encoding", encoding) // set: the transport does not decompress
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatalf("GET %s: %v", path, err)
-		}
+		// Accept-Encoding set by hand: the transport does not decompress.
+		resp, body := httpGetWithHeader(ctx, t, httpClient, s.ClusterURL(t, cluster, path), token, http.Header{"Accept-Encoding": {encoding}})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET %s: HTTP %d: %s", path, resp.StatusCode, body)
 		}

@@ -522,9 +522,21 @@ func TestMetricsAnswerShardAdmin(t *testing.T) {
 // when token is not empty.
 func httpGet(ctx context.Context, t *testing.T, client *http.Client, url, token string) (int, string) {
 	t.Helper()
+	resp, body := httpGetWithHeader(ctx, t, client, url, token, nil)
+	return resp.StatusCode, string(body)
+}
+
+// httpGetWithHeader returns the response (its body read and closed) and
+// body of a GET with the given request headers, and a bearer token when
+// token is not empty.
+func httpGetWithHeader(ctx context.Context, t *testing.T, client *http.Client, url, token string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatalf("request for %s: %v", url, err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -538,7 +550,7 @@ func httpGet(ctx context.Context, t *testing.T, client *http.Client, url, token 
 	if err != nil {
 		t.Fatalf("GET %s: read body: %v", url, err)
 	}
-	return resp.StatusCode, string(body)
+	return resp, body
 }
 
 func TestAdminKubeconfigHasKcpLayout(t *testing.T) {
