@@ -317,7 +317,8 @@ func (c *Server) writeAdminKubeconfig(path string) error {
 }
 
 // capturing wraps storage providers so that the API groups they build are
-// also recorded in groups (the content deleter works on their storages).
+// also recorded in groups (the content deleter works on their storages),
+// and serve large protobuf lists with listencoder.
 func capturing(providers []controlplaneapiserver.RESTStorageProvider, groups *[]*genericapiserver.APIGroupInfo) []controlplaneapiserver.RESTStorageProvider {
 	out := make([]controlplaneapiserver.RESTStorageProvider, 0, len(providers))
 	for _, p := range providers {
@@ -339,7 +340,6 @@ type capturingProvider struct {
 func (p capturingProvider) NewRESTStorage(rc serverstorage.APIResourceConfigSource, getter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
 	info, err := p.RESTStorageProvider.NewRESTStorage(rc, getter)
 	if err == nil {
-		// Large protobuf lists (wildcard LISTs) are encoded on every core.
 		info.NegotiatedSerializer = listencoder.WithParallelProtobufLists(info.NegotiatedSerializer)
 		*p.groups = append(*p.groups, &info)
 	}
