@@ -1,13 +1,14 @@
-// Package listencoder encodes large protobuf lists with their items sized and
-// marshalled on several cores.
+// Package listencoder encodes large lists, in protobuf and in JSON, with
+// their items marshalled on several cores.
 //
-// Upstream's protobuf serializer sizes every item of a list, then marshals
-// them one after the other on the request's goroutine: for a wildcard LIST
-// of 10,000 configmaps that is most of the server's part of the request.
-// Here the items are sized in parallel, and marshalled in chunks by workers
-// while the request's goroutine writes the chunks already done, in order.
-// The bytes are the same as upstream's; smaller lists and everything else
-// go to upstream's serializer.
+// Upstream's serializers marshal the items of a list one after the other on
+// the request's goroutine (protobuf sizes them all first): for a wildcard
+// LIST of 10,000 configmaps that is most of the server's part of the
+// request. Here protobuf items are sized in parallel, and the items of
+// either format are marshalled in chunks by workers while the request's
+// goroutine writes the chunks already done, in order. The bytes are the
+// same as upstream's; smaller lists and everything else go to upstream's
+// serializers.
 package listencoder
 
 import (
@@ -16,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"runtime"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,23 +24,22 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
-const (
-	// minItems is the smallest list worth spreading over cores.
-	minItems = 512
-	// chunkItems are marshalled together by one worker.
-	chunkItems = 256
-)
-
 // protoPrefix starts every Kubernetes protobuf message ("k8s" and a zero).
 var protoPrefix = []byte{0x6b, 0x38, 0x73, 0x00}
 
-// WithParallelProtobufLists returns ns whose protobuf serializer encodes
-// lists of at least minItems items in parallel.
-func WithParallelProtobufLists(ns kruntime.NegotiatedSerializer) kruntime.NegotiatedSerializer {
+// WithParallelLists returns ns whose protobuf and compact JSON serializers
+// encode lists of at least minItems items in parallel.
+func WithParallelLists(ns kruntime.NegotiatedSerializer) kruntime.NegotiatedSerializer {
 	infos := append([]kruntime.SerializerInfo(nil), ns.SupportedMediaTypes()...)
 	for i := range infos {
-		if infos[i].MediaType == kruntime.ContentTypeProtobuf && infos[i].Serializer != nil {
+		if infos[i].Serializer == nil {
+			continue
+		}
+		switch infos[i].MediaType {
+		case kruntime.ContentTypeProtobuf:
 			infos[i].Serializer = &listSerializer{Serializer: infos[i].Serializer}
+		case kruntime.ContentTypeJSON:
+			infos[i].Serializer = &jsonSerializer{Serializer: infos[i].Serializer}
 		}
 	}
 	return negotiated{NegotiatedSerializer: ns, infos: infos}
@@ -125,9 +124,6 @@ func parallelList(obj kruntime.Object) (*list, bool) {
 	}, true
 }
 
-// workers is how many goroutines size and marshal a list.
-func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
-
 // encode writes the list as upstream does: the prefix, then an Unknown
 // whose raw bytes are the list message.
 func (l *list) encode(w io.Writer) error {
@@ -149,7 +145,9 @@ func (l *list) encode(w io.Writer) error {
 		if err != nil {
 			return n, err
 		}
-		m, err := l.writeItems(w, sizes)
+		m, err := writeChunks(w, len(l.items), func(from, to int) ([]byte, error) {
+			return l.marshalChunk(from, to, sizes)
+		})
 		return n + m, err
 	})
 	return err
@@ -174,71 +172,16 @@ func (l *list) sizes() []int {
 	return sizes
 }
 
-// chunk is a run of items marshalled by one worker.
-type chunk struct {
-	from, to int
-	buf      []byte
-	err      error
-	done     chan struct{}
-}
-
-var chunkBuffers sync.Pool
-
-// writeItems marshals the items in chunks, at most workers() at a time, and
-// writes each chunk as soon as it and those before it are done.
-func (l *list) writeItems(w io.Writer, sizes []int) (int, error) {
-	var chunks []*chunk
-	for from := 0; from < len(l.items); from += chunkItems {
-		chunks = append(chunks, &chunk{from: from, to: min(from+chunkItems, len(l.items)), done: make(chan struct{})})
-	}
-	slots := make(chan struct{}, workers())
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for _, c := range chunks {
-			select {
-			case slots <- struct{}{}:
-			case <-stop:
-				return
-			}
-			go func() {
-				defer close(c.done)
-				c.buf, c.err = l.marshalChunk(c, sizes)
-			}()
-		}
-	}()
-	written := 0
-	for _, c := range chunks {
-		<-c.done
-		if c.err != nil {
-			return written, c.err
-		}
-		n, err := w.Write(c.buf)
-		written += n
-		buf := c.buf
-		chunkBuffers.Put(&buf)
-		c.buf = nil
-		<-slots
-		if err != nil {
-			return written, err
-		}
-	}
-	return written, nil
-}
-
-func (l *list) marshalChunk(c *chunk, sizes []int) ([]byte, error) {
+// marshalChunk marshals items [from, to) with their field headers into a
+// buffer of chunkBuffer.
+func (l *list) marshalChunk(from, to int, sizes []int) ([]byte, error) {
 	size := 0
-	for i := c.from; i < c.to; i++ {
+	for i := from; i < to; i++ {
 		size += fieldSize(sizes[i])
 	}
-	var buf []byte
-	if b, ok := chunkBuffers.Get().(*[]byte); ok && cap(*b) >= size {
-		buf = (*b)[:size]
-	} else {
-		buf = make([]byte, size)
-	}
+	buf := chunkBuffer(size)[:size]
 	off := 0
-	for i := c.from; i < c.to; i++ {
+	for i := from; i < to; i++ {
 		n := fieldSize(sizes[i])
 		if err := marshalField(buf[off:off+n], l.items[i], 0x12, sizes[i]); err != nil {
 			return nil, err

@@ -59,7 +59,7 @@ func encoders(t *testing.T) (upstream, parallel kruntime.Encoder, codecs seriali
 		t.Fatal("no protobuf serializer")
 		return nil
 	}
-	return find(codecs), find(WithParallelProtobufLists(codecs)), codecs
+	return find(codecs), find(WithParallelLists(codecs)), codecs
 }
 
 func encode(t *testing.T, e kruntime.Encoder, obj kruntime.Object) []byte {
@@ -101,7 +101,7 @@ func TestListsEncodeToUpstreamsBytes(t *testing.T) {
 			up = rbacCodecs.EncoderForVersion(info.Serializer, rbacv1.SchemeGroupVersion)
 		}
 	}
-	for _, info := range WithParallelProtobufLists(rbacCodecs).SupportedMediaTypes() {
+	for _, info := range WithParallelLists(rbacCodecs).SupportedMediaTypes() {
 		if info.MediaType == kruntime.ContentTypeProtobuf {
 			par = rbacCodecs.EncoderForVersion(info.Serializer, rbacv1.SchemeGroupVersion)
 		}
@@ -115,13 +115,17 @@ func TestListsEncodeToUpstreamsBytes(t *testing.T) {
 	}
 }
 
-func TestOnlyProtobufIsWrapped(t *testing.T) {
+func TestOnlyProtobufAndCompactJSONAreWrapped(t *testing.T) {
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
-	wrapped := WithParallelProtobufLists(codecs).SupportedMediaTypes()
+	wrapped := WithParallelLists(codecs).SupportedMediaTypes()
 	for i, info := range codecs.SupportedMediaTypes() {
-		_, ours := wrapped[i].Serializer.(*listSerializer)
-		if ours != (info.MediaType == kruntime.ContentTypeProtobuf) {
-			t.Errorf("%s: wrapped %v", info.MediaType, ours)
+		_, proto := wrapped[i].Serializer.(*listSerializer)
+		_, json := wrapped[i].Serializer.(*jsonSerializer)
+		if proto != (info.MediaType == kruntime.ContentTypeProtobuf) || json != (info.MediaType == kruntime.ContentTypeJSON) {
+			t.Errorf("%s: wrapped for protobuf %v, for JSON %v", info.MediaType, proto, json)
+		}
+		if wrapped[i].PrettySerializer != info.PrettySerializer || wrapped[i].StreamSerializer != info.StreamSerializer {
+			t.Errorf("%s: pretty or stream serializer replaced", info.MediaType)
 		}
 		if wrapped[i].Serializer.Identifier() != info.Serializer.Identifier() {
 			t.Errorf("%s: identifier %q, want upstream's %q", info.MediaType, wrapped[i].Serializer.Identifier(), info.Serializer.Identifier())

@@ -318,7 +318,7 @@ func (c *Server) writeAdminKubeconfig(path string) error {
 
 // capturing wraps storage providers so that the API groups they build are
 // also recorded in groups (the content deleter works on their storages),
-// and serve large protobuf lists with listencoder.
+// and serve large lists with listencoder.
 func capturing(providers []controlplaneapiserver.RESTStorageProvider, groups *[]*genericapiserver.APIGroupInfo) []controlplaneapiserver.RESTStorageProvider {
 	out := make([]controlplaneapiserver.RESTStorageProvider, 0, len(providers))
 	for _, p := range providers {
@@ -340,7 +340,7 @@ type capturingProvider struct {
 func (p capturingProvider) NewRESTStorage(rc serverstorage.APIResourceConfigSource, getter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
 	info, err := p.RESTStorageProvider.NewRESTStorage(rc, getter)
 	if err == nil {
-		info.NegotiatedSerializer = listencoder.WithParallelProtobufLists(info.NegotiatedSerializer)
+		info.NegotiatedSerializer = listencoder.WithParallelLists(info.NegotiatedSerializer)
 		*p.groups = append(*p.groups, &info)
 	}
 	return info, err
