@@ -2,8 +2,12 @@ package listencoder
 
 import (
 	"io"
+	"reflect"
 	"runtime"
 	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
 const (
@@ -15,6 +19,28 @@ const (
 
 // workers is how many goroutines size and marshal a list.
 func workers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// largeList returns the struct of obj and its fields when obj is a list
+// worth encoding here: a pointer to a struct of TypeMeta, ListMeta and a
+// slice of at least minItems items. The caller checks the fields' tags.
+func largeList(obj kruntime.Object) (reflect.Value, [3]reflect.StructField, bool) {
+	var fields [3]reflect.StructField
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return v, fields, false
+	}
+	v = v.Elem()
+	t := v.Type()
+	if t.NumField() != 3 {
+		return v, fields, false
+	}
+	for i := range fields {
+		fields[i] = t.Field(i)
+	}
+	ok := fields[0].Type == reflect.TypeFor[metav1.TypeMeta]() && fields[1].Type == reflect.TypeFor[metav1.ListMeta]() &&
+		fields[2].Type.Kind() == reflect.Slice && v.Field(2).Len() >= minItems
+	return v, fields, ok
+}
 
 var chunkBuffers sync.Pool
 

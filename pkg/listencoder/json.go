@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,20 +43,13 @@ func parallelJSONList(obj kruntime.Object) (*jsonList, bool) {
 	if _, ok := obj.(json.Marshaler); ok {
 		return nil, false
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+	v, f, ok := largeList(obj)
+	if !ok {
 		return nil, false
 	}
-	v = v.Elem()
-	t := v.Type()
-	if t.NumField() != 3 {
-		return nil, false
-	}
-	typeMetaTag, tagged := t.Field(0).Tag.Lookup("json")
-	if t.Field(0).Type != reflect.TypeFor[metav1.TypeMeta]() || !t.Field(0).Anonymous || !tagged || (typeMetaTag != "" && typeMetaTag != ",inline") ||
-		t.Field(1).Type != reflect.TypeFor[metav1.ListMeta]() || t.Field(1).Tag.Get("json") != "metadata,omitempty" ||
-		t.Field(2).Type.Kind() != reflect.Slice || t.Field(2).Tag.Get("json") != "items" ||
-		v.Field(2).Len() < minItems {
+	typeMetaTag, tagged := f[0].Tag.Lookup("json")
+	if !f[0].Anonymous || !tagged || (typeMetaTag != "" && typeMetaTag != ",inline") ||
+		f[1].Tag.Get("json") != "metadata,omitempty" || f[2].Tag.Get("json") != "items" {
 		return nil, false
 	}
 	items, err := meta.ExtractList(obj)

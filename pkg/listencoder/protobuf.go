@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -92,16 +91,9 @@ func parallelList(obj kruntime.Object) (*list, bool) {
 	if _, ok := obj.(*kruntime.Unknown); ok {
 		return nil, false
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil, false
-	}
-	v = v.Elem()
-	t := v.Type()
-	if t.NumField() != 3 || t.Field(0).Type != reflect.TypeFor[metav1.TypeMeta]() || t.Field(0).Tag.Get("protobuf") != "" ||
-		t.Field(1).Type != reflect.TypeFor[metav1.ListMeta]() || t.Field(1).Tag.Get("protobuf") != "bytes,1,opt,name=metadata" ||
-		t.Field(2).Type.Kind() != reflect.Slice || t.Field(2).Tag.Get("protobuf") != "bytes,2,rep,name=items" ||
-		v.Field(2).Len() < minItems {
+	v, f, ok := largeList(obj)
+	if !ok || f[0].Tag.Get("protobuf") != "" || f[1].Tag.Get("protobuf") != "bytes,1,opt,name=metadata" ||
+		f[2].Tag.Get("protobuf") != "bytes,2,rep,name=items" {
 		return nil, false
 	}
 	objs, err := meta.ExtractList(obj)
