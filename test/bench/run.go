@@ -40,6 +40,7 @@ func run(ctx context.Context, o options) (results, error) {
 
 	time.Sleep(2 * time.Second) // let start-up work settle before the idle reading
 	r.RSSIdleBytes, r.HeapIdleBytes = t.memory()
+	r.LiveHeapIdleBytes = int64(t.gauge("go_memstats_heap_alloc_bytes"))
 	r.MetricSeriesEmpty = t.metricSeries()
 
 	b, err := newBench(t, o.concurrency)
@@ -158,6 +159,7 @@ func run(ctx context.Context, o options) (results, error) {
 			return r, err
 		}
 		r.RSSAfterDelete60sBytes, r.HeapAfterDelete60sBytes = t.memory()
+		r.LiveHeapAfterDelete60s = int64(t.gauge("go_memstats_heap_alloc_bytes"))
 	}
 	if o.churnCycles > 0 && o.churnWorkspaces > 0 {
 		step(fmt.Sprintf("%d cycles of creating and deleting %d workspaces", o.churnCycles, o.churnWorkspaces))
