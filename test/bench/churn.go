@@ -82,6 +82,7 @@ func (b *bench) churn(ctx context.Context, t *target, r *results, o options, ste
 		r.ChurnDeleteSeconds = append(r.ChurnDeleteSeconds, d.Seconds())
 		r.ChurnRSSBytes = append(r.ChurnRSSBytes, rss)
 		r.ChurnHeapBytes = append(r.ChurnHeapBytes, heap)
+		r.ChurnLiveHeapBytes = append(r.ChurnLiveHeapBytes, int64(t.gauge("go_memstats_heap_alloc_bytes")))
 		step(fmt.Sprintf("churn cycle %d: deleted in %.1f s, RSS %.1f MiB, heap %.1f MiB", c+1, d.Seconds(), float64(rss)/(1<<20), float64(heap)/(1<<20)))
 	}
 	return nil

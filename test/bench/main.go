@@ -188,6 +188,7 @@ type results struct {
 	ChurnDeleteSeconds      []float64 `json:"churn_delete_seconds"`
 	ChurnRSSBytes           []int64   `json:"churn_rss_bytes"`
 	ChurnHeapBytes          []int64   `json:"churn_heap_bytes"`
+	ChurnLiveHeapBytes      []int64   `json:"churn_live_heap_bytes"`
 
 	// CRD serving (issue 20, crds.go).
 	CRDWorkspaces          int     `json:"crd_workspaces"`
@@ -330,14 +331,16 @@ func (r results) print(w *os.File) {
 		row("", fmt.Sprintf("live heap %s (idle: %s)", mib(r.LiveHeapAfterDelete60s), mib(r.LiveHeapIdleBytes)))
 	}
 	if len(r.ChurnRSSBytes) > 0 {
-		var rss, heap, del []string
+		var rss, heap, live, del []string
 		for i := range r.ChurnRSSBytes {
 			rss = append(rss, mib(r.ChurnRSSBytes[i]))
 			heap = append(heap, mib(r.ChurnHeapBytes[i]))
+			live = append(live, mib(r.ChurnLiveHeapBytes[i]))
 			del = append(del, fmt.Sprintf("%.1f s", r.ChurnDeleteSeconds[i]))
 		}
 		row(fmt.Sprintf("create-delete %d workspaces, %d cycles", r.ChurnWorkspaces, len(rss)), "RSS "+strings.Join(rss, ", "))
 		row("", "heap "+strings.Join(heap, ", "))
+		row("", "live heap "+strings.Join(live, ", "))
 		row("", "delete "+strings.Join(del, ", "))
 	}
 	row("bench duration", fmt.Sprintf("%.0f s", r.BenchSeconds))
