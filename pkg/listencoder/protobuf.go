@@ -18,6 +18,7 @@ import (
 	"io"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -183,18 +184,9 @@ func (l *list) marshalChunk(from, to int, sizes []int) ([]byte, error) {
 	return buf, nil
 }
 
-// fieldSize is the size of a length-delimited field of n bytes: its tag,
-// its length and the bytes.
-func fieldSize(n int) int { return 1 + varintSize(uint64(n)) + n }
-
-func varintSize(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
+// fieldSize is the size of a length-delimited field of n bytes: its
+// one-byte tag, its length and the bytes.
+func fieldSize(n int) int { return 1 + protowire.SizeBytes(n) }
 
 var errSizeChanged = errors.New("object size changed while it was encoded")
 

@@ -86,7 +86,7 @@ func compressible(req *http.Request) bool {
 	if !ok || !info.IsResourceRequest || info.Subresource != "" || (info.Verb != "get" && info.Verb != "list") {
 		return false
 	}
-	for _, enc := range strings.Split(req.Header.Get("Accept-Encoding"), ",") {
+	for enc := range strings.SplitSeq(req.Header.Get("Accept-Encoding"), ",") {
 		if name, _, _ := strings.Cut(strings.TrimSpace(enc), ";"); name == "gzip" {
 			return true
 		}
