@@ -15,6 +15,7 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	BaseURL string
 	// Access names the writer and reader groups.
 	Access Access
+	// ReleaseStartupPages gives back the executable's pages that start-up
+	// read once the server is ready (see package exepages).
+	ReleaseStartupPages bool
 
 	// tokens are the admin token (shard-admin: system:masters), from the
 	// root directory.
@@ -64,6 +68,7 @@ func NewOptions() *Options {
 		EmbeddedEtcdClientPort: 2381,
 		EmbeddedEtcdPeerPort:   2382,
 		Access:                 Access{WriterGroups: []string{DefaultWriterGroup}, ReaderGroups: []string{DefaultReaderGroup}},
+		ReleaseStartupPages:    true,
 	}
 	return o
 }
@@ -77,6 +82,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL shards reach the cache server at, written into the kubeconfigs of the root directory (default https://<bind-address>:<secure-port>).")
 	fs.StringSliceVar(&o.Access.WriterGroups, "writer-group", o.Access.WriterGroups, "Groups whose members (the shards) may write replicas, and read them. Repeatable.")
 	fs.StringSliceVar(&o.Access.ReaderGroups, "reader-group", o.Access.ReaderGroups, "Groups whose members may read replicas (get, list, watch, discovery, metrics). Repeatable.")
+	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	o.Etcd.AddFlags(fss.FlagSet("etcd"))

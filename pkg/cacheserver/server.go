@@ -18,6 +18,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
 )
@@ -146,7 +147,11 @@ func (s *Server) Handler() http.Handler { return s.GenericAPIServer.Handler }
 
 // Run serves until ctx is done.
 func (s *Server) Run(ctx context.Context) error {
-	return s.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+	prepared := s.GenericAPIServer.PrepareRun()
+	if o := s.standalone; o != nil && o.ReleaseStartupPages {
+		go exepages.ReleaseWhenReady(ctx, prepared.Handler.NonGoRestfulMux)
+	}
+	return prepared.RunWithContext(ctx)
 }
 
 // writeKubeconfigs writes the admin kubeconfig (system:masters by token)

@@ -16,6 +16,8 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
+
+	"github.com/kplane-dev/kplane/pkg/exepages"
 )
 
 // Options are the front-proxy's flags.
@@ -40,6 +42,9 @@ type Options struct {
 	// Profiling serves /debug/pprof without authentication, for local
 	// profiling only (off by default).
 	Profiling bool
+	// ReleaseStartupPages gives back the executable's pages that start-up
+	// read once the front-proxy is ready (see package exepages).
+	ReleaseStartupPages bool
 }
 
 // NewOptions returns the defaults: port 6443, client certificates, static
@@ -50,7 +55,8 @@ func NewOptions() *Options {
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC(),
 		Logs:           logs.NewOptions(),
 
-		MaxWatchesPerUser: DefaultMaxWatchesPerUser,
+		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
+		ReleaseStartupPages: true,
 	}
 	o.SecureServing.BindPort = 6443
 	o.SecureServing.ServerCert.PairName = "front-proxy"
@@ -65,6 +71,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.ShardsKubeconfig, "shards-kubeconfig", o.ShardsKubeconfig, "Kubeconfig with the credentials used to watch Workspaces and LogicalClusters on every shard (its server is replaced by each shard's baseURL). Default: --root-kubeconfig.")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may hold open through this front-proxy; more are answered 429 with Retry-After. 0: no bound.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles at /debug/pprof/ to anyone who can reach the port (no authentication); for local profiling only.")
+	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "Public keys (PEM) of the shards' service account tokens; such tokens are verified and passed on to the shard, which authenticates them. Repeatable.")
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))

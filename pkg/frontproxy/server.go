@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"github.com/kplane-dev/kplane/pkg/exepages"
 )
 
 // Server is a configured front-proxy.
@@ -23,6 +25,8 @@ type Server struct {
 	index   *Index
 	root    *rest.Config
 	handler http.Handler
+	// releaseStartupPages: see Options.
+	releaseStartupPages bool
 }
 
 // New builds the front-proxy from completed options.
@@ -39,7 +43,7 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--shards-kubeconfig: %w", err)
 	}
-	s := &Server{root: root}
+	s := &Server{root: root, releaseStartupPages: o.ReleaseStartupPages}
 	if err := o.SecureServing.ApplyTo(&s.serving); err != nil {
 		return nil, err
 	}
@@ -96,6 +100,9 @@ func (s *Server) Run(ctx context.Context) error {
 			klog.FromContext(ctx).Error(err, "Index stopped")
 		}
 	}()
+	if s.releaseStartupPages {
+		go exepages.ReleaseWhenReady(ctx, s.handler)
+	}
 	stopped, _, err := s.serving.Serve(s.handler, 30*time.Second, ctx.Done())
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
 	"github.com/kplane-dev/kplane/pkg/bootstrap"
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
@@ -77,6 +78,9 @@ type Options struct {
 	// /services/cache (the only choice of a shard that runs alone).
 	// Required unless this is the root shard.
 	CacheKubeconfig string
+	// ReleaseStartupPages gives back the executable's pages that start-up
+	// read once the shard is ready (see package exepages).
+	ReleaseStartupPages bool
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -130,6 +134,7 @@ func NewOptions() *Options {
 		ShardName:                 "root",
 		EmbeddedEtcdClientPort:    2379,
 		EmbeddedEtcdPeerPort:      2380,
+		ReleaseStartupPages:       true,
 	}
 }
 
@@ -150,6 +155,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"Kubeconfig of the cache server (base URL and a cache writer's credentials): the shard replicates its APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC there and reads every shard's (copies kept in the root directory let it start without the cache later). Empty: the shard serves the cache in-process below /services/cache, for itself and other shards. Required for shards other than root.")
 	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
+	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.kcpStart.addFlags(fs)
 	o.home.addFlags(fs)
 	o.virtual.addFlags(fs)

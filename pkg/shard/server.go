@@ -30,6 +30,7 @@ import (
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
 	"github.com/kplane-dev/kplane/pkg/authentication/stackreserve"
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/listencoder"
 	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
@@ -118,6 +119,9 @@ func (s *Server) Run(ctx context.Context) error {
 	prepared := s.GenericAPIServer.PrepareRun()
 	inMemory := make(chan error, 1)
 	go func() { inMemory <- s.loopback.Serve(s.GenericAPIServer.Handler) }()
+	if s.Options.ReleaseStartupPages {
+		go exepages.ReleaseWhenReady(ctx, prepared.Handler.NonGoRestfulMux)
+	}
 	err := prepared.RunWithContext(ctx)
 	stop, cancel := context.WithTimeout(context.Background(), s.GenericAPIServer.ShutdownTimeout)
 	defer cancel()

@@ -16,6 +16,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// BaseURL is the server's URL, for its serving certificate's names
 	// (default https://<bind address>:<secure port>).
 	BaseURL string
+	// ReleaseStartupPages gives back the executable's pages that start-up
+	// read once the server is ready (see package exepages).
+	ReleaseStartupPages bool
 }
 
 // NewOptions returns the defaults: port 6444 on 127.0.0.1, client
@@ -55,6 +59,8 @@ func NewOptions() *Options {
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".kplane-virtual-workspaces",
+
+		ReleaseStartupPages: true,
 	}
 	return o
 }
@@ -69,6 +75,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig, "Kubeconfig of the cache server; accepted for kcp compatibility, not read.")
 	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
+	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))

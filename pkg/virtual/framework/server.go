@@ -8,6 +8,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 
+	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/servercmd"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
 )
@@ -48,9 +49,13 @@ func (m *Mounted) Run(ctx context.Context) {
 	}
 }
 
-// Run serves until ctx is done.
-func (s *Server) Run(ctx context.Context) error {
+// Run serves until ctx is done; with releaseStartupPages, it gives back
+// the executable's start-up pages once ready (package exepages).
+func (s *Server) Run(ctx context.Context, releaseStartupPages bool) error {
 	prepared := s.GenericAPIServer.PrepareRun()
+	if releaseStartupPages {
+		go exepages.ReleaseWhenReady(ctx, prepared.Handler.NonGoRestfulMux)
+	}
 	return prepared.RunWithContext(ctx)
 }
 
@@ -65,7 +70,7 @@ func Run(ctx context.Context, o *Options, build BuildViews) error {
 	if err != nil {
 		return err
 	}
-	if err := server.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := server.Run(ctx, o.ReleaseStartupPages); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

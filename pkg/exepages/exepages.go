@@ -1,0 +1,89 @@
+// Package exepages gives the kernel back the memory that holds the running
+// executable's code and read-only data once a server has started.
+//
+// A server's start-up runs code it never runs again: the init of every
+// linked package, scheme, storage and OpenAPI registration, the bootstrap
+// of its objects. The kernel keeps every page of the executable it read
+// for that mapped into the process (and, with read-ahead and fault-around,
+// the pages next to them): for the shard, about 90 MB of its 160 MB binary,
+// of which an idle shard uses about 40 MB again. Release drops them all
+// from the process and from the page cache; those the server uses later
+// are read again from the file, one page at a time.
+package exepages
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+)
+
+// ErrUnsupported is returned where the kernel cannot page out a process's
+// own mappings (not Linux, or Linux before 5.4).
+var ErrUnsupported = errors.New("paging out the executable's pages is not supported here")
+
+// Released tells what Release did.
+type Released struct {
+	// Mapped is the size of the read-only mappings of the executable.
+	Mapped int64
+	// ResidentBefore and ResidentAfter are the process's resident
+	// file-backed memory (RssFile) before and right after.
+	ResidentBefore, ResidentAfter int64
+}
+
+// Release pages out the executable's read-only mappings (code, read-only
+// data and the tables the runtime reads for stack walks) and turns off
+// read-ahead on them, so that a page the server touches later brings back
+// that page only, not the 128 KiB around it.
+func Release() (Released, error) { return release() }
+
+// AddFlag registers --release-startup-pages, which each server has, into
+// release (true by default: set it before).
+func AddFlag(fs *pflag.FlagSet, release *bool) {
+	fs.BoolVar(release, "release-startup-pages", *release,
+		"Once ready, give the kernel back the pages of the executable (code and read-only data) that start-up read, and read those it needs later again one page at a time (Linux 5.4 or later; the shard's idle RSS is about 50 MiB lower).")
+}
+
+// readyPollInterval is how often ReleaseWhenReady asks /readyz.
+const readyPollInterval = 100 * time.Millisecond
+
+// ReleaseWhenReady calls Release once the server's /readyz, served by
+// readyz in-process, first answers 200: start-up is over then (post-start
+// hooks done, informers synced). It returns when it released or ctx ended.
+func ReleaseWhenReady(ctx context.Context, readyz http.Handler) {
+	ready := func() bool {
+		rec := httptest.NewRecorder()
+		readyz.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/readyz", nil))
+		return rec.Code == http.StatusOK
+	}
+	releaseWhenReady(ctx, ready, readyPollInterval, func() {
+		logger := klog.FromContext(ctx)
+		r, err := Release()
+		switch {
+		case errors.Is(err, ErrUnsupported):
+			logger.V(2).Info("Start-up pages of the executable stay mapped", "reason", err)
+		case err != nil:
+			logger.Error(err, "Releasing the start-up pages of the executable failed")
+		default:
+			logger.V(1).Info("Released the start-up pages of the executable", "mapped", r.Mapped, "residentBefore", r.ResidentBefore, "residentAfter", r.ResidentAfter)
+		}
+	})
+}
+
+// releaseWhenReady calls release once ready, asked every interval, is true.
+func releaseWhenReady(ctx context.Context, ready func() bool, interval time.Duration, release func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for !ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	release()
+}

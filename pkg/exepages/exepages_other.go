@@ -1,0 +1,5 @@
+//go:build !linux
+
+package exepages
+
+func release() (Released, error) { return Released{}, ErrUnsupported }
