@@ -53,6 +53,12 @@ func release() (Released, error) {
 		}
 		r.Mapped += int64(m.end - m.start)
 	}
+	// Pages of the file no process maps stay in the page cache, and the
+	// kernel maps up to 64 KiB of cached pages around each page faulted
+	// in: drop them too, so that a fault brings back its own page only.
+	if err := unix.Fadvise(int(exe.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return r, fmt.Errorf("drop the executable's cached pages: %w", err)
+	}
 	r.ResidentAfter, err = residentFile()
 	return r, err
 }
