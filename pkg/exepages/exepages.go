@@ -16,6 +16,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -48,6 +49,18 @@ func AddFlag(fs *pflag.FlagSet, release *bool) {
 		"Once ready, give the kernel back the pages of the executable (code and read-only data) that start-up read, and read those it needs later again one page at a time (Linux 5.4 or later; the shard's idle RSS is about 50 MiB lower).")
 }
 
+// released tells whether ReleaseWhenReady released the pages in this
+// process, which ReleaseAgain requires.
+var released atomic.Bool
+
+// ReleaseAgain releases the pages again if ReleaseWhenReady did once in
+// this process: after a burst of work that ran code the idle server does
+// not (a mass deletion), as after start-up. It tells whether it released
+// them.
+func ReleaseAgain(ctx context.Context) bool {
+	return released.Load() && logRelease(ctx, "after a burst")
+}
+
 // readyPollInterval is how often ReleaseWhenReady asks /readyz.
 const readyPollInterval = 100 * time.Millisecond
 
@@ -61,17 +74,27 @@ func ReleaseWhenReady(ctx context.Context, readyz http.Handler) {
 		return rec.Code == http.StatusOK
 	}
 	releaseWhenReady(ctx, ready, readyPollInterval, func() {
-		logger := klog.FromContext(ctx)
-		r, err := Release()
-		switch {
-		case errors.Is(err, ErrUnsupported):
-			logger.V(2).Info("Start-up pages of the executable stay mapped", "reason", err)
-		case err != nil:
-			logger.Error(err, "Releasing the start-up pages of the executable failed")
-		default:
-			logger.V(1).Info("Released the start-up pages of the executable", "mapped", r.Mapped, "residentBefore", r.ResidentBefore, "residentAfter", r.ResidentAfter)
+		if logRelease(ctx, "start-up") {
+			released.Store(true)
 		}
 	})
+}
+
+// logRelease releases the pages and logs the outcome; it tells whether it
+// released them.
+func logRelease(ctx context.Context, after string) bool {
+	logger := klog.FromContext(ctx)
+	r, err := Release()
+	switch {
+	case errors.Is(err, ErrUnsupported):
+		logger.V(2).Info("The executable's pages stay mapped", "reason", err)
+	case err != nil:
+		logger.Error(err, "Releasing the executable's pages failed", "after", after)
+	default:
+		logger.V(1).Info("Released the executable's pages", "after", after, "mapped", r.Mapped, "residentBefore", r.ResidentBefore, "residentAfter", r.ResidentAfter)
+		return true
+	}
+	return false
 }
 
 // releaseWhenReady calls release once ready, asked every interval, is true.

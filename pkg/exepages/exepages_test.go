@@ -47,3 +47,17 @@ func TestReleaseWhenReadyAsksTheReadyzHandler(t *testing.T) {
 		t.Fatalf("/readyz asked %d times, want 2", calls.Load())
 	}
 }
+
+func TestReleaseAgainOnlyWhereReleasedOnceReady(t *testing.T) {
+	released.Store(false)
+	if ReleaseAgain(context.Background()) {
+		t.Fatal("released again although never released once ready")
+	}
+	ReleaseWhenReady(context.Background(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	if !released.Load() {
+		t.Skip("the pages could not be released here")
+	}
+	if !ReleaseAgain(context.Background()) {
+		t.Fatal("not released again after a release once ready")
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kplane-dev/kplane/pkg/exepages"
 )
 
 const (
@@ -291,8 +293,10 @@ func (r *memoryReturner) returnMemory() {
 
 // returnMemory is the process's returner, told by every watch cache's
 // historyBound. The interners forget their maps first: those of the objects
-// a burst deleted are freed with it.
+// a burst deleted are freed with it. The pages of the executable that the
+// burst ran go back too, as those of start-up did (package exepages).
 var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: func() {
 	forgetSharedMaps()
 	debug.FreeOSMemory()
+	exepages.ReleaseAgain(context.Background())
 }}
