@@ -6,7 +6,7 @@
 // of its objects. The kernel keeps every page of the executable it read
 // for that mapped into the process (and, with read-ahead and fault-around,
 // the pages next to them): for the shard, about 90 MB of its 160 MB binary,
-// of which an idle shard uses about 40 MB again. Release drops them all
+// of which an idle shard uses about 35 MB again. Release drops them all
 // from the process and from the page cache; those the server uses later
 // are read again from the file, one page at a time.
 package exepages
@@ -37,9 +37,10 @@ type Released struct {
 }
 
 // Release pages out the executable's read-only mappings (code, read-only
-// data and the tables the runtime reads for stack walks) and turns off
-// read-ahead on them, so that a page the server touches later brings back
-// that page only, not the 128 KiB around it.
+// data and the tables the runtime reads for stack walks), drops the
+// file's cached pages that no process maps, and turns off read-ahead on
+// the mappings, so that a page the server touches later brings back that
+// page only, not the 64–128 KiB around it.
 func Release() (Released, error) { return release() }
 
 // AddFlag registers --release-startup-pages, which each server has, into
