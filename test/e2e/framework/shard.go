@@ -34,6 +34,11 @@ func WithTokenUsers(users ...TokenUser) Option {
 	return func(s *Shard) { s.tokenUsers = append(s.tokenUsers, users...) }
 }
 
+// WithBinary runs the shard from path instead of the shared binary.
+func WithBinary(path string) Option {
+	return func(s *Shard) { s.Binary = path }
+}
+
 // WithArgs appends extra command-line flags.
 func WithArgs(args ...string) Option {
 	return func(s *Shard) { s.extraArgs = append(s.extraArgs, args...) }
