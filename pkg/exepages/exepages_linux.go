@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -14,39 +15,75 @@ import (
 )
 
 func release() (Released, error) {
-	var r Released
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
-		return r, err
+		return Released{}, err
 	}
 	// The executable is the file whose mapping holds this function's code.
 	ranges, err := readOnlyMappings(maps, uintptr(reflect.ValueOf(release).Pointer()))
 	if err != nil {
-		return r, err
+		return Released{}, err
 	}
 	// /proc/self/exe opens the executable even where its path was
 	// replaced or removed since it started.
 	exe, err := os.Open("/proc/self/exe")
 	if err != nil {
-		return r, fmt.Errorf("open the executable: %w", err)
+		return Released{}, fmt.Errorf("open the executable: %w", err)
 	}
 	defer exe.Close()
 	// Dirty pages are never paged out: those of an executable linked
 	// moments ago (a development build) must reach the disk first. fsync
 	// works on a descriptor opened to read.
 	if err := exe.Sync(); err != nil {
-		return r, fmt.Errorf("sync the executable: %w", err)
+		return Released{}, fmt.Errorf("sync the executable: %w", err)
 	}
+	return pageOut(exe, ranges, true)
+}
+
+func releaseFile(path string) (Released, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return Released{}, err
+	}
+	// maps shows the path the kernel resolved.
+	if path, err = filepath.EvalSymlinks(path); err != nil {
+		return Released{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Released{}, err
+	}
+	defer f.Close()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return Released{}, err
+	}
+	ranges, err := pathMappings(maps, path)
+	if err != nil {
+		return Released{}, err
+	}
+	return pageOut(f, ranges, false)
+}
+
+// pageOut pages out ranges, mappings of f, and drops f's cached pages that
+// no process maps; random also turns off read-ahead on the ranges.
+func pageOut(f *os.File, ranges []mapping, random bool) (Released, error) {
+	var r Released
+	var err error
 	if r.ResidentBefore, err = residentFile(); err != nil {
 		return r, err
 	}
 	for _, m := range ranges {
-		if err := madvise(m, unix.MADV_RANDOM); err != nil {
-			return r, err
+		if random {
+			if err := madvise(m, unix.MADV_RANDOM); err != nil {
+				return r, err
+			}
 		}
 		if err := madvise(m, unix.MADV_PAGEOUT); err != nil {
 			if errors.Is(err, unix.EINVAL) {
-				_ = madvise(m, unix.MADV_NORMAL)
+				if random {
+					_ = madvise(m, unix.MADV_NORMAL)
+				}
 				return r, fmt.Errorf("%w: %v", ErrUnsupported, err)
 			}
 			return r, err
@@ -56,8 +93,8 @@ func release() (Released, error) {
 	// Pages of the file no process maps stay in the page cache, and the
 	// kernel maps up to 64 KiB of cached pages around each page faulted
 	// in: drop them too, so that a fault brings back its own page only.
-	if err := unix.Fadvise(int(exe.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		return r, fmt.Errorf("drop the executable's cached pages: %w", err)
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return r, fmt.Errorf("drop the cached pages of %s: %w", f.Name(), err)
 	}
 	r.ResidentAfter, err = residentFile()
 	return r, err
@@ -69,16 +106,18 @@ type mapping struct{ start, end uintptr }
 // mapped is one line of /proc/self/maps.
 type mapped struct {
 	mapping
-	perms, file string // file: device and inode
+	perms string
+	file  string // device and inode
+	path  string
 }
 
-// readOnlyMappings returns the readable, not writable mappings of
-// /proc/self/maps (maps) of the file whose mapping holds the address pc.
-// Files are told apart by device and inode, as maps shows them (on
-// overlayfs, those of the file below, which stat does not give).
-func readOnlyMappings(maps []byte, pc uintptr) ([]mapping, error) {
+func (m mapped) readOnly() bool {
+	return strings.HasPrefix(m.perms, "r") && !strings.Contains(m.perms, "w")
+}
+
+// parseMaps parses /proc/self/maps.
+func parseMaps(maps []byte) ([]mapped, error) {
 	var all []mapped
-	file := ""
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	for sc.Scan() {
 		// address perms offset dev inode [pathname]
@@ -92,21 +131,53 @@ func readOnlyMappings(maps []byte, pc uintptr) ([]mapping, error) {
 		if err := errors.Join(err1, err2); err != nil || end <= start {
 			return nil, fmt.Errorf("read mapping %q: %v", f[0], err)
 		}
-		m := mapped{mapping{uintptr(start), uintptr(end)}, f[1], f[3] + " " + f[4]}
-		if m.start <= pc && pc < m.end {
-			file = m.file
+		m := mapped{mapping: mapping{uintptr(start), uintptr(end)}, perms: f[1], file: f[3] + " " + f[4]}
+		if len(f) > 5 {
+			m.path = strings.Join(f[5:], " ")
 		}
 		all = append(all, m)
 	}
-	if err := sc.Err(); err != nil {
+	return all, sc.Err()
+}
+
+// readOnlyMappings returns the readable, not writable mappings of
+// /proc/self/maps (maps) of the file whose mapping holds the address pc.
+// Files are told apart by device and inode, as maps shows them (on
+// overlayfs, those of the file below, which stat does not give).
+func readOnlyMappings(maps []byte, pc uintptr) ([]mapping, error) {
+	all, err := parseMaps(maps)
+	if err != nil {
 		return nil, err
+	}
+	file := ""
+	for _, m := range all {
+		if m.start <= pc && pc < m.end {
+			file = m.file
+		}
 	}
 	if file == "" || strings.HasSuffix(file, " 0") {
 		return nil, fmt.Errorf("no file mapping holds address %#x", pc)
 	}
 	var out []mapping
 	for _, m := range all {
-		if m.file == file && strings.HasPrefix(m.perms, "r") && !strings.Contains(m.perms, "w") {
+		if m.file == file && m.readOnly() {
+			out = append(out, m.mapping)
+		}
+	}
+	return out, nil
+}
+
+// pathMappings returns the readable, not writable mappings of maps of the
+// file at path (absolute, without symbolic links), not those of a file
+// that was there before and was replaced or removed.
+func pathMappings(maps []byte, path string) ([]mapping, error) {
+	all, err := parseMaps(maps)
+	if err != nil {
+		return nil, err
+	}
+	var out []mapping
+	for _, m := range all {
+		if m.path == path && m.readOnly() {
 			out = append(out, m.mapping)
 		}
 	}

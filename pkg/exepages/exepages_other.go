@@ -3,3 +3,5 @@
 package exepages
 
 func release() (Released, error) { return Released{}, ErrUnsupported }
+
+func releaseFile(string) (Released, error) { return Released{}, ErrUnsupported }

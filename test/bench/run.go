@@ -78,7 +78,10 @@ func run(ctx context.Context, o options) (results, error) {
 			took = time.Since(start)
 			total = p
 		}
-		time.Sleep(time.Second)
+		// Idle workspaces: the writes of their creation have settled, and
+		// with them what the shard gives back once writes pause (the
+		// pages of etcd's database file, within two seconds).
+		time.Sleep(settle)
 		rss, heap := t.memory()
 		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, Seconds: took.Seconds()})
 		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), took.Seconds()))
