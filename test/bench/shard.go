@@ -63,12 +63,20 @@ func startShard(ctx context.Context, binary string) (*target, time.Duration, err
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("start %s: %w", binary, err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-exited:
+			// It stopped on its own: keep its log.
+			fmt.Fprintf(os.Stderr, "bench: the shard exited before the bench stopped it (%s); its log is %s, ending:\n%s\n",
+				cmd.ProcessState, log.Name(), logTail(log.Name(), 40))
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 		}
@@ -246,4 +254,23 @@ func (t *target) metricSeries() int {
 		}
 	}
 	return n
+}
+
+// logTail returns the end of the shard's log at path: from its first panic
+// or fatal error, if any (the goroutine dump after it is long), else the
+// last n lines; at most n lines either way.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	from := max(0, len(lines)-n)
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			from = i
+			break
+		}
+	}
+	return strings.Join(lines[from:min(len(lines), from+n)], "\n")
 }
