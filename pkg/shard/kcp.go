@@ -7,11 +7,9 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -105,20 +103,7 @@ func (s *inProcessStorage) internal(gvr schema.GroupVersionResource, example run
 	// Kubernetes' types are named as their kinds.
 	kind := gvr.GroupVersion().WithKind(reflect.TypeOf(example).Elem().Name())
 	all := wildcardinformer.InProcessInternal(gvr, kind, legacyscheme.Scheme, s.find(gvr), s.caller(gvr))
-	if selector.Empty() {
-		return all
-	}
-	lw := all.(cache.ListerWatcherWithContext)
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
-			options.FieldSelector = selector.String()
-			return lw.ListWithContext(ctx, options)
-		},
-		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
-			options.FieldSelector = selector.String()
-			return lw.WatchWithContext(ctx, options)
-		},
-	}
+	return wildcardinformer.Selected(all, selector)
 }
 
 // core lists and watches a core resource in-process (internal).

@@ -11,6 +11,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -68,6 +69,36 @@ type inProcess struct {
 	caller   func(context.Context, string) context.Context
 	// internal is set when the storage holds internal types.
 	internal *versioning
+	// selector, when set, is the field selector of every list and watch
+	// (Selected).
+	selector fields.Selector
+}
+
+// Selected returns lw limited to the objects that match selector, a field
+// selector lw's resource offers. A list/watch of InProcess or
+// InProcessInternal stays one: an informer on it must know that its
+// objects' maps and slices are the watch cache's, and leave them alone.
+// Another list/watch is wrapped.
+func Selected(lw cache.ListerWatcher, selector fields.Selector) cache.ListerWatcher {
+	if selector.Empty() {
+		return lw
+	}
+	if l, ok := lw.(*inProcess); ok {
+		selected := *l
+		selected.selector = selector
+		return &selected
+	}
+	withContext := cache.ToListerWatcherWithContext(lw)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.FieldSelector = selector.String()
+			return withContext.ListWithContext(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = selector.String()
+			return withContext.WatchWithContext(ctx, options)
+		},
+	}
 }
 
 // versioning turns a storage's internal objects into kind's version.
@@ -150,6 +181,9 @@ func (l *inProcess) prepare(options metav1.ListOptions, watching bool) (Storage,
 	s := l.storage()
 	if s == nil {
 		return nil, nil, apierrors.NewServiceUnavailable(fmt.Sprintf("the storage of %s is not installed yet", l.resource.GroupResource()))
+	}
+	if l.selector != nil {
+		options.FieldSelector = l.selector.String()
 	}
 	opts := &metainternalversion.ListOptions{}
 	if err := metainternalversion.Convert_v1_ListOptions_To_internalversion_ListOptions(&options, opts, nil); err != nil {
