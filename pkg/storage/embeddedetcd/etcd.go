@@ -137,7 +137,7 @@ func (s *Server) tendDatabase(ctx context.Context) {
 	t := time.NewTicker(pagesCheckInterval)
 	defer t.Stop()
 	lastDefragmentCheck := time.Now()
-	idle := idlePages{never: true, supported: true}
+	idle := idlePages{never: true}
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,8 +195,8 @@ type idlePages struct {
 	// never is true until the first release, and again after the file was
 	// mapped anew.
 	never bool
-	// supported turns false where the kernel cannot page out a mapping.
-	supported bool
+	// unsupported is true where the kernel cannot page out a mapping.
+	unsupported bool
 }
 
 // worthReleasing tells whether to release the pages now that the applied
@@ -204,14 +204,14 @@ type idlePages struct {
 // the last check) after at least pagesMinEntries since the last release.
 func (p *idlePages) worthReleasing(applied uint64) bool {
 	quiet := applied-p.last <= pagesQuietEntries
-	return p.supported && quiet && (p.never || applied-p.releasedAt >= pagesMinEntries)
+	return !p.unsupported && quiet && (p.never || applied-p.releasedAt >= pagesMinEntries)
 }
 
 // released records the outcome of a release at the applied raft index.
 func (p *idlePages) released(applied uint64, err error) {
 	switch {
 	case errors.Is(err, exepages.ErrUnsupported):
-		p.supported = false
+		p.unsupported = true
 	case err == nil:
 		p.never, p.releasedAt = false, applied
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestIdlePagesGoBackWhenWritesPause(t *testing.T) {
-	p := idlePages{never: true, supported: true}
+	p := idlePages{never: true}
 	step := func(applied uint64, want bool, err error) {
 		t.Helper()
 		got := p.worthReleasing(applied)
