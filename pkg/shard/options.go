@@ -336,7 +336,9 @@ func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (
 // the database size metric keep their own clients.
 func storageEtcdClient(ctx context.Context, embedded *embeddedetcd.Server, t storagebackend.TransportConfig) (*kstorage.EtcdClient, error) {
 	if embedded != nil {
-		return kstorage.NewEtcdClient(ctx, embedded.Client(), embedded.ClientURL), nil
+		c := kstorage.NewEtcdClient(ctx, embedded.Client(), embedded.ClientURL)
+		c.OnCompacted(embedded.ReleasePagesWhenQuiet)
+		return c, nil
 	}
 	c, err := kstorage.DialEtcdClient(t)
 	if err != nil {

@@ -49,6 +49,8 @@ type EtcdClient struct {
 	owned bool
 	// streams numbers the watch streams of the storages.
 	streams atomic.Uint64
+	// compacted, when set, is called after compactTo compacted.
+	compacted func()
 
 	mu sync.Mutex
 	// compactor runs while storages use the client (refs), as upstream's
@@ -277,8 +279,17 @@ func (e *EtcdClient) compactTo(ctx context.Context, rev int64) error {
 	if _, err := e.client.Compact(ctx, rev, clientv3.WithCompactPhysical()); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
 		return err
 	}
+	if e.compacted != nil {
+		e.compacted()
+	}
 	return nil
 }
+
+// OnCompacted sets f to be called after each compaction the storages ask
+// for when they release memory (a physical one: its writes are done). An
+// embedded etcd gives back the database pages the compaction touched.
+// Set it before the storages are built.
+func (e *EtcdClient) OnCompacted(f func()) { e.compacted = f }
 
 // acquireCompactor returns the client's compactor (nil when interval is 0:
 // compaction is off) and the function that releases it. The first storage

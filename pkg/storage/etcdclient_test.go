@@ -29,10 +29,15 @@ import (
 type countingKV struct {
 	clientv3.KV
 	requests atomic.Int64
+	// reads counts the reads of keys other than the compaction's.
+	reads atomic.Int64
 }
 
 func (k *countingKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	k.requests.Add(1)
+	if key != compactRevKey {
+		k.reads.Add(1)
+	}
 	return k.KV.Get(ctx, key, opts...)
 }
 
@@ -329,6 +334,8 @@ func TestServesOnlyTheSameServers(t *testing.T) {
 
 func TestCompactToTakesTheCompactorsTurnAndFreesOlderRevisions(t *testing.T) {
 	etcd, _ := inProcessEtcd(t)
+	compactions := 0
+	etcd.OnCompacted(func() { compactions++ })
 	ctx := t.Context()
 	kv := etcd.client.KV
 	put, err := kv.Put(ctx, "/registry/x", "1")
@@ -347,6 +354,9 @@ func TestCompactToTakesTheCompactorsTurnAndFreesOlderRevisions(t *testing.T) {
 	if err := etcd.compactTo(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
+	if compactions != 1 {
+		t.Fatalf("told of %d compactions, want 1", compactions)
+	}
 	if _, err := kv.Get(ctx, "/registry/x", clientv3.WithRev(old)); err == nil || !strings.Contains(err.Error(), "compacted") {
 		t.Fatalf("read at revision %d after compacting to %d: %v, want compacted", old, rev, err)
 	}
@@ -361,7 +371,7 @@ func TestCompactToTakesTheCompactorsTurnAndFreesOlderRevisions(t *testing.T) {
 	if err := etcd.compactTo(ctx, rev-1); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := kv.Get(ctx, compactRevKey); err != nil || got.Kvs[0].Version != version {
-		t.Fatalf("compacting to an older revision took a turn: %v, %v", got, err)
+	if got, err := kv.Get(ctx, compactRevKey); err != nil || got.Kvs[0].Version != version || compactions != 1 {
+		t.Fatalf("compacting to an older revision took a turn: %v, %v (told of %d compactions)", got, err, compactions)
 	}
 }

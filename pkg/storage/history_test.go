@@ -3,9 +3,11 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -91,21 +94,30 @@ func TestHistoryExpired(t *testing.T) {
 		name                     string
 		objects, events, deleted int
 		quiet                    time.Duration
-		want                     bool
+		// cached: the cache can be snapshotted.
+		cached                bool
+		wantExpired, snapshot bool
 	}{
-		{name: "everything deleted, then quiet", objects: 0, events: 3000, deleted: 1000, quiet: time.Minute, want: true},
-		{name: "still busy", objects: 0, events: 3000, deleted: 1000, quiet: time.Second},
-		{name: "fewer events than the ring keeps anyway", objects: 0, events: historyMinEvents - 1, deleted: 100, quiet: time.Hour},
+		{name: "everything deleted, then quiet", objects: 0, events: 3000, deleted: 1000, quiet: time.Minute, wantExpired: true},
+		{name: "everything deleted, then quiet, with a cache", objects: 0, events: 3000, deleted: 1000, quiet: time.Minute, cached: true, wantExpired: true},
+		{name: "still busy", objects: 0, events: 3000, deleted: 1000, quiet: time.Second, cached: true},
+		{name: "fewer events than the ring keeps anyway", objects: 0, events: historyMinEvents - 1, deleted: 100, quiet: time.Hour, cached: true},
 		{name: "a burst of creates", objects: 3000, events: 9000, quiet: time.Hour},
+		{name: "a burst of creates, with a cache", objects: 3000, events: 9000, quiet: time.Hour, cached: true, wantExpired: true, snapshot: true},
 		{name: "a relist would cost more than the history", objects: 40000, events: 3000, deleted: 1000, quiet: time.Hour},
+		{name: "a snapshot costs less than the history", objects: 40000, events: 3000, deleted: 1000, quiet: time.Hour, cached: true, wantExpired: true, snapshot: true},
+		{name: "a small burst keeps its watchers", objects: 1000, events: snapshotMinEvents - 1, quiet: time.Hour, cached: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := clocktesting.NewFakeClock(now)
 			h := newHistoryBound(nil, clock, time.Minute)
+			if tc.cached {
+				h.cached, h.newList = &snapshotCache{}, func() runtime.Object { return &corev1.ConfigMapList{} }
+			}
 			h.objects, h.events, h.deleted, h.lastEvent = tc.objects, tc.events, tc.deleted, now
 			clock.Step(tc.quiet)
-			if got := h.historyExpired(); got != tc.want {
-				t.Errorf("historyExpired() = %v, want %v", got, tc.want)
+			if expired, snapshot := h.historyExpired(); expired != tc.wantExpired || snapshot != tc.snapshot {
+				t.Errorf("historyExpired() = %v, %v, want %v, %v", expired, snapshot, tc.wantExpired, tc.snapshot)
 			}
 		})
 	}
@@ -262,4 +274,223 @@ func TestEtcdIsCompactedToTheNewestReleaseBeforeMemoryIsReturned(t *testing.T) {
 	if len(a.revs) != 1 || len(b.revs) != 2 || b.revs[1] != 150 {
 		t.Errorf("after a second burst: first client compacted to %v, second to %v; want [120] and [90 150]", a.revs, b.revs)
 	}
+}
+
+// snapshotCache stands for the watch cache: it lists items and records
+// how it was asked.
+type snapshotCache struct {
+	items []runtime.Object
+	keys  []string
+	opts  []storage.ListOptions
+}
+
+func (c *snapshotCache) GetList(_ context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	c.keys, c.opts = append(c.keys, key), append(c.opts, opts)
+	if err := meta.SetList(listObj, c.items); err != nil {
+		return err
+	}
+	return nil
+}
+
+func TestABurstsHistoryIsReleasedWithASnapshotOfTheCache(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	inner := &pinnedListStorage{listWatchStorage: listWatchStorage{watch: watch.NewFake()}}
+	h := newHistoryBound(inner, clock, time.Minute)
+	bundle := strings.Repeat("a CA bundle ", 100)
+	ShareValue(bundle)
+	cached := configMap(1)
+	cached.Data = map[string]string{"ca.crt": strings.Clone(bundle)}
+	cachedValue := unsafe.StringData(cached.Data["ca.crt"])
+	cache := &snapshotCache{items: []runtime.Object{cached}}
+	h.cached, h.newList = cache, func() runtime.Object { return &corev1.ConfigMapList{} }
+	released := make(chan uint64, 1)
+	h.released = func(rv uint64) { released <- rv }
+	ctx := context.Background()
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A burst of creates: nothing deleted.
+	for i := 1; i <= snapshotMinEvents; i++ {
+		cm := configMap(i)
+		cm.ResourceVersion = fmt.Sprint(i)
+		go inner.watch.Add(cm)
+		<-w.ResultChan()
+	}
+	clock.Step(time.Minute)
+	if e := <-w.ResultChan(); e.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(e.Object)) {
+		t.Fatalf("after a quiet minute the watch delivered %v %v, want an expired error", e.Type, e.Object)
+	}
+	if rv := <-released; rv != snapshotMinEvents {
+		t.Fatalf("released at %d, want %d", rv, snapshotMinEvents)
+	}
+	if len(cache.opts) != 1 || cache.keys[0] != "/core/configmaps" || cache.opts[0].ResourceVersion != fmt.Sprint(snapshotMinEvents) ||
+		cache.opts[0].ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !cache.opts[0].Recursive {
+		t.Fatalf("the cache was listed with %v %+v, want the watch's key, recursively, not older than the last event", cache.keys, cache.opts)
+	}
+	// The relist is the snapshot: etcd is not read, and the cache's maps
+	// are left alone (they are read concurrently).
+	inner.lists = nil
+	var list corev1.ConfigMapList
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.lists) != 0 {
+		t.Fatalf("the relist read etcd: %+v", inner.lists)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != cached.Name {
+		t.Fatalf("the relist listed %v, want the snapshot", list.Items)
+	}
+	if unsafe.StringData(cached.Data["ca.crt"]) != cachedValue {
+		t.Fatal("the relist wrote a shared value into the cached object's data")
+	}
+	// The next list reads etcd again.
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(inner.lists) != 1 || inner.lists[0].ResourceVersion != "" {
+		t.Fatalf("a later list read %+v, want the current state from etcd", inner.lists)
+	}
+}
+
+// failingCache is a watch cache that cannot be listed (not ready).
+type failingCache struct{ lists atomic.Int32 }
+
+func (c *failingCache) GetList(context.Context, string, storage.ListOptions, runtime.Object) error {
+	c.lists.Add(1)
+	return fmt.Errorf("not ready")
+}
+
+func TestABurstsHistoryStaysWithoutASnapshot(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Now())
+	inner := &listWatchStorage{watch: watch.NewFake()}
+	h := newHistoryBound(inner, clock, time.Minute)
+	cache := &failingCache{}
+	h.cached, h.newList = cache, func() runtime.Object { return &corev1.ConfigMapList{} }
+	ctx := context.Background()
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := 1; i <= snapshotMinEvents; i++ {
+		cm := configMap(i)
+		cm.ResourceVersion = fmt.Sprint(i)
+		go inner.watch.Add(cm)
+		<-w.ResultChan()
+	}
+	clock.Step(time.Minute)
+	for cache.lists.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// Not tried again at the next tick, and the watch goes on.
+	clock.Step(time.Minute)
+	cm := configMap(0)
+	cm.ResourceVersion = "1000"
+	go inner.watch.Add(cm)
+	if e := <-w.ResultChan(); e.Type != watch.Added {
+		t.Fatalf("the watch delivered %v, want the next event", e.Type)
+	}
+	if n := cache.lists.Load(); n != 1 {
+		t.Fatalf("the cache was listed %d times, want once", n)
+	}
+}
+
+func TestAWatchCacheDropsABurstsHistoryWithoutReadingEtcd(t *testing.T) {
+	// As the servers run: the caches list (a watch-list would read etcd).
+	if err := DisableWatchListClient(); err != nil {
+		t.Fatal(err)
+	}
+	etcd, kv := inProcessEtcd(t)
+	waitFor(t, "RequestWatchProgress support", func() bool {
+		return etcdfeature.DefaultFeatureSupportChecker.Supports(storage.RequestWatchProgress)
+	})
+	s, destroy := configMapStorage(t, etcd, true)
+	defer destroy()
+	ctx := ctxFor("abc")
+	var first, last string
+	for i := range snapshotMinEvents {
+		created := &corev1.ConfigMap{}
+		cm := configMap(i)
+		cm.Data = map[string]string{"k": fmt.Sprint(i)}
+		if err := s.Create(ctx, "/core/configmaps/default/"+cm.Name, cm, created, 0); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = created.ResourceVersion
+		}
+		last = created.ResourceVersion
+	}
+	all := storage.ListOptions{ResourceVersion: last, Recursive: true, Predicate: storage.Everything}
+	w, err := s.Watch(ctx, "/core/configmaps", all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := kv.reads.Load()
+	// Quiet for HistoryIdleAfter: the history goes, and with it the
+	// cache's watchers.
+	select {
+	case e, ok := <-w.ResultChan():
+		if ok {
+			t.Fatalf("the watch delivered %v, want it to end", e.Type)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the watch cache kept its history")
+	}
+	// A watcher that saw the last event resumes once the cache relisted
+	// (until then it is asked to come back, 429); one from before gets
+	// 410 Gone.
+	waitFor(t, "the cache to take watches again", func() bool {
+		w, err = s.Watch(ctx, "/core/configmaps", all)
+		return err == nil
+	})
+	defer w.Stop()
+	if got := kv.reads.Load() - reads; got != 0 {
+		t.Errorf("the cache relisted with %d reads of etcd, want its own snapshot", got)
+	}
+	cm := configMap(snapshotMinEvents)
+	if err := s.Create(ctx, "/core/configmaps/default/"+cm.Name, cm, &corev1.ConfigMap{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextEvent(t, w); e.Type != watch.Added || name(e.Object) != cm.Name {
+		t.Fatalf("the resumed watch delivered %v %v, want the new object", e.Type, e.Object)
+	}
+	old, err := s.Watch(ctx, "/core/configmaps", storage.ListOptions{ResourceVersion: first, Recursive: true, Predicate: storage.Everything})
+	if err == nil {
+		e := nextEvent(t, old)
+		old.Stop()
+		err = apierrors.FromObject(e.Object)
+	}
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Fatalf("a watch from before the release: %v, want 410 Gone", err)
+	}
+	// The cache holds every object, as before.
+	var list corev1.ConfigMapList
+	if err := s.GetList(ctx, "/core/configmaps", storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != snapshotMinEvents+1 {
+		t.Fatalf("the cache lists %d objects, want %d", len(list.Items), snapshotMinEvents+1)
+	}
+	for _, item := range list.Items {
+		if want := strings.TrimPrefix(item.Name, "cm-"); item.Name != cm.Name && item.Data["k"] != want {
+			t.Fatalf("%s has data %v, want k=%s", item.Name, item.Data, want)
+		}
+	}
+}
+
+// name is the name of obj, which a watch may wrap for serialization.
+func name(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetName()
 }

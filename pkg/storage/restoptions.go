@@ -161,6 +161,7 @@ func storageWithCacher(etcd *EtcdClient) generic.StorageDecorator {
 			destroyStorage()
 			return nil, func() {}, err
 		}
+		history.cached, history.newList = cacher, newListFunc
 		delegator := cacherstorage.NewCacheDelegator(cacher, s)
 		var once sync.Once
 		destroy := func() {

@@ -90,24 +90,22 @@ func (b *bench) watchBindings() (*boundWatch, error) {
 		return nil, fmt.Errorf("watch apibindings: %w", err)
 	}
 	bw := &boundWatch{waiting: map[logicalcluster.Name]chan time.Time{}, stop: cancel}
-	go bw.run(w)
+	go resumeWatch(ctx, b.masters, apiBindings, w, bw.handle)
 	return bw, nil
 }
 
-func (bw *boundWatch) run(w watch.Interface) {
-	for e := range w.ResultChan() {
-		now := time.Now()
-		ab, ok := e.Object.(*apisv1alpha2.APIBinding)
-		if !ok || ab.Name != bindingName || ab.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
-			continue
-		}
-		cluster, _ := logicalcluster.ObjectCluster(ab.Annotations)
-		bw.mu.Lock()
-		if ch, ok := bw.waiting[cluster]; ok {
-			delete(bw.waiting, cluster)
-			ch <- now
-		}
-		bw.mu.Unlock()
+func (bw *boundWatch) handle(e watch.Event) {
+	now := time.Now()
+	ab, ok := e.Object.(*apisv1alpha2.APIBinding)
+	if !ok || ab.Name != bindingName || ab.Status.Phase != apisv1alpha2.APIBindingPhaseBound {
+		return
+	}
+	cluster, _ := logicalcluster.ObjectCluster(ab.Annotations)
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	if ch, ok := bw.waiting[cluster]; ok {
+		delete(bw.waiting, cluster)
+		ch <- now
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -79,9 +81,8 @@ func run(ctx context.Context, o options) (results, error) {
 			total = p
 		}
 		// Idle workspaces: the writes of their creation have settled, and
-		// with them what the shard gives back once writes pause (the
-		// pages of etcd's database file, within two seconds).
-		time.Sleep(settle)
+		// with them what the shard gives back once writes pause.
+		time.Sleep(idleSettle)
 		rss, heap := t.memory()
 		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, Seconds: took.Seconds()})
 		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), took.Seconds()))
@@ -174,6 +175,14 @@ func run(ctx context.Context, o options) (results, error) {
 	return r, nil
 }
 
+// idleSettle is the pause after creating workspaces before the memory
+// reading of idle workspaces: what the shard gives back once writes pause
+// is back by then. The watch caches let a burst's history go 5 to 7 s after
+// the last write and relist about 1 s later; 5 s after the last of them
+// etcd is compacted, the heap returned and the executable's pages released,
+// and the database file's pages within the next second.
+const idleSettle = 16 * time.Second
+
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
@@ -245,37 +254,46 @@ func (b *bench) expectGone(parent logicalcluster.Name, name string) chan struct{
 	return ch
 }
 
-// watchWorkspaces reports Ready and deleted workspaces. The server ends a
-// watch after its request timeout (30 to 60 minutes), shorter than a full
-// run, so the watch is resumed from the last resource version it saw.
+// watchWorkspaces reports Ready and deleted workspaces.
 func (b *bench) watchWorkspaces(ctx context.Context, w watch.Interface) {
+	resumeWatch(ctx, b.masters, kcpclient.Workspaces, w, func(e watch.Event) {
+		ws, ok := e.Object.(*tenancyv1alpha1.Workspace)
+		if !ok || e.Type == watch.Bookmark {
+			return
+		}
+		parent, _ := logicalcluster.ObjectCluster(ws.Annotations)
+		k := key(parent, ws.Name)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if ch, ok := b.gone[k]; ok && e.Type == watch.Deleted {
+			delete(b.gone, k)
+			close(ch)
+		}
+		if ch, ok := b.ready[k]; ok && e.Type != watch.Deleted && ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady {
+			delete(b.ready, k)
+			ch <- ws
+		}
+	})
+}
+
+// resumeWatch hands the events of w, a wildcard watch of gvr, to handle
+// until ctx ends. The server ends a watch after its request timeout (30 to
+// 60 minutes, shorter than a full run) and when a watch cache lets its
+// history go after a burst (its watchers resume where they were), so the
+// watch is resumed from the last resource version it saw, or from now after
+// an error (most likely "too old").
+func resumeWatch(ctx context.Context, c *kcpclient.Client, gvr schema.GroupVersionResource, w watch.Interface, handle func(watch.Event)) {
 	lastRV := "0"
 	for {
 		for e := range w.ResultChan() {
 			if e.Type == watch.Error {
-				lastRV = "" // most likely "too old": start again from now
+				lastRV = ""
 				break
 			}
-			ws, ok := e.Object.(*tenancyv1alpha1.Workspace)
-			if !ok {
-				continue
+			if m, err := meta.Accessor(e.Object); err == nil {
+				lastRV = m.GetResourceVersion()
 			}
-			lastRV = ws.ResourceVersion
-			if e.Type == watch.Bookmark {
-				continue
-			}
-			parent, _ := logicalcluster.ObjectCluster(ws.Annotations)
-			k := key(parent, ws.Name)
-			b.mu.Lock()
-			if ch, ok := b.gone[k]; ok && e.Type == watch.Deleted {
-				delete(b.gone, k)
-				close(ch)
-			}
-			if ch, ok := b.ready[k]; ok && e.Type != watch.Deleted && ws.Status.Phase == corev1alpha1.LogicalClusterPhaseReady {
-				delete(b.ready, k)
-				ch <- ws
-			}
-			b.mu.Unlock()
+			handle(e)
 		}
 		w.Stop()
 		for {
@@ -283,10 +301,10 @@ func (b *bench) watchWorkspaces(ctx context.Context, w watch.Interface) {
 				return
 			}
 			var err error
-			if w, err = b.masters.Watch(ctx, logicalcluster.Wildcard, kcpclient.Workspaces, lastRV); err == nil {
+			if w, err = c.Watch(ctx, logicalcluster.Wildcard, gvr, lastRV); err == nil {
 				break
 			}
-			fmt.Fprintf(os.Stderr, "bench: resuming the workspace watch from %q: %v\n", lastRV, err)
+			fmt.Fprintf(os.Stderr, "bench: resuming the watch of %s from %q: %v\n", gvr.Resource, lastRV, err)
 			lastRV = ""
 			time.Sleep(time.Second)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,6 +45,8 @@ type Server struct {
 	stop context.CancelFunc
 	// database is the path of the database file.
 	database string
+	// releaseAsked is set by ReleasePagesWhenQuiet.
+	releaseAsked atomic.Bool
 }
 
 const (
@@ -155,7 +158,7 @@ func (s *Server) tendDatabase(ctx context.Context) {
 			}
 		}
 		applied := s.etcd.Server.AppliedIndex()
-		if idle.worthReleasing(applied) {
+		if idle.asked = idle.asked || s.releaseAsked.Swap(false); idle.worthReleasing(applied) {
 			idle.released(applied, s.releasePages(logger))
 		}
 		idle.last = applied
@@ -197,6 +200,9 @@ type idlePages struct {
 	never bool
 	// unsupported is true where the kernel cannot page out a mapping.
 	unsupported bool
+	// asked is true when a release was asked for since the last one
+	// (ReleasePagesWhenQuiet).
+	asked bool
 }
 
 // worthReleasing tells whether to release the pages now that the applied
@@ -204,7 +210,7 @@ type idlePages struct {
 // the last check) after at least pagesMinEntries since the last release.
 func (p *idlePages) worthReleasing(applied uint64) bool {
 	quiet := applied-p.last <= pagesQuietEntries
-	return !p.unsupported && quiet && (p.never || applied-p.releasedAt >= pagesMinEntries)
+	return !p.unsupported && quiet && (p.never || p.asked || applied-p.releasedAt >= pagesMinEntries)
 }
 
 // released records the outcome of a release at the applied raft index.
@@ -213,9 +219,15 @@ func (p *idlePages) released(applied uint64, err error) {
 	case errors.Is(err, exepages.ErrUnsupported):
 		p.unsupported = true
 	case err == nil:
-		p.never, p.releasedAt = false, applied
+		p.never, p.asked, p.releasedAt = false, false, applied
 	}
 }
+
+// ReleasePagesWhenQuiet asks for the database file's pages to go back at
+// the next check at which writes pause, however few there were since the
+// last release: after a compaction, which walks the whole file in a few
+// raft entries.
+func (s *Server) ReleasePagesWhenQuiet() { s.releaseAsked.Store(true) }
 
 // releasePages pages out the database file's mapping.
 func (s *Server) releasePages(logger klog.Logger) error {

@@ -31,9 +31,14 @@ func TestIdlePagesGoBackWhenWritesPause(t *testing.T) {
 	step(9100, false, nil) // busy again
 	step(9105, true, nil)  // paused after 102 entries since the last release
 	step(9205, false, nil) // a hundred in one interval is not quiet
+	step(9206, true, nil)  // paused again
+	p.asked = true         // a compaction: few entries, many pages
+	step(9250, false, nil) // still busy
+	step(9252, true, nil)  // paused: released, however few entries since
+	step(9253, false, nil) // the ask was answered
 	p.never = true         // the file was mapped anew
-	step(9205, true, errors.New("madvise failed"))
-	step(9206, true, nil) // an error is retried
+	step(9253, true, errors.New("madvise failed"))
+	step(9254, true, nil) // an error is retried
 	step(9400, false, nil)
 	step(9400, true, fmt.Errorf("%w: EINVAL", exepages.ErrUnsupported))
 	step(9600, false, nil)
