@@ -415,6 +415,15 @@ func TestAWatchCacheDropsABurstsHistoryWithoutReadingEtcd(t *testing.T) {
 	s, destroy := configMapStorage(t, etcd, true)
 	defer destroy()
 	ctx := ctxFor("abc")
+	// Every create is an event of the cache's watch: it listed first (it
+	// takes watches once ready).
+	waitFor(t, "the watch cache to be ready", func() bool {
+		w, err := s.Watch(ctx, "/core/configmaps", storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: storage.Everything})
+		if err == nil {
+			w.Stop()
+		}
+		return err == nil
+	})
 	var first, last string
 	for i := range snapshotMinEvents {
 		created := &corev1.ConfigMap{}
