@@ -146,14 +146,7 @@ func TestListAfterAReleaseReadsAtTheLastEventsResourceVersion(t *testing.T) {
 			inner := &pinnedListStorage{listWatchStorage: listWatchStorage{watch: watch.NewFake()}, compacted: compacted}
 			h := newHistoryBound(inner, clock, time.Minute)
 			ctx := context.Background()
-			if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
-				t.Fatal(err)
-			}
-			w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Stop()
+			w := listAndWatch(t, h)
 			// Objects created and deleted again, the last event at
 			// resource version 600.
 			for i := 1; i <= historyMinEvents+100; i++ {
@@ -306,21 +299,7 @@ func TestABurstsHistoryIsReleasedWithASnapshotOfTheCache(t *testing.T) {
 	released := make(chan uint64, 1)
 	h.released = func(rv uint64) { released <- rv }
 	ctx := context.Background()
-	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	// A burst of creates: nothing deleted.
-	for i := 1; i <= snapshotMinEvents; i++ {
-		cm := configMap(i)
-		cm.ResourceVersion = fmt.Sprint(i)
-		go inner.watch.Add(cm)
-		<-w.ResultChan()
-	}
+	w := burstOfCreates(t, h, inner.watch, snapshotMinEvents)
 	clock.Step(time.Minute)
 	if e := <-w.ResultChan(); e.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(e.Object)) {
 		t.Fatalf("after a quiet minute the watch delivered %v %v, want an expired error", e.Type, e.Object)
@@ -357,6 +336,35 @@ func TestABurstsHistoryIsReleasedWithASnapshotOfTheCache(t *testing.T) {
 	}
 }
 
+// listAndWatch lists h and returns its watch, as the watch cache does.
+func listAndWatch(t *testing.T, h *historyBound) watch.Interface {
+	t.Helper()
+	ctx := context.Background()
+	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// burstOfCreates lists h, watches it, and passes n creates (at resource
+// versions 1 to n) from source through the watch, which it returns.
+func burstOfCreates(t *testing.T, h *historyBound, source *watch.FakeWatcher, n int) watch.Interface {
+	t.Helper()
+	w := listAndWatch(t, h)
+	for i := 1; i <= n; i++ {
+		cm := configMap(i)
+		cm.ResourceVersion = fmt.Sprint(i)
+		go source.Add(cm)
+		<-w.ResultChan()
+	}
+	return w
+}
+
 // failingCache is a watch cache that cannot be listed (not ready).
 type failingCache struct{ lists atomic.Int32 }
 
@@ -371,21 +379,7 @@ func TestABurstsHistoryStaysWithoutASnapshot(t *testing.T) {
 	h := newHistoryBound(inner, clock, time.Minute)
 	cache := &failingCache{}
 	h.cached, h.newList = cache, func() runtime.Object { return &corev1.ConfigMapList{} }
-	ctx := context.Background()
-	if err := h.GetList(ctx, "/core/configmaps", storage.ListOptions{}, &corev1.ConfigMapList{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := h.Watch(ctx, "/core/configmaps", storage.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	for i := 1; i <= snapshotMinEvents; i++ {
-		cm := configMap(i)
-		cm.ResourceVersion = fmt.Sprint(i)
-		go inner.watch.Add(cm)
-		<-w.ResultChan()
-	}
+	w := burstOfCreates(t, h, inner.watch, snapshotMinEvents)
 	clock.Step(time.Minute)
 	for cache.lists.Load() == 0 {
 		time.Sleep(time.Millisecond)
