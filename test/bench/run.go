@@ -178,10 +178,12 @@ func run(ctx context.Context, o options) (results, error) {
 // idleSettle is the pause after creating workspaces before the memory
 // reading of idle workspaces: what the shard gives back once writes pause
 // is back by then. The watch caches let a burst's history go 5 to 7 s after
-// the last write and relist about 1 s later; 5 s after the last of them
-// etcd is compacted, the heap returned and the executable's pages released,
-// and the database file's pages within the next second.
-const idleSettle = 16 * time.Second
+// a resource's last write and relist about 1 s later; 5 s after the last of
+// them etcd is compacted, the heap returned and the executable's pages
+// released, and the database file's pages within the next second. The
+// controllers' last writes come a few seconds after the last workspace is
+// Ready with 20,000 of them (by hand, all was back 20 s after creation).
+const idleSettle = 30 * time.Second
 
 // sleep waits for d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
