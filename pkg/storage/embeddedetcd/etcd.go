@@ -158,7 +158,10 @@ func (s *Server) tendDatabase(ctx context.Context) {
 			}
 		}
 		applied := s.etcd.Server.AppliedIndex()
-		if idle.asked = idle.asked || s.releaseAsked.Swap(false); idle.worthReleasing(applied) {
+		if s.releaseAsked.Swap(false) {
+			idle.asked = true
+		}
+		if idle.worthReleasing(applied) {
 			idle.released(applied, s.releasePages(logger))
 		}
 		idle.last = applied
