@@ -55,8 +55,19 @@ type work struct {
 	attemptToOrphan []nodeKey
 }
 
-// graph holds the observed objects of all logical clusters and the reverse
-// ownerReference index, both keyed by (cluster, UID).
+// graph holds the observed objects of all logical clusters that take part in
+// garbage collection, and the reverse ownerReference index, both keyed by
+// (cluster, UID).
+//
+// Unlike upstream's graph, which keeps a node for every object it observes,
+// it keeps one only for an object that has owners, is being deleted with the
+// orphan or foreground finalizer, or is named as owner by an observed
+// object (from its next event on): most objects (a workspace's namespaces,
+// service accounts, config maps, role bindings) are none of these, and a
+// node with its map entry and strings costs about 300 bytes. An owner
+// without a node is what upstream calls a virtual node: the collector reads
+// it when it needs it (classify), and its removal still reaches its
+// dependents (remove, unobservedOwners).
 type graph struct {
 	mu    sync.RWMutex
 	nodes map[nodeKey]*node
@@ -162,12 +173,31 @@ func (g *graph) releaseLocked(c logicalcluster.Name) {
 	}
 }
 
+// participates tells whether the collector has to remember n whatever names
+// it: it has owners, or waits for the collector to orphan or delete its
+// dependents.
+func (n *node) participates() bool {
+	return len(n.owners) > 0 || n.orphan || n.foreground
+}
+
+// keepsLocked tells whether n needs a node: it participates, or observed
+// objects name it as their owner.
+func (g *graph) keepsLocked(n *node) bool {
+	return n.participates() || len(g.dependents[n.key]) > 0
+}
+
 // upsert records an added or updated object and returns the keys to look at.
 // Nodes are replaced, never mutated, so readers may keep them.
 func (g *graph) upsert(n *node) work {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.nodes[n.key]
+	keep := g.keepsLocked(n)
+	if old == nil && !keep {
+		// No owners, nothing waits for it and nothing names it: there is
+		// nothing to collect and nothing to remember.
+		return work{}
+	}
 	if old != nil {
 		n.key.cluster = old.key.cluster
 	} else {
@@ -215,17 +245,36 @@ func (g *graph) upsert(n *node) work {
 	if old == nil || !sameOwners(old.owners, n.owners) || old.deleting != n.deleting {
 		w.attemptToDelete = append(w.attemptToDelete, g.foregroundOwnersLocked(n.key.cluster, oldOwners, n.owners)...)
 	}
+	if !keep {
+		// It lost its owners and nothing names it: forget it.
+		g.forgetLocked(n.key)
+	}
 	return w
 }
 
+// forgetLocked drops the node of k, which has no owners left.
+func (g *graph) forgetLocked(k nodeKey) {
+	if _, ok := g.nodes[k]; !ok {
+		return
+	}
+	delete(g.nodes, k)
+	g.releaseLocked(k.cluster)
+	g.shrinkLocked()
+}
+
 // remove forgets a deleted object and returns the keys to look at: its
-// dependents (their owner is gone) and owners waiting for it.
+// dependents (their owner is gone), also when it had no node, and owners
+// waiting for it.
 func (g *graph) remove(k nodeKey) work {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	var w work
+	for d := range g.dependents[k] {
+		w.attemptToDelete = append(w.attemptToDelete, d)
+	}
 	n := g.nodes[k]
 	if n == nil {
-		return work{}
+		return w
 	}
 	delete(g.nodes, k)
 	g.releaseLocked(k.cluster)
@@ -233,10 +282,6 @@ func (g *graph) remove(k nodeKey) work {
 		g.unlinkLocked(nodeKey{k.cluster, r.UID}, k)
 	}
 	g.shrinkLocked()
-	var w work
-	for d := range g.dependents[k] {
-		w.attemptToDelete = append(w.attemptToDelete, d)
-	}
 	w.attemptToDelete = append(w.attemptToDelete, g.foregroundOwnersLocked(k.cluster, n.owners, nil)...)
 	return w
 }
@@ -255,11 +300,39 @@ func (g *graph) keysOf(gr schema.GroupResource) map[nodeKey]struct{} {
 	return out
 }
 
+// unobservedOwners returns the owners that observed objects name but that
+// have no node, each with one of the references to it: their resource is
+// known only from the references.
+func (g *graph) unobservedOwners() map[nodeKey]metav1.OwnerReference {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	out := map[nodeKey]metav1.OwnerReference{}
+	for owner, deps := range g.dependents {
+		if g.nodes[owner] != nil {
+			continue
+		}
+		for d := range deps {
+			if dep := g.nodes[d]; dep == nil {
+				continue
+			} else if ref, ok := dep.ownerRef(owner.uid); ok {
+				out[owner] = ref
+				break
+			}
+		}
+	}
+	return out
+}
+
+// unlinkLocked removes dependent from owner's dependents, and the owner's
+// node once nothing names it and it does not take part itself.
 func (g *graph) unlinkLocked(owner, dependent nodeKey) {
 	deps := g.dependents[owner]
 	delete(deps, dependent)
 	if len(deps) == 0 {
 		delete(g.dependents, owner)
+		if o := g.nodes[owner]; o != nil && !o.participates() {
+			g.forgetLocked(owner)
+		}
 	}
 }
 

@@ -37,8 +37,8 @@ func TestGraphKeepsTheSameUIDInTwoClustersApart(t *testing.T) {
 	if !slices.Equal(w.attemptToDelete, []nodeKey{{"a", "dep-a"}}) {
 		t.Errorf("removing a/owner asks to look at %v, want only a/dep-a", w.attemptToDelete)
 	}
-	if g.get(nodeKey{"b", "owner"}) == nil {
-		t.Errorf("removing a/owner removed b/owner")
+	if deps := g.dependentsOf(nodeKey{"b", "owner"}); len(deps) != 1 || deps[0].key.cluster != "b" {
+		t.Errorf("removing a/owner changed b/owner's dependents to %v", deps)
 	}
 }
 
@@ -145,7 +145,7 @@ func TestGraphForgetsAClusterWithItsLastObject(t *testing.T) {
 	g.upsert(cm("a", "owner"))
 	g.upsert(cm("a", "dep", "owner"))
 	g.upsert(cm("a", "dep", "owner")) // an update counts no second node
-	g.upsert(cm("b", "other"))
+	g.upsert(cm("b", "other", "ghost"))
 
 	g.remove(nodeKey{"a", "owner"})
 	if _, ok := g.clusters["a"]; !ok {
@@ -159,8 +159,8 @@ func TestGraphForgetsAClusterWithItsLastObject(t *testing.T) {
 	if i := g.clusters["b"]; i == nil || i.nodes != 1 {
 		t.Errorf("cluster b = %+v, want one node", i)
 	}
-	if len(g.nodes) != 1 || len(g.dependents) != 0 {
-		t.Errorf("graph keeps %d nodes and %d dependents entries, want 1 and 0", len(g.nodes), len(g.dependents))
+	if len(g.nodes) != 1 || len(g.dependents) != 1 {
+		t.Errorf("graph keeps %d nodes and %d dependents entries, want b/other and its owner's", len(g.nodes), len(g.dependents))
 	}
 }
 
@@ -171,6 +171,7 @@ func TestGraphMakesItsMapsAnewAfterAMassDeletion(t *testing.T) {
 		c := logicalcluster.Name(fmt.Sprintf("c%d", i))
 		g.upsert(cm(c, "owner"))
 		g.upsert(cm(c, "dep", "owner"))
+		g.upsert(cm(c, "owner")) // named now: its next event gives it a node
 	}
 	if g.peak != 2*n {
 		t.Fatalf("peak %d after %d upserts, want %d", g.peak, 2*n, 2*n)
@@ -195,5 +196,59 @@ func TestGraphMakesItsMapsAnewAfterAMassDeletion(t *testing.T) {
 	}
 	if deps := g.dependentsOf(nodeKey{last, "owner"}); len(deps) != 1 {
 		t.Fatalf("dependents of the last owner: %v, want its dependent", deps)
+	}
+}
+
+// Objects that have no owners and that nothing names keep no node; an owner
+// gets one from its first event after a dependent names it, and loses it
+// with its last dependent.
+func TestGraphKeepsNodesOnlyOfObjectsThatTakePartInCollection(t *testing.T) {
+	g := newGraph()
+	if w := g.upsert(cm("c", "plain")); len(w.attemptToDelete)+len(w.attemptToOrphan) != 0 {
+		t.Errorf("a plain object asks to look at %+v", w)
+	}
+	g.upsert(cm("c", "owner"))
+	if g.len() != 0 || len(g.clusters) != 0 {
+		t.Fatalf("%d nodes and %d clusters after two plain objects, want none", g.len(), len(g.clusters))
+	}
+	g.upsert(cm("c", "dep", "owner"))
+	if g.get(nodeKey{"c", "dep"}) == nil || g.get(nodeKey{"c", "owner"}) != nil {
+		t.Fatal("want a node for the dependent only, until the owner's next event")
+	}
+	if got := g.unobservedOwners(); len(got) != 1 || got[nodeKey{"c", "owner"}].Name != "owner" {
+		t.Errorf("unobserved owners = %v, want c/owner with the dependent's reference", got)
+	}
+	g.upsert(cm("c", "owner"))
+	if g.get(nodeKey{"c", "owner"}) == nil || len(g.unobservedOwners()) != 0 {
+		t.Fatal("the named owner has no node after its next event")
+	}
+	// The dependent drops its reference: the owner is plain again.
+	if w := g.upsert(cm("c", "dep")); len(w.attemptToDelete) != 0 {
+		t.Errorf("a dependent without owners asks to look at %v", w.attemptToDelete)
+	}
+	if g.len() != 0 || len(g.dependents) != 0 || len(g.clusters) != 0 {
+		t.Errorf("%d nodes, %d dependents entries, %d clusters left, want none", g.len(), len(g.dependents), len(g.clusters))
+	}
+	// A deleting object keeps a node only with a finalizer the collector
+	// serves.
+	n := cm("c", "deleting")
+	n.deleting = true
+	g.upsert(n)
+	n = cm("c", "deleting")
+	n.deleting, n.orphan = true, true
+	if w := g.upsert(n); !slices.Equal(w.attemptToOrphan, []nodeKey{{"c", "deleting"}}) || g.get(n.key) == nil {
+		t.Errorf("orphaning object: work %+v, node %v", w, g.get(n.key))
+	}
+}
+
+// The deletion of an owner the graph has no node of still reaches its
+// dependents.
+func TestGraphRemoveOfAnOwnerWithoutNodeChecksItsDependents(t *testing.T) {
+	g := newGraph()
+	g.upsert(cm("c", "owner"))
+	g.upsert(cm("c", "dep", "owner"))
+	w := g.remove(nodeKey{"c", "owner"})
+	if !slices.Equal(w.attemptToDelete, []nodeKey{{"c", "dep"}}) {
+		t.Errorf("attemptToDelete = %v, want c/dep", w.attemptToDelete)
 	}
 }

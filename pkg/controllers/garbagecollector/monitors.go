@@ -64,6 +64,29 @@ func (c *Controller) stopMonitorLocked(gr schema.GroupResource) {
 	for k := range c.graph.keysOf(gr) {
 		c.enqueue(c.graph.remove(k))
 	}
+	c.checkUnobservedOwners(gr, nil)
+}
+
+// checkUnobservedOwners asks to look at the dependents of the owners of
+// resource gr that have no node (graph) and are not in listed (nil: none
+// is): a relist that no longer has them, or the end of their resource's
+// watch, is the only word of their deletion the collector gets. Looking
+// reads each such owner.
+func (c *Controller) checkUnobservedOwners(gr schema.GroupResource, listed map[nodeKey]struct{}) {
+	for owner, ref := range c.graph.unobservedOwners() {
+		if _, ok := listed[owner]; ok {
+			continue
+		}
+		gvr, _, err := c.mapping(owner.cluster, ref.APIVersion, ref.Kind)
+		if err == nil && gvr.GroupResource() != gr {
+			continue // another resource's owner; unknown kinds are looked at
+		}
+		var w work
+		for _, d := range c.graph.dependentsOf(owner) {
+			w.attemptToDelete = append(w.attemptToDelete, d.key)
+		}
+		c.enqueue(w)
+	}
 }
 
 // syncCustomResource starts or stops the monitor of a CRD's resource: it is
@@ -189,16 +212,20 @@ func (s *monitorStore) Delete(obj interface{}) error {
 }
 
 func (s *monitorStore) Replace(list []interface{}, _ string) error {
-	gone := s.c.graph.keysOf(s.m.resource.GroupResource())
+	gr := s.m.resource.GroupResource()
+	gone := s.c.graph.keysOf(gr)
+	listed := make(map[nodeKey]struct{}, len(list))
 	for _, obj := range list {
 		if n, ok := toNode(s.m.resource, obj); ok {
 			delete(gone, n.key)
+			listed[n.key] = struct{}{}
 			s.c.enqueue(s.c.graph.upsert(n))
 		}
 	}
 	for k := range gone {
 		s.c.enqueue(s.c.graph.remove(k))
 	}
+	s.c.checkUnobservedOwners(gr, listed)
 	s.m.synced.Store(true)
 	return nil
 }

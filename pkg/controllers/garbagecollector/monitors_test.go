@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"context"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kplane-dev/kplane/pkg/controllers/loop"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 )
 
@@ -104,5 +106,62 @@ func TestMonitorMovesToAVersionSomeCRDStillServes(t *testing.T) {
 	c.syncCustomResource(a.Name)
 	if got := version(); got != "" {
 		t.Errorf("still watching %q without CRDs", got)
+	}
+}
+
+// A relist is the only word of the deletion of an owner the graph keeps no
+// node of, when its delete event was missed: a relist without it asks to
+// look at its dependents, one with it does not.
+func TestRelistWithoutAnUnobservedOwnerChecksItsDependents(t *testing.T) {
+	c, _ := testController(t, nil)
+	looked := make(chan string, 10)
+	c.deletes = loop.New("test-delete", func(_ context.Context, key string) error {
+		looked <- key
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.deletes.Run(ctx, 1)
+	// next returns the next key looked at, after the keys enqueued before.
+	next := func() string {
+		t.Helper()
+		select {
+		case k := <-looked:
+			return k
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing looked at")
+			return ""
+		}
+	}
+	s := &monitorStore{c: c, m: &monitor{resource: configMaps}}
+	owner := partial("c", "owner", "owner")
+	dep := partial("c", "dep", "dep", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner"})
+	depKey := keyString(nodeKey{"c", "dep"})
+
+	if err := s.Replace([]interface{}{owner, dep}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if k := next(); k != depKey { // a new dependent is looked at
+		t.Fatalf("looked at %q, want %q", k, depKey)
+	}
+	if c.graph.get(nodeKey{"c", "owner"}) != nil {
+		t.Fatal("the owner, listed before anything named it, has a node")
+	}
+
+	// The owner's deletion was missed: the relist does not have it.
+	if err := s.Replace([]interface{}{dep}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	if k := next(); k != depKey {
+		t.Fatalf("looked at %q after the owner went, want %q", k, depKey)
+	}
+
+	// Listed again with its owner (recreated, say): nothing to look at.
+	if err := s.Replace([]interface{}{owner, dep}, "3"); err != nil {
+		t.Fatal(err)
+	}
+	c.deletes.Enqueue("sentinel")
+	if k := next(); k != "sentinel" {
+		t.Fatalf("a relist with the owner asked to look at %q", k)
 	}
 }

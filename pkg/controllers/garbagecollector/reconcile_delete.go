@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
@@ -150,7 +151,8 @@ func (c *Controller) ownersSolidInGraph(n *node) bool {
 // errNamespacedOwnerOfClusterScoped.
 func (c *Controller) classify(ctx context.Context, n *node, client metadata.Interface, ref metav1.OwnerReference) (ownerState, error) {
 	cluster, ns := n.key.cluster, n.namespace
-	if o := c.graph.get(nodeKey{cluster: cluster, uid: ref.UID}); o != nil {
+	o := c.graph.get(nodeKey{cluster: cluster, uid: ref.UID})
+	if o != nil {
 		if o.namespace != "" && o.namespace != ns {
 			// The owner of that UID lives in another namespace: the
 			// reference cannot reach it.
@@ -171,23 +173,50 @@ func (c *Controller) classify(ctx context.Context, n *node, client metadata.Inte
 	if err != nil {
 		return solid, err
 	}
+	// An owner without a node (graph) that lives in another namespace gets
+	// the warning an observed one gets above.
+	elsewhere := func() {
+		if o == nil && namespaced && c.ownerInAnotherNamespace(ctx, client, gvr, ns, ref) {
+			c.recordInvalidNamespaceOwnerRef(ctx, n, ref)
+		}
+	}
 	if !namespaced {
 		ns = ""
 	} else if ns == "" {
+		elsewhere()
 		return solid, errNamespacedOwnerOfClusterScoped
 	}
 	owner, err := client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
+		elsewhere()
 		return dangling, nil
 	case err != nil:
 		return solid, err
 	case owner.UID != ref.UID:
+		elsewhere()
 		return dangling, nil
 	case owner.DeletionTimestamp != nil && hasFinalizer(owner.Finalizers, metav1.FinalizerDeleteDependents):
 		return waiting, nil
 	}
 	return solid, nil
+}
+
+// ownerInAnotherNamespace tells whether the object ref names, by name and
+// UID, exists in a namespace of the dependent's cluster other than ns. It
+// lists by name: an owner the graph keeps no node of is found only so.
+func (c *Controller) ownerInAnotherNamespace(ctx context.Context, client metadata.Interface, gvr schema.GroupVersionResource, ns string, ref metav1.OwnerReference) bool {
+	list, err := client.Resource(gvr).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", ref.Name).String()})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Looking for an owner in other namespaces failed", "resource", gvr, "name", ref.Name, "err", err)
+		return false
+	}
+	for _, item := range list.Items {
+		if item.UID == ref.UID && item.Name == ref.Name && item.Namespace != ns {
+			return true
+		}
+	}
+	return false
 }
 
 // processDeletingDependents finishes a foreground deletion once no
