@@ -133,9 +133,14 @@ type results struct {
 	HeapIdleBytes       int64   `json:"heap_idle_bytes"`
 	// LiveHeapIdleBytes is the live heap after the same GC (HeapIdleBytes
 	// also counts the free room in spans that hold live objects).
-	LiveHeapIdleBytes    int64         `json:"live_heap_idle_bytes"`
-	WSPerSecFlat         float64       `json:"ws_per_sec_flat"`
-	WSPerSecTree         float64       `json:"ws_per_sec_tree"`
+	LiveHeapIdleBytes int64   `json:"live_heap_idle_bytes"`
+	WSPerSecFlat      float64 `json:"ws_per_sec_flat"`
+	WSPerSecTree      float64 `json:"ws_per_sec_tree"`
+	// WSCPUMsFlat and WSCPUMsTree are the shard's CPU milliseconds per
+	// workspace created in the flat and the tree run: what the rates cost,
+	// read the same whatever the machine's speed at the time.
+	WSCPUMsFlat          float64       `json:"ws_cpu_ms_flat"`
+	WSCPUMsTree          float64       `json:"ws_cpu_ms_tree"`
 	WSReadyP50Ms         float64       `json:"ws_ready_p50_ms"`
 	WSReadyP99Ms         float64       `json:"ws_ready_p99_ms"`
 	TreeReadyP50Ms       float64       `json:"tree_ready_p50_ms"`
@@ -269,8 +274,8 @@ func (r results) print(w *os.File) {
 	row("workspaces / concurrency", fmt.Sprintf("%d / %d", r.Workspaces, r.Concurrency))
 	row("start to /readyz", fmt.Sprintf("%.2f s", r.StartToReadySeconds))
 	row("idle RSS / heap", mib(r.RSSIdleBytes)+" / "+mib(r.HeapIdleBytes))
-	row("workspaces/s flat", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms)", r.WSPerSecFlat, r.WSReadyP50Ms, r.WSReadyP99Ms))
-	row("workspaces/s tree", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms)", r.WSPerSecTree, r.TreeReadyP50Ms, r.TreeReadyP99Ms))
+	row("workspaces/s flat", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms), %.1f CPU ms each", r.WSPerSecFlat, r.WSReadyP50Ms, r.WSReadyP99Ms, r.WSCPUMsFlat))
+	row("workspaces/s tree", fmt.Sprintf("%.1f (ready p50 %.0f ms, p99 %.0f ms), %.1f CPU ms each", r.WSPerSecTree, r.TreeReadyP50Ms, r.TreeReadyP99Ms, r.WSCPUMsTree))
 	for _, m := range r.Memory {
 		took := ""
 		if m.Seconds > 0 {

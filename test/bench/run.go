@@ -53,18 +53,23 @@ func run(ctx context.Context, o options) (results, error) {
 
 	step(fmt.Sprintf("creating %d workspaces flat under root", o.workspaces))
 	flat := b.names("flat", o.workspaces)
+	cpu := t.value("process_cpu_seconds_total")
 	rate, lat, err := b.createFlat(ctx, flat)
 	if err != nil {
 		return r, err
 	}
 	r.WSPerSecFlat, r.WSReadyP50Ms, r.WSReadyP99Ms = rate, percentile(lat, 50), percentile(lat, 99)
+	r.WSCPUMsFlat = t.cpuMsPer(cpu, len(flat))
 
 	step(fmt.Sprintf("creating %d workspaces as a tree (fan-out %d, depth %d)", o.workspaces, o.treeFanout, o.treeDepth))
+	cpu = t.value("process_cpu_seconds_total")
+	before := b.count()
 	rate, lat, err = b.createTree(ctx, o.workspaces, o.treeFanout, o.treeDepth)
 	if err != nil {
 		return r, err
 	}
 	r.WSPerSecTree, r.TreeReadyP50Ms, r.TreeReadyP99Ms = rate, percentile(lat, 50), percentile(lat, 99)
+	r.WSCPUMsTree = t.cpuMsPer(cpu, b.count()-before)
 	r.MetricSeriesLoaded = t.metricSeries()
 
 	total := b.count()

@@ -188,6 +188,11 @@ func (t *target) memory() (rss, heap int64) {
 
 // gauge returns the value of an unlabelled metric on /metrics, or -1.
 func (t *target) gauge(name string) int {
+	return int(t.value(name))
+}
+
+// value returns the value of an unlabelled metric on /metrics, or -1.
+func (t *target) value(name string) float64 {
 	m, err := t.get("/metrics")
 	if err != nil {
 		return -1
@@ -195,10 +200,22 @@ func (t *target) gauge(name string) int {
 	for _, line := range strings.Split(m, "\n") {
 		if strings.HasPrefix(line, name+" ") {
 			f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return int(f)
+			return f
 		}
 	}
 	return -1
+}
+
+// cpuMsPer returns the shard's CPU milliseconds per unit of work since
+// before (process_cpu_seconds_total read then), or 0 when it cannot tell:
+// unlike a rate, it does not depend on how fast the machine runs at the
+// time, which on shared machines changes from run to run.
+func (t *target) cpuMsPer(before float64, units int) float64 {
+	after := t.value("process_cpu_seconds_total")
+	if before < 0 || after < before || units == 0 {
+		return 0
+	}
+	return (after - before) * 1000 / float64(units)
 }
 
 // histogramMark is the sum and count of a histogram on /metrics at one
