@@ -64,19 +64,17 @@ func (c *Controller) stopMonitorLocked(gr schema.GroupResource) {
 	for k := range c.graph.keysOf(gr) {
 		c.enqueue(c.graph.remove(k))
 	}
-	c.checkUnobservedOwners(gr, nil)
+	c.checkUnobservedOwners(gr)
 }
 
 // checkUnobservedOwners asks to look at the dependents of the owners of
-// resource gr that have no node (graph) and are not in listed (nil: none
-// is): a relist that no longer has them, or the end of their resource's
-// watch, is the only word of their deletion the collector gets. Looking
-// reads each such owner.
-func (c *Controller) checkUnobservedOwners(gr schema.GroupResource, listed map[nodeKey]struct{}) {
+// resource gr that have no node (graph): a relist that no longer has them,
+// or the end of their resource's watch, is the only word of their deletion
+// the collector gets. A relist gives every owner it has that something
+// names a node (upsert), so those it has are not among them. Looking reads
+// each such owner.
+func (c *Controller) checkUnobservedOwners(gr schema.GroupResource) {
 	for owner, ref := range c.graph.unobservedOwners() {
-		if _, ok := listed[owner]; ok {
-			continue
-		}
 		gvr, _, err := c.mapping(owner.cluster, ref.APIVersion, ref.Kind)
 		if err == nil && gvr.GroupResource() != gr {
 			continue // another resource's owner; unknown kinds are looked at
@@ -214,18 +212,16 @@ func (s *monitorStore) Delete(obj interface{}) error {
 func (s *monitorStore) Replace(list []interface{}, _ string) error {
 	gr := s.m.resource.GroupResource()
 	gone := s.c.graph.keysOf(gr)
-	listed := make(map[nodeKey]struct{}, len(list))
 	for _, obj := range list {
 		if n, ok := toNode(s.m.resource, obj); ok {
 			delete(gone, n.key)
-			listed[n.key] = struct{}{}
 			s.c.enqueue(s.c.graph.upsert(n))
 		}
 	}
 	for k := range gone {
 		s.c.enqueue(s.c.graph.remove(k))
 	}
-	s.c.checkUnobservedOwners(gr, listed)
+	s.c.checkUnobservedOwners(gr)
 	s.m.synced.Store(true)
 	return nil
 }
