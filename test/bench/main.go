@@ -139,14 +139,17 @@ type results struct {
 	// WSCPUMsFlat and WSCPUMsTree are the shard's CPU milliseconds per
 	// workspace created in the flat and the tree run: what the rates cost,
 	// read the same whatever the machine's speed at the time.
-	WSCPUMsFlat          float64       `json:"ws_cpu_ms_flat"`
-	WSCPUMsTree          float64       `json:"ws_cpu_ms_tree"`
-	WSReadyP50Ms         float64       `json:"ws_ready_p50_ms"`
-	WSReadyP99Ms         float64       `json:"ws_ready_p99_ms"`
-	TreeReadyP50Ms       float64       `json:"tree_ready_p50_ms"`
-	TreeReadyP99Ms       float64       `json:"tree_ready_p99_ms"`
-	RSSBytesPerWorkspace float64       `json:"rss_bytes_per_workspace"`
-	HeapBytesPerWS       float64       `json:"heap_bytes_per_workspace"`
+	WSCPUMsFlat          float64 `json:"ws_cpu_ms_flat"`
+	WSCPUMsTree          float64 `json:"ws_cpu_ms_tree"`
+	WSReadyP50Ms         float64 `json:"ws_ready_p50_ms"`
+	WSReadyP99Ms         float64 `json:"ws_ready_p99_ms"`
+	TreeReadyP50Ms       float64 `json:"tree_ready_p50_ms"`
+	TreeReadyP99Ms       float64 `json:"tree_ready_p99_ms"`
+	RSSBytesPerWorkspace float64 `json:"rss_bytes_per_workspace"`
+	HeapBytesPerWS       float64 `json:"heap_bytes_per_workspace"`
+	// LiveHeapBytesPerWS is what the live heap grew by per workspace: the
+	// rest of HeapBytesPerWS is free room in spans that live objects hold.
+	LiveHeapBytesPerWS   float64       `json:"live_heap_bytes_per_workspace"`
 	MetricSeriesEmpty    int           `json:"metric_series_empty"`
 	MetricSeriesLoaded   int           `json:"metric_series_loaded"`
 	GetP50Ms             float64       `json:"get_p50_ms"`
@@ -242,6 +245,8 @@ type memoryPoint struct {
 	Workspaces int   `json:"workspaces"`
 	RSSBytes   int64 `json:"rss_bytes"`
 	HeapBytes  int64 `json:"heap_bytes"`
+	// LiveHeapBytes is the live heap after the same GC.
+	LiveHeapBytes int64 `json:"live_heap_bytes,omitempty"`
 	// Seconds is how long creating the workspaces up to this point took.
 	Seconds float64 `json:"seconds,omitempty"`
 }
@@ -281,9 +286,13 @@ func (r results) print(w *os.File) {
 		if m.Seconds > 0 {
 			took = fmt.Sprintf(" (topped up in %.0f s)", m.Seconds)
 		}
-		row(fmt.Sprintf("memory at %d workspaces", m.Workspaces), "RSS "+mib(m.RSSBytes)+", heap "+mib(m.HeapBytes)+took)
+		live := ""
+		if m.LiveHeapBytes > 0 {
+			live = " (live " + mib(m.LiveHeapBytes) + ")"
+		}
+		row(fmt.Sprintf("memory at %d workspaces", m.Workspaces), "RSS "+mib(m.RSSBytes)+", heap "+mib(m.HeapBytes)+live+took)
 	}
-	row("bytes per workspace", fmt.Sprintf("RSS %.1f KiB, heap %.1f KiB", r.RSSBytesPerWorkspace/1024, r.HeapBytesPerWS/1024))
+	row("bytes per workspace", fmt.Sprintf("RSS %.1f KiB, heap %.1f KiB (live %.1f KiB)", r.RSSBytesPerWorkspace/1024, r.HeapBytesPerWS/1024, r.LiveHeapBytesPerWS/1024))
 	row("metric series", fmt.Sprintf("%d empty, %d loaded", r.MetricSeriesEmpty, r.MetricSeriesLoaded))
 	row("configmap GET", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.GetP50Ms, r.GetP99Ms))
 	row("configmap CREATE", fmt.Sprintf("p50 %.2f ms, p99 %.2f ms", r.CreateP50Ms, r.CreateP99Ms))

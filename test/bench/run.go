@@ -89,8 +89,9 @@ func run(ctx context.Context, o options) (results, error) {
 		// with them what the shard gives back once writes pause.
 		time.Sleep(idleSettle)
 		rss, heap := t.memory()
-		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, Seconds: took.Seconds()})
-		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), took.Seconds()))
+		live := int64(t.gauge("go_memstats_heap_alloc_bytes"))
+		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, LiveHeapBytes: live, Seconds: took.Seconds()})
+		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB, live heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), float64(live)/(1<<20), took.Seconds()))
 		// GETs spread over all workspaces, once, at the first point with
 		// at least --get-workspaces; after the memory reading, and they
 		// read only the kube-root-ca.crt every workspace has.
@@ -105,6 +106,7 @@ func run(ctx context.Context, o options) (results, error) {
 		last := r.Memory[n-1]
 		r.RSSBytesPerWorkspace = float64(last.RSSBytes-r.RSSIdleBytes) / float64(last.Workspaces)
 		r.HeapBytesPerWS = float64(last.HeapBytes-r.HeapIdleBytes) / float64(last.Workspaces)
+		r.LiveHeapBytesPerWS = float64(last.LiveHeapBytes-r.LiveHeapIdleBytes) / float64(last.Workspaces)
 	}
 
 	// Wildcard LISTs of --list-sizes configmaps, before the latency run adds
