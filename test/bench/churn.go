@@ -78,11 +78,11 @@ func (b *bench) churn(ctx context.Context, t *target, r *results, o options, ste
 		if err := sleep(ctx, o.churnSettle); err != nil {
 			return err
 		}
-		rss, heap := t.memory()
+		rss, heap, live := t.memoryLive()
 		r.ChurnDeleteSeconds = append(r.ChurnDeleteSeconds, d.Seconds())
 		r.ChurnRSSBytes = append(r.ChurnRSSBytes, rss)
 		r.ChurnHeapBytes = append(r.ChurnHeapBytes, heap)
-		r.ChurnLiveHeapBytes = append(r.ChurnLiveHeapBytes, int64(t.gauge("go_memstats_heap_alloc_bytes")))
+		r.ChurnLiveHeapBytes = append(r.ChurnLiveHeapBytes, live)
 		step(fmt.Sprintf("churn cycle %d: deleted in %.1f s, RSS %.1f MiB, heap %.1f MiB", c+1, d.Seconds(), float64(rss)/(1<<20), float64(heap)/(1<<20)))
 	}
 	return nil

@@ -41,8 +41,7 @@ func run(ctx context.Context, o options) (results, error) {
 	step := func(s string) { fmt.Fprintf(os.Stderr, "bench: [%s] %s\n", time.Since(began).Round(time.Second), s) }
 
 	time.Sleep(2 * time.Second) // let start-up work settle before the idle reading
-	r.RSSIdleBytes, r.HeapIdleBytes = t.memory()
-	r.LiveHeapIdleBytes = int64(t.gauge("go_memstats_heap_alloc_bytes"))
+	r.RSSIdleBytes, r.HeapIdleBytes, r.LiveHeapIdleBytes = t.memoryLive()
 	r.MetricSeriesEmpty = t.metricSeries()
 
 	b, err := newBench(t, o.concurrency)
@@ -88,8 +87,7 @@ func run(ctx context.Context, o options) (results, error) {
 		// Idle workspaces: the writes of their creation have settled, and
 		// with them what the shard gives back once writes pause.
 		time.Sleep(idleSettle)
-		rss, heap := t.memory()
-		live := int64(t.gauge("go_memstats_heap_alloc_bytes"))
+		rss, heap, live := t.memoryLive()
 		r.Memory = append(r.Memory, memoryPoint{Workspaces: b.count(), RSSBytes: rss, HeapBytes: heap, LiveHeapBytes: live, Seconds: took.Seconds()})
 		step(fmt.Sprintf("memory at %d workspaces: RSS %.1f MiB, heap %.1f MiB, live heap %.1f MiB (topped up in %.0f s)", b.count(), float64(rss)/(1<<20), float64(heap)/(1<<20), float64(live)/(1<<20), took.Seconds()))
 		// GETs spread over all workspaces, once, at the first point with
@@ -169,8 +167,7 @@ func run(ctx context.Context, o options) (results, error) {
 		if err := sleep(ctx, time.Until(deleted.Add(o.memoryReturnWait))); err != nil {
 			return r, err
 		}
-		r.RSSAfterDelete60sBytes, r.HeapAfterDelete60sBytes = t.memory()
-		r.LiveHeapAfterDelete60s = int64(t.gauge("go_memstats_heap_alloc_bytes"))
+		r.RSSAfterDelete60sBytes, r.HeapAfterDelete60sBytes, r.LiveHeapAfterDelete60s = t.memoryLive()
 	}
 	if o.churnCycles > 0 && o.churnWorkspaces > 0 {
 		step(fmt.Sprintf("%d cycles of creating and deleting %d workspaces", o.churnCycles, o.churnWorkspaces))

@@ -172,18 +172,21 @@ func (t *target) get(path string) (string, error) {
 // memory runs a GC in the shard (the heap profile endpoint does) and returns
 // RSS and the Go heap in use.
 func (t *target) memory() (rss, heap int64) {
+	rss, heap, _ = t.memoryLive()
+	return rss, heap
+}
+
+// memoryLive is memory with the live heap after the same GC, both heap
+// figures from one read of /metrics.
+func (t *target) memoryLive() (rss, heap, live int64) {
 	_, _ = t.get("/debug/pprof/heap?gc=1")
 	time.Sleep(200 * time.Millisecond)
-	heap = -1
+	heap, live = -1, -1
 	if m, err := t.get("/metrics"); err == nil {
-		for _, line := range strings.Split(m, "\n") {
-			if strings.HasPrefix(line, "go_memstats_heap_inuse_bytes ") {
-				f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-				heap = int64(f)
-			}
-		}
+		heap = int64(metricValue(m, "go_memstats_heap_inuse_bytes"))
+		live = int64(metricValue(m, "go_memstats_heap_alloc_bytes"))
 	}
-	return t.rss(), heap
+	return t.rss(), heap, live
 }
 
 // gauge returns the value of an unlabelled metric on /metrics, or -1.
@@ -197,6 +200,12 @@ func (t *target) value(name string) float64 {
 	if err != nil {
 		return -1
 	}
+	return metricValue(m, name)
+}
+
+// metricValue returns the value of the unlabelled metric name in the
+// /metrics text m, or -1.
+func metricValue(m, name string) float64 {
 	for _, line := range strings.Split(m, "\n") {
 		if strings.HasPrefix(line, name+" ") {
 			f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
