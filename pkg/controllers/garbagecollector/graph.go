@@ -252,7 +252,7 @@ func (g *graph) upsert(n *node) work {
 	return w
 }
 
-// forgetLocked drops the node of k, which has no owners left.
+// forgetLocked drops the node of k, whose links to its owners are gone.
 func (g *graph) forgetLocked(k nodeKey) {
 	if _, ok := g.nodes[k]; !ok {
 		return
@@ -276,12 +276,10 @@ func (g *graph) remove(k nodeKey) work {
 	if n == nil {
 		return w
 	}
-	delete(g.nodes, k)
-	g.releaseLocked(k.cluster)
 	for _, r := range n.owners {
 		g.unlinkLocked(nodeKey{k.cluster, r.UID}, k)
 	}
-	g.shrinkLocked()
+	g.forgetLocked(k)
 	w.attemptToDelete = append(w.attemptToDelete, g.foregroundOwnersLocked(k.cluster, n.owners, nil)...)
 	return w
 }
