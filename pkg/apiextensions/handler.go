@@ -17,12 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/metrics"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -193,6 +195,7 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	}
 	var handler http.HandlerFunc
 	switch {
+	case refusesBody(w, req, info, si):
 	case info.Subresource == "status" && sub != nil && sub.Status != nil:
 		var status subresourceStorage = si.storages[info.APIVersion].Status
 		if core := si.coreStatus[info.APIVersion]; core != nil {
@@ -222,6 +225,40 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	handler = metrics.InstrumentHandlerFunc(strings.ToUpper(info.Verb), info.APIGroup, info.APIVersion, info.Resource, info.Subresource,
 		metrics.CleanScope(info), metrics.APIServerComponent, si.deprecated[info.APIVersion], "", handler)
 	genericfilters.WithWaitGroup(handler, longRunning, si.requests).ServeHTTP(w, req)
+}
+
+// refusesBody answers 415 to a create or update of a custom resource or its
+// status whose body is in a media type custom resources are only encoded
+// to (protobuf, for Table and metadata answers): there is no decoder of it
+// into an unstructured object. The answer names the media types that are
+// decoded, as kube-apiserver's input negotiation does.
+func refusesBody(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo) bool {
+	if info.Verb != "create" && info.Verb != "update" || info.Subresource == "scale" {
+		return false
+	}
+	scope := si.requestScopes[info.APIVersion]
+	if scope == nil {
+		return false
+	}
+	if _, err := negotiation.NegotiateInputSerializer(req, false, decodedMediaTypes(scope.StandardSerializers)); err != nil {
+		responsewriters.ErrorNegotiated(err, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+		return true
+	}
+	return false
+}
+
+// decodedMediaTypes is the input side of a custom resource serializer:
+// negotiation only reads SupportedMediaTypes.
+type decodedMediaTypes []runtime.SerializerInfo
+
+func (d decodedMediaTypes) SupportedMediaTypes() []runtime.SerializerInfo { return d }
+
+func (decodedMediaTypes) EncoderForVersion(e runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
+	return e
+}
+
+func (decodedMediaTypes) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
+	return d
 }
 
 func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) http.HandlerFunc {
