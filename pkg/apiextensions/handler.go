@@ -17,14 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	"k8s.io/apiserver/pkg/endpoints/handlers"
-	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/metrics"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -35,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/requestbody"
 )
 
 // watches handle storage teardown by ending the connection; they are not
@@ -229,36 +228,14 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 
 // refusesBody answers 415 to a create or update of a custom resource or its
 // status whose body is in a media type custom resources are only encoded
-// to (protobuf, for Table and metadata answers): there is no decoder of it
-// into an unstructured object. The answer names the media types that are
-// decoded, as kube-apiserver's input negotiation does.
+// to (protobuf, for Table and metadata answers): nothing decodes it into
+// an unstructured object.
 func refusesBody(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo) bool {
 	if info.Verb != "create" && info.Verb != "update" || info.Subresource == "scale" {
 		return false
 	}
 	scope := si.requestScopes[info.APIVersion]
-	if scope == nil {
-		return false
-	}
-	if _, err := negotiation.NegotiateInputSerializer(req, false, decodedMediaTypes(scope.StandardSerializers)); err != nil {
-		responsewriters.ErrorNegotiated(err, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
-		return true
-	}
-	return false
-}
-
-// decodedMediaTypes is the input side of a custom resource serializer:
-// negotiation only reads SupportedMediaTypes.
-type decodedMediaTypes []runtime.SerializerInfo
-
-func (d decodedMediaTypes) SupportedMediaTypes() []runtime.SerializerInfo { return d }
-
-func (decodedMediaTypes) EncoderForVersion(e runtime.Encoder, _ runtime.GroupVersioner) runtime.Encoder {
-	return e
-}
-
-func (decodedMediaTypes) DecoderToVersion(d runtime.Decoder, _ runtime.GroupVersioner) runtime.Decoder {
-	return d
+	return scope != nil && requestbody.MediaTypes(scope.StandardSerializers).Refused(w, req, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion})
 }
 
 func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) http.HandlerFunc {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/kplane-dev/kplane/pkg/requestbody"
 )
 
 // servingInfo is what it takes to serve the custom resources of one CRD in
@@ -237,17 +238,11 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 		}
 
 		ns := newNegotiatedSerializer(vs.typer, safeConverter, st.schemas)
-		var standard []runtime.SerializerInfo
-		for _, s := range ns.SupportedMediaTypes() {
-			if s.MediaType != runtime.ContentTypeProtobuf {
-				standard = append(standard, s)
-			}
-		}
 		scope := handlers.RequestScope{
 			Namer:                    handlers.ContextBasedNaming{Namer: meta.NewAccessor(), ClusterScoped: clusterScoped},
 			Serializer:               ns,
 			ParameterCodec:           vs.parameterCodec,
-			StandardSerializers:      standard,
+			StandardSerializers:      requestbody.WithoutProtobuf(ns.SupportedMediaTypes()),
 			Creater:                  unstructuredCreator{},
 			Convertor:                safeConverter,
 			Defaulter:                schemaDefaulter{delegate: vs.parameters, schemas: st.schemas},

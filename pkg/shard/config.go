@@ -48,6 +48,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/loopback"
+	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/responsecompression"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
@@ -300,7 +301,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// read from the cache server.
 	systemExportIdentity := bootstrap.SystemExportIdentity(informers.kcp.apiExports, informers.global.APIExports)
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		// Core group custom resources are served below /api too.
+		// kcp's kinds decode no protobuf bodies; core group custom
+		// resources are served below /api too.
+		apiHandler = registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs)
 		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Large GETs and LISTs are gzipped beside their encoding.

@@ -18,8 +18,9 @@ import (
 )
 
 // TestProtobufBodiesOfCustomResourcesAre415: a create or update of a custom
-// resource, of its status, or of a core group kind defined by a CRD
-// (services.core) with a protobuf body gets 415 naming the media types
+// resource, of its status, of a core group kind defined by a CRD
+// (services.core) or of a kcp kind (served as CRDs in kcp) with a protobuf
+// body gets 415 naming the media types
 // that are read, as kube-apiserver answers it, through the front-proxy and
 // directly at the shard; a protobuf body of a built-in kind is still
 // created. client-go sends protobuf by default for core group kinds, so the
@@ -87,6 +88,8 @@ func TestProtobufBodiesOfCustomResourcesAre415(t *testing.T) {
 			{"create widget, ignore", "POST", "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Ignore", "application/vnd.kubernetes.protobuf", widgetProto},
 			{"create widget as CBOR", "POST", "/apis/example.com/v1/namespaces/default/widgets", "application/cbor", []byte{0xa0}},
 			{"create widget as a form", "POST", "/apis/example.com/v1/namespaces/default/widgets", "application/x-www-form-urlencoded", []byte("a=b")},
+			{"create workspace", "POST", "/apis/tenancy.kcp.io/v1alpha1/workspaces", "application/vnd.kubernetes.protobuf",
+				protobufEnvelope(t, "tenancy.kcp.io/v1alpha1", "Workspace", []byte(`{"metadata":{"name":"pb"}}`))},
 			{"create core CRD service", "POST", "/api/v1/namespaces/default/services", "application/vnd.kubernetes.protobuf", protobufOf(t, service)},
 		} {
 			code, err := send(c.method, c.path, c.contentType, c.body)
