@@ -391,3 +391,25 @@ func TestParseSplitsInitializerAndCluster(t *testing.T) {
 		t.Errorf("URL %q", Terminating.URL("https://vw", "abc:t"))
 	}
 }
+
+// TestStatusBodiesAreJSONOrYAML: a PUT of the status in a media type the
+// view does not read gets 415 naming the ones it does; YAML is read like
+// JSON.
+func TestStatusBodiesAreJSONOrYAML(t *testing.T) {
+	f := newFake()
+	_, front := view(t, Initializing, f, alice)
+	url := front.URL + "/services/initializingworkspaces/" + mine + "/clusters/waiting" + logicalClustersPath + "/cluster/status"
+	for _, contentType := range []string{"application/vnd.kubernetes.protobuf", "application/cbor", "application/x-www-form-urlencoded", "text/garbage"} {
+		code, body := do(t, http.MethodPut, url, contentType, "k8s\x00")
+		if code != http.StatusUnsupportedMediaType || !strings.Contains(string(body), "application/json, application/yaml") {
+			t.Errorf("PUT as %s: %d %s, want 415 naming application/json and application/yaml", contentType, code, body)
+		}
+	}
+	// Decoded, then refused for what it asks: the status keeps root:other.
+	if code, body := do(t, http.MethodPut, url, "application/yaml", "status:\n  initializers: []\n"); code != http.StatusUnprocessableEntity {
+		t.Errorf("PUT as YAML: %d %s, want 422", code, body)
+	}
+	if len(f.writes) != 0 {
+		t.Fatalf("refused updates wrote %d times", len(f.writes))
+	}
+}

@@ -12,11 +12,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
@@ -238,6 +241,18 @@ func (h *handler) serveLogicalCluster(w http.ResponseWriter, req *http.Request, 
 // asks for, given the current object's JSON.
 func (h *handler) applyWrite(req *http.Request, current, body []byte) (*corev1alpha1.LogicalCluster, error) {
 	result := body
+	if req.Method == http.MethodPut {
+		switch mediaType(req.Header.Get("Content-Type")) {
+		case "", runtime.ContentTypeJSON:
+		case runtime.ContentTypeYAML:
+			var err error
+			if result, err = yaml.YAMLToJSON(body); err != nil {
+				return nil, apierrors.NewBadRequest(fmt.Sprintf("decode the LogicalCluster: %v", err))
+			}
+		default:
+			return nil, negotiation.NewUnsupportedMediaTypeError([]string{runtime.ContentTypeJSON, runtime.ContentTypeYAML})
+		}
+	}
 	if req.Method == http.MethodPatch {
 		var err error
 		switch mediaType(req.Header.Get("Content-Type")) {
