@@ -10,8 +10,11 @@
 // refusals must be 4xx, never 5xx. Bad input (oversize and deep bodies,
 // invalid YAML, strict field validation, huge selectors, thousands of
 // watches) must get a clear 4xx or 429 and leave the processes running.
-// The package fails on any 5xx and on any panic the servers log while it
-// runs.
+// Every request encoding (content types, patch types, Accept variants,
+// malformed, truncated and empty bodies) on every resource family
+// (built-in, CRD, core group CRD, bound, the APIExport view, the cache
+// server) must get a 4xx or a 2xx. The package fails on any 5xx and on any
+// panic the servers log while it runs.
 //
 // The lean run goes with `make test`; KPLANE_SECURITY_LONG=1 sends every
 // request in both directions, at every shard, with more tricks and
