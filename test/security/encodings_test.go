@@ -145,11 +145,13 @@ var bodyEncodings = []bodyEncoding{
 	{name: "no type", missing: true, encode: jsonOf, accepted: always(decodes), malformed: garbage},
 }
 
-// patchType is one PATCH Content-Type and its patch of the object.
+// patchType is one PATCH Content-Type, its patch of the object and a
+// well-formed patch that gives metadata the wrong type.
 type patchType struct {
 	contentType string
 	query       string
 	body        func(encodingTarget) []byte
+	mistyped    func(encodingTarget) []byte
 	accepted    func(encodingTarget) acceptance
 }
 
@@ -157,9 +159,11 @@ var patchTypes = []patchType{
 	{contentType: "application/json-patch+json", accepted: always(decodes),
 		body: func(encodingTarget) []byte {
 			return []byte(`[{"op":"add","path":"/metadata/labels/enc-json-patch","value":"x"}]`)
-		}},
+		},
+		mistyped: fixed([]byte(`[{"op":"replace","path":"/metadata","value":"x"}]`))},
 	{contentType: "application/merge-patch+json", accepted: always(decodes),
-		body: func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-merge-patch":"x"}}}`) }},
+		body:     func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-merge-patch":"x"}}}`) },
+		mistyped: fixed([]byte(`{"metadata":"x"}`))},
 	{contentType: "application/strategic-merge-patch+json",
 		accepted: func(tg encodingTarget) acceptance {
 			if tg.typed != nil {
@@ -167,23 +171,42 @@ var patchTypes = []patchType{
 			}
 			return refuses
 		},
-		body: func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-strategic":"x"}}}`) }},
-	{contentType: "application/apply-patch+yaml", query: "fieldManager=sec-encodings&force=true", accepted: always(decodes), body: yamlOf},
+		body:     func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-strategic":"x"}}}`) },
+		mistyped: fixed([]byte(`{"metadata":"x"}`))},
+	{contentType: "application/apply-patch+yaml", query: "fieldManager=sec-encodings&force=true", accepted: always(decodes), body: yamlOf,
+		mistyped: func(tg encodingTarget) []byte { return yamlOf(mistypedOf(tg)) }},
 	{contentType: "application/unknown-patch+json", accepted: always(refuses),
-		body: func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-unknown":"x"}}}`) }},
+		body:     func(encodingTarget) []byte { return []byte(`{"metadata":{"labels":{"enc-unknown":"x"}}}`) },
+		mistyped: fixed([]byte(`{"metadata":"x"}`))},
 }
 
-// bodyVariant turns a valid body into what is sent.
+func fixed(b []byte) func(encodingTarget) []byte { return func(encodingTarget) []byte { return b } }
+
+// bodyVariant picks what is sent from a valid body, bytes no decoder
+// takes and a well-formed body whose metadata has the wrong type.
 type bodyVariant struct {
 	name string
-	make func(valid, malformed []byte) []byte
+	make func(valid, malformed, mistyped []byte) []byte
 }
 
 var bodyVariants = []bodyVariant{
-	{"valid", func(valid, _ []byte) []byte { return valid }},
-	{"malformed", func(_, malformed []byte) []byte { return malformed }},
-	{"truncated", func(valid, _ []byte) []byte { return valid[:len(valid)/2] }},
-	{"empty", func([]byte, []byte) []byte { return []byte{} }},
+	{"valid", func(valid, _, _ []byte) []byte { return valid }},
+	{"malformed", func(_, malformed, _ []byte) []byte { return malformed }},
+	{"mistyped", func(_, _, mistyped []byte) []byte { return mistyped }},
+	{"truncated", func(valid, _, _ []byte) []byte { return valid[:len(valid)/2] }},
+	{"empty", func([]byte, []byte, []byte) []byte { return []byte{} }},
+}
+
+// mistypedOf is the target with "metadata" a string. A built-in kind's
+// protobuf envelope then holds JSON, which protobuf does not decode.
+func mistypedOf(tg encodingTarget) encodingTarget {
+	object := map[string]interface{}{}
+	for k, v := range tg.object {
+		object[k] = v
+	}
+	object["metadata"] = "x"
+	tg.object, tg.typed = object, nil
+	return tg
 }
 
 // acceptVariant is one Accept header of a read and the answer it must get
@@ -249,8 +272,8 @@ func wantCodes(what string, ok func(int) bool, says ...string) func(answer) stri
 // writeWant is what a create, update or patch must get: 415 naming a
 // supported type when the type is refused; when it decodes, served for a
 // valid body (for a create: served or 409 AlreadyExists), a 4xx for a
-// malformed or empty one, anything but 5xx for a truncated one (half a
-// YAML document may still be one).
+// malformed, mistyped or empty one, anything but 5xx for a truncated one
+// (half a YAML document may still be one).
 func writeWant(tg encodingTarget, acc acceptance, variant, supported string, create, patch bool) func(answer) string {
 	unsupported := wantCodes("415 naming "+supported, is(http.StatusUnsupportedMediaType), supported)
 	if supported == "" {
@@ -274,7 +297,7 @@ func writeWant(tg encodingTarget, acc acceptance, variant, supported string, cre
 			return wantCodes("served or refused for the body, not its type", decoded)
 		}
 		return wantCodes("served", is2xx)
-	case "malformed", "empty":
+	case "malformed", "mistyped", "empty":
 		return wantCodes("4xx other than 415", func(c int) bool { return is4xx(c) && c != http.StatusUnsupportedMediaType })
 	}
 	return nil
@@ -308,9 +331,9 @@ func encodingProbes(targets []encodingTarget, victim *tenant) []probe {
 	object := tgObjectPath
 	for _, tg := range targets {
 		for _, e := range bodyEncodings {
-			valid := e.encode(tg)
+			valid, mistyped := e.encode(tg), e.encode(mistypedOf(tg))
 			for _, v := range bodyVariants {
-				body := v.make(valid, e.malformed)
+				body := v.make(valid, e.malformed, mistyped)
 				acc := e.accepted(tg)
 				add(tg, fmt.Sprintf("create, Content-Type %s, %s body", e.name, v.name), http.MethodPost, tg.collection, "", contentType(e), body,
 					writeWant(tg, acc, v.name, runtime.ContentTypeJSON, true, false))
@@ -326,7 +349,7 @@ func encodingProbes(targets []encodingTarget, victim *tenant) []probe {
 			valid := pt.body(tg)
 			for _, v := range bodyVariants {
 				add(tg, fmt.Sprintf("patch, Content-Type %s, %s body", pt.contentType, v.name), http.MethodPatch, object(tg), pt.query,
-					http.Header{"Content-Type": {pt.contentType}}, v.make(valid, garbage),
+					http.Header{"Content-Type": {pt.contentType}}, v.make(valid, garbage, pt.mistyped(tg)),
 					writeWant(tg, pt.accepted(tg), v.name, patchTypesNamed(tg), false, true))
 			}
 		}
