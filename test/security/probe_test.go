@@ -42,12 +42,18 @@ type probe struct {
 	base string
 	// path is sent as is, tricks included; query is the raw query.
 	path, query string
-	header      http.Header
-	body        []byte
-	cert        *tls.Certificate
+	// header is sent as is; a body without a Content-Type key goes as
+	// JSON, and a Content-Type key without values sends none.
+	header http.Header
+	body   []byte
+	cert   *tls.Certificate
 	// victim's markers must not appear in the answer.
 	victim *tenant
 	expect expect
+	// verify, when set, says what else is wrong with the answer ("" for
+	// nothing), such as a status code other than the one kube-apiserver
+	// gives.
+	verify func(answer) string
 }
 
 // answer is a probe's response.
@@ -57,12 +63,14 @@ type answer struct {
 	body   string
 }
 
-// tally counts probes and leaks for the package's summary line.
+// tally counts probes, leaks, 5xx answers and the panics the servers
+// logged, for the package's summary line.
 type tally struct {
 	mu       sync.Mutex
 	requests int
 	leaks    int
 	errors5x int
+	panics   int
 	codes    map[int]int
 }
 
@@ -93,7 +101,15 @@ func (r *tally) summary() string {
 	for _, c := range codes {
 		parts = append(parts, fmt.Sprintf("%d:%d", c, r.codes[c]))
 	}
-	return fmt.Sprintf("%d requests, %d leaks, %d 5xx (answers by status %s)", r.requests, r.leaks, r.errors5x, strings.Join(parts, " "))
+	return fmt.Sprintf("%d requests, %d leaks, %d 5xx, %d panics in server logs (answers by status %s)", r.requests, r.leaks, r.errors5x, r.panics, strings.Join(parts, " "))
+}
+
+// failed tells whether the package must fail whatever its tests said: a
+// 5xx answer or a panic in a server's log.
+func (r *tally) failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.errors5x > 0 || r.panics > 0
 }
 
 // clients are HTTP/1.1 clients that trust the front-proxy and every
@@ -152,7 +168,7 @@ func send(ctx context.Context, t testing.TB, p probe) answer {
 	for k, v := range p.header {
 		req.Header[k] = v
 	}
-	if p.body != nil && req.Header.Get("Content-Type") == "" {
+	if _, set := req.Header["Content-Type"]; p.body != nil && !set {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := clientFor(t, p.cert).Do(req)
@@ -198,6 +214,11 @@ func check(ctx context.Context, t testing.TB, p probe) answer {
 		problems = append(problems, fmt.Sprintf("LEAK: served (%d) instead of refused", a.code))
 	case p.expect == served && !ok2xx:
 		problems = append(problems, fmt.Sprintf("refused (%d), want served", a.code))
+	}
+	if p.verify != nil && a.code != 0 && a.code < 500 {
+		if problem := p.verify(a); problem != "" {
+			problems = append(problems, problem)
+		}
 	}
 	results.add(a.code, leak, len(problems) > 0 && a.code >= 500)
 	if len(problems) > 0 {

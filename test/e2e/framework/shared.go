@@ -15,6 +15,9 @@ type SharedSystemOptions struct {
 	// VirtualWorkspaces runs a virtual-workspaces process per shard instead
 	// of the shards' in-process views.
 	VirtualWorkspaces bool
+	// AfterTests, when set, runs after the tests while the system still
+	// runs and its logs exist (they go with it); false fails the package.
+	AfterTests func(*System) bool
 }
 
 // RunWithSharedSystem is the body of a TestMain whose tests share one
@@ -64,6 +67,9 @@ func RunWithSharedSystem(m *testing.M, name string, o SharedSystemOptions, set f
 	}
 	set(sys)
 	code := m.Run()
+	if o.AfterTests != nil && !o.AfterTests(sys) && code == 0 {
+		code = 1
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "system logs:\n%s\n", sys.LogTail(80))
 	}
