@@ -33,7 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/requestbody"
+	"github.com/kplane-dev/kplane/pkg/mediatypes"
 )
 
 // watches handle storage teardown by ending the connection; they are not
@@ -194,7 +194,7 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	}
 	var handler http.HandlerFunc
 	switch {
-	case refusesBody(w, req, info, si):
+	case refused(w, req, info, si):
 	case info.Subresource == "status" && sub != nil && sub.Status != nil:
 		var status subresourceStorage = si.storages[info.APIVersion].Status
 		if core := si.coreStatus[info.APIVersion]; core != nil {
@@ -226,16 +226,26 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 	genericfilters.WithWaitGroup(handler, longRunning, si.requests).ServeHTTP(w, req)
 }
 
-// refusesBody answers 415 to a create or update of a custom resource or its
-// status whose body is in a media type custom resources are only encoded
-// to (protobuf, for Table and metadata answers): nothing decodes it into
-// an unstructured object.
-func refusesBody(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo) bool {
-	if info.Verb != "create" && info.Verb != "update" || info.Subresource == "scale" {
+// refused answers what custom resources list among their media types but
+// cannot serve, before a handler runs: a create or update of an object or
+// its status in protobuf (they are only encoded to it, for Table and
+// metadata answers; nothing decodes it into an unstructured object) gets
+// 415, a GET of one object as a metadata list 406.
+func refused(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo) bool {
+	scope := si.requestScopes[info.APIVersion]
+	if info.Subresource == "status" {
+		scope = si.statusScopes[info.APIVersion]
+	}
+	if scope == nil || info.Subresource != "" && info.Subresource != "status" {
 		return false
 	}
-	scope := si.requestScopes[info.APIVersion]
-	return scope != nil && requestbody.MediaTypes(scope.StandardSerializers).Refused(w, req, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion})
+	switch info.Verb {
+	case "create", "update":
+		return mediatypes.Decoded(scope.StandardSerializers).Refused(w, req, upstream.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion})
+	case "get":
+		return mediatypes.RefusedMetadataListOfOne(w, req, scope)
+	}
+	return false
 }
 
 func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, terminating bool) http.HandlerFunc {

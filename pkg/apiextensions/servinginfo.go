@@ -32,7 +32,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/requestbody"
+	"github.com/kplane-dev/kplane/pkg/mediatypes"
 )
 
 // servingInfo is what it takes to serve the custom resources of one CRD in
@@ -242,7 +242,7 @@ func (b *servingInfoBuilder) build(target servingTarget, crd *apiextensionsv1.Cu
 			Namer:                    handlers.ContextBasedNaming{Namer: meta.NewAccessor(), ClusterScoped: clusterScoped},
 			Serializer:               ns,
 			ParameterCodec:           vs.parameterCodec,
-			StandardSerializers:      requestbody.WithoutProtobuf(ns.SupportedMediaTypes()),
+			StandardSerializers:      mediatypes.WithoutProtobuf(ns.SupportedMediaTypes()),
 			Creater:                  unstructuredCreator{},
 			Convertor:                safeConverter,
 			Defaulter:                schemaDefaulter{delegate: vs.parameters, schemas: st.schemas},

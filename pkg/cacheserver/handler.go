@@ -28,6 +28,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kplane-dev/kplane/pkg/mediatypes"
 )
 
 // apis serves the replicated kinds: their resources below
@@ -165,7 +167,7 @@ func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, err
 		return func(w http.ResponseWriter, req *http.Request) { build()(w, req) }
 	}
 	byVerb := map[string]http.HandlerFunc{
-		"get":              handlers.GetResource(storage, scope),
+		"get":              withoutMetadataListOfOne(handlers.GetResource(storage, scope), scope),
 		"list":             handlers.ListResource(storage, storage, scope, false, c.minRequestTimeout),
 		"watch":            handlers.ListResource(storage, storage, scope, true, c.minRequestTimeout),
 		"create":           perRequest(func() http.HandlerFunc { return handlers.CreateResource(storage, scope, admit) }),
@@ -179,6 +181,16 @@ func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, err
 		byVerb[verb] = metrics.InstrumentHandlerFunc(strings.ToUpper(verb), gv.Group, gv.Version, k.Resource.Resource, "", "", metrics.APIServerComponent, false, "", h)
 	}
 	return &resourceHandlers{kind: k, verbs: byVerb}, nil
+}
+
+// withoutMetadataListOfOne answers 406 to a GET of one replica as a
+// metadata list, which upstream's handler would fail with a 500.
+func withoutMetadataListOfOne(h http.HandlerFunc, scope *handlers.RequestScope) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if !mediatypes.RefusedMetadataListOfOne(w, req, scope) {
+			h(w, req)
+		}
+	}
 }
 
 // withCreateMeta reads the uid and creation time a writer sent with a

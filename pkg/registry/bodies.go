@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/kplane-dev/kplane/pkg/requestbody"
+	"github.com/kplane-dev/kplane/pkg/mediatypes"
 )
 
 // protobufDecodable is what a Go type needs for a protobuf body to decode
@@ -23,7 +23,7 @@ var protobufDecodable = reflect.TypeFor[interface{ Unmarshal([]byte) error }]()
 // the media types that are read, as kube-apiserver's input negotiation
 // does; without it such a body failed later with a 400 about marshalling.
 func WithDecodableBodies(h http.Handler, scheme *runtime.Scheme, codecs runtime.NegotiatedSerializer) http.Handler {
-	decoded := requestbody.WithoutProtobuf(codecs.SupportedMediaTypes())
+	decoded := mediatypes.WithoutProtobuf(codecs.SupportedMediaTypes())
 	withoutProtobuf := map[schema.GroupVersion]bool{}
 	for gv := range groupVersionsWithoutProtobuf(scheme) {
 		withoutProtobuf[gv] = true

@@ -38,6 +38,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/admission/systemstatus"
 	admissionwebhook "github.com/kplane-dev/kplane/pkg/admission/webhook"
 	wsadmission "github.com/kplane-dev/kplane/pkg/admission/workspace"
+	"github.com/kplane-dev/kplane/pkg/applypatch"
 	"github.com/kplane-dev/kplane/pkg/authentication/admin"
 	"github.com/kplane-dev/kplane/pkg/authentication/impersonation"
 	"github.com/kplane-dev/kplane/pkg/authorization"
@@ -304,6 +305,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// kcp's kinds decode no protobuf bodies; core group custom
 		// resources are served below /api too.
 		apiHandler = registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs)
+		apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
 		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Large GETs and LISTs are gzipped beside their encoding.
