@@ -48,6 +48,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/loopback"
+	"github.com/kplane-dev/kplane/pkg/panics"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/responsecompression"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
@@ -308,7 +309,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
-		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
+		// Recovered here, a handler's panic stays in the timeout filter's
+		// goroutine; server.go recovers those of the filters around it all.
+		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), c))
 		return withVirtualWorkspaces(withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache), virtualWorkspaces)
 	}
 	return config, nil
