@@ -67,11 +67,12 @@ func init() {
 	})
 }
 
-// WithRecovery returns handler that recovers a panic of handler: it answers
-// 500 with a Status if nothing was written yet, finishes a response that
-// already says 500, and aborts any other (a truncated success must not
-// look complete). A panic with http.ErrAbortHandler passes through
-// untouched, as net/http expects.
+// WithRecovery returns a handler that serves with handler and recovers its
+// panics: each is counted, its site's stack logged at most once a minute;
+// the request is answered 500 with a Status if nothing was written yet, a
+// response that already says 500 is finished, any other is aborted (a
+// truncated success must not look complete). A panic with
+// http.ErrAbortHandler passes through untouched, as net/http expects.
 func WithRecovery(handler http.Handler) http.Handler {
 	return &recovering{recorder: serving, next: handler}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,6 +133,27 @@ func TestOneSiteRepeatedLogsOneStackAndCountsEveryPanic(t *testing.T) {
 	}
 	if total != 1000 {
 		t.Errorf("counted %v, want 1000", total)
+	}
+}
+
+func TestConcurrentPanicsAtOneSiteLogOneStack(t *testing.T) {
+	f := newFixture(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				f.serve(http.HandlerFunc(panicsAtSiteA))
+			}
+		})
+	}
+	wg.Wait()
+	if logs := f.logs(); len(logs) != 1 {
+		t.Errorf("%d log entries, want 1", len(logs))
+	}
+	for site, n := range f.counts() {
+		if n != 800 {
+			t.Errorf("counted %v at %q, want 800", n, site)
+		}
 	}
 }
 
