@@ -19,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/rest"
 
+	"github.com/kplane-dev/kplane/pkg/panics"
 	"github.com/kplane-dev/kplane/pkg/rootdir"
 	kstorage "github.com/kplane-dev/kplane/pkg/storage"
 	"github.com/kplane-dev/kplane/pkg/version"
@@ -134,10 +135,7 @@ func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *g
 	if err := etcd.ApplyTo(gc); err != nil {
 		return nil, err
 	}
-	gc.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		chain := genericapiserver.DefaultBuildHandlerChain(withWildcardVerbs(apiHandler, c.Serializer), c)
-		return withScope(chain, c.Serializer)
-	}
+	gc.BuildHandlerChainFunc = buildHandlerChain
 	return &Config{
 		Generic: gc,
 		Access:  access,
@@ -147,6 +145,14 @@ func newConfig(gc *genericapiserver.Config, authn authenticator.Request, etcd *g
 			etcd:       etcdClient,
 		},
 	}, nil
+}
+
+// buildHandlerChain is upstream's chain below the parsing of the shard and
+// the cluster. Panics are recovered below the timeout filter, whose
+// goroutine would turn them into new ones, and around everything.
+func buildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+	chain := genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(withWildcardVerbs(apiHandler, c.Serializer)), c)
+	return panics.WithRecovery(withScope(chain, c.Serializer))
 }
 
 // adminAuthenticator accepts the admin token of the root directory as

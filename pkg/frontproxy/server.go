@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kplane-dev/kplane/pkg/exepages"
+	"github.com/kplane-dev/kplane/pkg/panics"
 )
 
 // Server is a configured front-proxy.
@@ -89,7 +90,9 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 	px := newProxy(routes, s.index, authn, sa)
 	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
 	mux.Handle("/", withRequestMetrics(px))
-	s.handler = mux
+	// No timeout filter moves handlers to a goroutine of their own: one
+	// recovery around everything sees every panic.
+	s.handler = panics.WithRecovery(mux)
 	return s, nil
 }
 

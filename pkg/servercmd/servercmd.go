@@ -19,6 +19,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
+
+	"github.com/kplane-dev/kplane/pkg/panics"
 )
 
 func init() {
@@ -50,6 +52,9 @@ func New(s Server) (*cobra.Command, cliflag.NamedFlagSets) {
 			if err := logsapi.ValidateAndApply(s.Logs, utilfeature.DefaultFeatureGate); err != nil {
 				return err
 			}
+			// Upstream's panic log would repeat every panic our handlers
+			// recover and log once a minute per site.
+			panics.SilenceRecoveredCrashLogs()
 			return s.Run(genericapiserver.SetupSignalContext())
 		},
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -49,6 +49,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/globalinformers"
 	"github.com/kplane-dev/kplane/pkg/logicalcluster"
 	"github.com/kplane-dev/kplane/pkg/loopback"
+	"github.com/kplane-dev/kplane/pkg/panics"
 	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/responsecompression"
@@ -313,7 +314,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		// Impersonated identities are scoped to the request's cluster
 		// after upstream impersonation and authorization.
 		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
-		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(inner, c))
+		// Recovered here, a handler's panic stays in the timeout filter's
+		// goroutine; server.go recovers those of the filters around it all.
+		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), c))
 		return withVirtualWorkspaces(withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache), virtualWorkspaces)
 	}
 	return config, nil

@@ -32,6 +32,7 @@ import (
 	"github.com/kplane-dev/kplane/pkg/authentication/stackreserve"
 	"github.com/kplane-dev/kplane/pkg/exepages"
 	"github.com/kplane-dev/kplane/pkg/listencoder"
+	"github.com/kplane-dev/kplane/pkg/panics"
 	"github.com/kplane-dev/kplane/pkg/registry"
 	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
 	"github.com/kplane-dev/kplane/pkg/registry/content"
@@ -140,7 +141,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		// Authentication is the first step of a request's own goroutine:
 		// its stack grows there once instead of deep in the chain.
 		gc.Authentication.Authenticator = stackreserve.WithStackReserve(gc.Authentication.Authenticator)
-		return withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken)
+		// The whole chain, the in-process virtual workspaces included:
+		// config.go recovers the API handler's panics below the filters.
+		return panics.WithRecovery(withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken))
 	}
 	// The OpenAPI documents are built on their first request (openapi.go),
 	// not by PrepareRun; the v3 settings still give the models of managed

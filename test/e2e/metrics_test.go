@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -122,4 +123,20 @@ func requireSelfAllowed(ctx context.Context, e *wsEnv, t *testing.T, who, cluste
 		return apierrors.NewForbidden(schema.GroupResource{}, path, fmt.Errorf("%s may not get %s in %s yet", who, path, cluster))
 	}
 	return nil
+}
+
+// TestShardMetricsCountRecoveredPanics: the shard's /metrics has the
+// counter of recovered panics from the start, at 0 when nothing panicked.
+// No request is known to panic; the chains' recovery itself is unit-tested
+// in pkg/panics, pkg/cacheserver and pkg/virtual/framework.
+func TestShardMetricsCountRecoveredPanics(t *testing.T) {
+	s := sharedShard(t)
+	ctx := testContext(t)
+	code, body := httpGet(ctx, t, s.HTTPClient(t), s.BaseURL(t)+"/metrics", s.KubeconfigToken(t, "shard-admin"))
+	if code != http.StatusOK {
+		t.Fatalf("GET /metrics as shard-admin: HTTP %d (%s), want 200", code, body)
+	}
+	if want := `kplane_recovered_panics_total{site="other"} 0`; !strings.Contains(body, want) {
+		t.Errorf("GET /metrics: no %s", want)
+	}
 }

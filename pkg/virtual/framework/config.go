@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/kplane-dev/kplane/pkg/panics"
 	"github.com/kplane-dev/kplane/pkg/proxyauth"
 	"github.com/kplane-dev/kplane/pkg/version"
 	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
@@ -101,9 +102,7 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	gc.Authorization.Authorizer = pathAuthorizer{}
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 	gc.LongRunningFunc = longRunning
-	gc.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(apiHandler, c)
-	}
+	gc.BuildHandlerChainFunc = buildHandlerChain
 
 	shard, err := loadKubeconfig(o.Kubeconfig, o.Context)
 	if err != nil {
@@ -124,6 +123,13 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 		return nil, err
 	}
 	return &Config{Generic: gc, Mounted: mounted}, nil
+}
+
+// buildHandlerChain is upstream's chain. Panics are recovered below the
+// timeout filter, whose goroutine would turn them into new ones, and around
+// everything.
+func buildHandlerChain(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+	return panics.WithRecovery(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(apiHandler), c))
 }
 
 // pathAuthorizer lets everyone reach the views, which authorize callers

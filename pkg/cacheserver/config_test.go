@@ -1,0 +1,64 @@
+package cacheserver
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/component-base/metrics/testutil"
+)
+
+// recoveredPanics sums the process's kplane_recovered_panics_total.
+func recoveredPanics(t *testing.T) float64 {
+	t.Helper()
+	bySite, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "kplane_recovered_panics_total", map[string]string{}, "site")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, n := range bySite {
+		total += n
+	}
+	return total
+}
+
+func TestPanicsInTheHandlerChainAreAnswered500AndCounted(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		api        http.HandlerFunc
+		authorizer authorizer.AuthorizerFunc
+	}{
+		{name: "API handler", api: func(http.ResponseWriter, *http.Request) { panic("the API handler's panic") }},
+		{name: "filter", authorizer: func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+			panic("the authorizer's panic")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gc := genericapiserver.NewConfig(codecs)
+			gc.RequestInfoResolver = genericapiserver.NewRequestInfoResolver(gc)
+			gc.FeatureGate = utilfeature.DefaultFeatureGate
+			if tc.authorizer != nil {
+				gc.Authorization.Authorizer = tc.authorizer
+			}
+			api := http.Handler(tc.api)
+			if tc.api == nil {
+				api = http.NotFoundHandler()
+			}
+			before := recoveredPanics(t)
+			rec := httptest.NewRecorder()
+			buildHandlerChain(api, gc).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ServicePrefix+"/shards/s1/clusters/c1/api/v1/configmaps", nil))
+			if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "panic") {
+				t.Errorf("HTTP %d %q, want a 500 that names the panic", rec.Code, rec.Body)
+			}
+			if after := recoveredPanics(t); after != before+1 {
+				t.Errorf("kplane_recovered_panics_total went from %v to %v, want one more", before, after)
+			}
+		})
+	}
+}
