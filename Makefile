@@ -14,7 +14,7 @@ TOKEN_AUTH_FILE ?=
 PLUGIN_DIR ?=
 IMAGE ?= ghcr.io/kplane-dev/kplane:dev
 CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
-FUZZTIME ?= 6s
+FUZZTIME ?= 4s
 
 # The fuzz targets, <package>:<target>. go test runs their seeds with the
 # other tests; `make fuzz` also fuzzes each for FUZZTIME. An input that
