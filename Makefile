@@ -1,6 +1,7 @@
 # Build, run and test the project. `make run` starts a shard with embedded
 # etcd; `make run-system` starts the whole system (shards and front-proxy);
-# `make test` runs every test (unit, integration, shard and system e2e).
+# `make test` runs every test (unit, integration, shard and system e2e),
+# then each fuzz target for FUZZTIME.
 
 GO        ?= go
 BIN       ?= bin
@@ -13,8 +14,22 @@ TOKEN_AUTH_FILE ?=
 PLUGIN_DIR ?=
 IMAGE ?= ghcr.io/kplane-dev/kplane:dev
 CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
+FUZZTIME ?= 4s
 
-.PHONY: all build run run-system test test-unit test-e2e bench generate lint vet fmt install-plugins image chart-check test-faults
+# The fuzz targets, <package>:<target>. go test runs their seeds with the
+# other tests; `make fuzz` also fuzzes each for FUZZTIME. An input that
+# fails is written to the package's testdata/fuzz/: commit it with the fix
+# and go test keeps running it.
+FUZZ_TARGETS = \
+	./pkg/logicalcluster:FuzzParsePath \
+	./pkg/clusterpath:FuzzWithCluster \
+	./pkg/frontproxy:FuzzSplitClusterPath \
+	./pkg/cacheserver:FuzzParsePath \
+	./pkg/cacheserver:FuzzReplicaDecoder \
+	./pkg/apiextensions:FuzzCustomResourceDecoder \
+	./pkg/authentication/serviceaccount:FuzzClusterAuthenticator
+
+.PHONY: all build run run-system test test-unit test-e2e fuzz bench generate lint vet fmt install-plugins image chart-check test-faults
 
 all: build
 
@@ -56,6 +71,15 @@ vet:
 
 test: vet
 	$(GO) test -vet=off $(GOFLAGS_TEST) ./...
+	$(MAKE) fuzz
+
+# go test -fuzz takes one target of one package per run. The corpus it
+# grows stays in the Go build cache.
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -vet=off -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 test-unit:
 	$(GO) test -vet=off $(GOFLAGS_TEST) $$($(GO) list ./... | grep -v /test/)

@@ -128,7 +128,13 @@ func Split(path, rawPath string) (logicalcluster.Path, string, error) {
 		name, rest = after[:i], after[i:]
 	}
 	if rawPath != "" {
-		rawAfter := strings.TrimPrefix(rawPath, clustersPrefix)
+		// The prefix and the name are stripped from the raw path as they
+		// are spelled in the path: an encoded character in either would
+		// leave the raw path and the request URI naming another path.
+		rawAfter, ok := strings.CutPrefix(rawPath, clustersPrefix)
+		if !ok {
+			return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q must spell %s without encoded characters", rawPath, clustersPrefix))
+		}
 		if i := strings.IndexByte(rawAfter, '/'); i >= 0 {
 			rawAfter = rawAfter[:i]
 		}

@@ -33,6 +33,7 @@ func TestSplitClusterPath(t *testing.T) {
 		{"/clusters/a/./api", "", "", true, 0},
 		{"/clusters/a%2Fb/api", "", "", true, 0},
 		{"/clusters/a%3Ab/api", "", "", true, 0},
+		{"/cluster%73/a/api", "", "", true, 0},
 		{"/clusters/a/clusters/b/api", "", "", true, http.StatusNotFound},
 		{"/clusters/a/clusters/a/api/v1/configmaps", "", "", true, http.StatusNotFound},
 		{"/clusters/a/clusters", "", "", true, http.StatusNotFound},
