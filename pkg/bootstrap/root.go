@@ -164,7 +164,7 @@ func workspaceType(name tenancyv1alpha1.WorkspaceTypeName, spec tenancyv1alpha1.
 	}
 }
 
-// builtinTypes are the WorkspaceTypes of root (API.md).
+// builtinTypes are the WorkspaceTypes of root (docs/api.md).
 func builtinTypes() []*tenancyv1alpha1.WorkspaceType {
 	universal := ref(tenancyv1alpha1.UniversalWorkspaceTypeName)
 	organization := ref(tenancyv1alpha1.OrganizationWorkspaceTypeName)

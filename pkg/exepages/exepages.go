@@ -5,8 +5,8 @@
 // linked package, scheme, storage and OpenAPI registration, the bootstrap
 // of its objects. The kernel keeps every page of the executable it read
 // for that mapped into the process (and, with read-ahead and fault-around,
-// the pages next to them): for the shard, about 90 MB of its 160 MB binary,
-// of which an idle shard uses about 35 MB again. Release drops them all
+// the pages next to them): for the shard, most of its binary, of which an
+// idle shard uses only a part again. Release drops them all
 // from the process and from the page cache; those the server uses later
 // are read again from the file, one page at a time.
 //

@@ -17,8 +17,8 @@ import (
 // reflector. It passes every change to a handler of the index and keeps
 // only the keys (cluster|name) of the objects, for the deletions a relist
 // implies: the index's maps are the state. A copy of every object, as an
-// informer keeps, cost the proxy about 3 KiB per workspace (the objects and
-// the per-cluster indexes of a LogicalCluster), for nothing it reads.
+// informer keeps, cost the proxy memory per workspace (the objects and the
+// per-cluster indexes of a LogicalCluster), for nothing it reads.
 type handlerStore struct {
 	handler wildcardinformer.Handler
 	// deleted builds the object the handler is told was deleted when a

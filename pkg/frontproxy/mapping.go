@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// PathMapping routes the requests below a path to a backend (API.md,
+// PathMapping routes the requests below a path to a backend (docs/api.md,
 // "Front-proxy mapping file"). The mapping of path /clusters/ routes by the
 // index to the shard of the request's logical cluster; its backend is not
 // used.

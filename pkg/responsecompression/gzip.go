@@ -3,12 +3,12 @@
 //
 // Upstream's response writer (APIResponseCompression) compresses on the
 // encoding goroutine: for a LIST of 10,000 objects the encoder waits for
-// gzip after every item, and gzip is about half the server's time. Here the
-// encoder hands full buffers to a compressor and goes on; on a machine with
-// a second core the two run side by side. The wire is upstream's: the same
-// threshold, level, Content-Encoding and Vary; the compressor is
-// klauspost/compress's gzip, about twice as fast as the standard library's
-// at that level, which matters once encoding runs on every core
+// gzip after every item, and gzip is a large part of the server's time.
+// Here the encoder hands full buffers to a compressor and goes on; on a
+// machine with a second core the two run side by side. The wire is
+// upstream's: the same threshold, level, Content-Encoding and Vary; the
+// compressor is klauspost/compress's gzip, faster than the standard
+// library's at that level, which matters once encoding runs on every core
 // (listencoder) and the compressor is what the response waits for.
 package responsecompression
 

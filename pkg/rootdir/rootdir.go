@@ -154,7 +154,7 @@ func (d Dir) EnsureServingCert(host string, ips []net.IP) (certFile, keyFile str
 	return certFile, keyFile, os.WriteFile(certFile, cert, 0o644)
 }
 
-// WriteAdminKubeconfig writes the kubeconfig described in API.md: clusters
+// WriteAdminKubeconfig writes the kubeconfig described in docs/api.md: clusters
 // root, base and system:admin; users kcp-admin and shard-admin; contexts
 // root, base, system:admin and shard-base (current: root).
 func WriteAdminKubeconfig(path, baseURL string, caData []byte, tokens AdminTokens) error {

@@ -215,8 +215,8 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 			go func() {
 				// Naming conflicts with CRDs are only seen once they are listed.
 				// Binding is a status write per binding, like the workspace
-				// controllers' work: 4 workers capped a burst near 150/s
-				// (test/bench --bindings).
+				// controllers' work: with a few workers the queue, not the
+				// writes, limited a burst (test/bench --bindings).
 				if wildcardinformer.WaitForSync(ctx, c.apiExtensions.crds) == nil {
 					apiBindings.Run(ctx, 32)
 				}

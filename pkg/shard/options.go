@@ -177,12 +177,12 @@ func (o *Options) applyProcessDefaults() error {
 	// Native histograms (beta and on upstream since 1.37; kcp has none) keep
 	// up to 160 sparse buckets per histogram series in sync.Maps beside the
 	// classic ones, grown a few bytes at a time as new latencies are seen:
-	// about 10 MiB of heap once workspaces came and went (measured 60 s
-	// after deleting 1,000), which stays spread over otherwise free spans.
+	// heap that stays spread over otherwise free spans once workspaces came
+	// and went.
 	// Size-based list cost estimates (beta since 1.34; kcp's Kubernetes has
-	// none) keep every stored key with its size per resource, about 2.7 KiB
-	// of heap per workspace; without them priority and fairness estimates a
-	// LIST from the object count, as before 1.34.
+	// none) keep every stored key with its size per resource, heap that
+	// grows with every workspace; without them priority and fairness
+	// estimates a LIST from the object count, as before 1.34.
 	for _, gate := range processDefaultOffGates {
 		if o.kcpStart.featureGatesSet.Has(gate) {
 			continue

@@ -54,8 +54,9 @@ const (
 //     deleted since the cache's last list than are left: the list reads
 //     etcd and costs the objects left, fewer than the deleted ones it frees.
 //     (After a burst of creates, decoding every object anew while the old
-//     ones' spans stayed partly used cost more RSS than the history: at
-//     5,000 workspaces +77 MB for 27 MB of live heap freed.)
+//     ones' spans stayed partly used cost more RSS than letting the
+//     history go freed: docs/performance.md,
+//     "Where time and memory go".)
 //
 // The list is at the resource version of the last event, which is the
 // current state of a quiet resource: a watcher that saw that event (or a

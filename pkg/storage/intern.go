@@ -17,7 +17,7 @@ import (
 // sharedValues are long strings that the objects of every logical cluster
 // carry with the same value, kept once: the root CA bundle is in a
 // ConfigMap of every namespace, and the watch cache and the informers would
-// otherwise each decode their own copy of it for each of them (about 3 KB).
+// otherwise each decode their own copy of it for each of them.
 var sharedValues = &valueInterner{values: map[string]string{}}
 
 type valueInterner struct {
@@ -104,8 +104,8 @@ func ShareValues(obj interface{}) {
 //
 // Labels and annotations (sharedMaps): every object of a logical cluster
 // carries its kcp.io/cluster annotation, most of them nothing else, and the
-// namespaces of every cluster have the same labels: a map of one entry costs
-// about 300 bytes, and a workspace brings about ten objects, each kept twice
+// namespaces of every cluster have the same labels: a map of one entry is a
+// whole hash map, and a workspace brings several objects, each kept twice
 // (watch cache and informer). Past its limit, and when forgotten, it starts
 // over, so that the maps of deleted clusters do not stay.
 //
@@ -203,8 +203,7 @@ func (in *mapInterner[M]) intern(m M) M {
 // over. The field sets the interner keeps forever otherwise are mostly
 // those of the first objects a burst created, each object's own when it has
 // a unique name: after the burst is deleted, those few thousand small maps
-// would stay scattered over as many heap spans, which Go cannot return
-// (about 30 MB after deleting 2,000 workspaces).
+// would stay scattered over as many heap spans, which Go cannot return.
 func forgetSharedMaps() {
 	sharedMaps.forget()
 	sharedFieldSets.forget()

@@ -81,7 +81,7 @@ func clusterIndex(obj interface{}) ([]string, error) {
 
 // clusterNamespaceIndex indexes namespaced objects only: List reads
 // cluster-scoped ones from ByCluster, and a set per cluster in both indexes
-// cost about 300 bytes per cluster and informer.
+// would be memory every cluster pays in every informer.
 func clusterNamespaceIndex(obj interface{}) ([]string, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 // ordered by key (cluster|namespace/name), so that the objects of a cluster,
 // or of a namespace in it, are one range of the tree: ByCluster and
 // ByClusterNamespace cost nothing per object. client-go's indexer keeps a
-// set of keys per cluster and index, about 0.4 KiB per cluster and
-// informer, which is most of what an idle workspace costs its informers.
+// set of keys per cluster and index, which was most of what an idle
+// workspace cost its informers.
 //
 // Other indexes (AddIndexers) are kept as client-go keeps them, with a
 // value's keys in a short slice until there are many.

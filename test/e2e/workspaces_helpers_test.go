@@ -61,7 +61,7 @@ var (
 	namespacesGVR      = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	crbGVR             = rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings")
 
-	// clusterNamePattern is a generated logical cluster name (API.md).
+	// clusterNamePattern is a generated logical cluster name (docs/api.md).
 	clusterNamePattern = regexp.MustCompile(`^[a-z0-9]{16}$`)
 )
 

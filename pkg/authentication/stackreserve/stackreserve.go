@@ -5,11 +5,11 @@
 // its own (the timeout filter's), which starts with a small stack. The
 // chain below it (authentication, authorization, the REST handler, the
 // registry, the etcd client) is deep: the stack then grows two or three
-// times, each time copying every frame of an ever deeper stack. A CPU
-// profile of parallel GETs spent 7–10 % of the shard in runtime.newstack.
+// times, each time copying every frame of an ever deeper stack, which CPU
+// profiles of parallel GETs show in runtime.newstack.
 // Authentication is the first step in that goroutine that the shard can
 // hook: growing the stack there, while it is still shallow, costs one small
-// copy, and the deeper frames then fit (2.7–4 % left in newstack).
+// copy, and the deeper frames then fit.
 package stackreserve
 
 import (
@@ -21,8 +21,8 @@ import (
 
 // reserveBytes is the stack reserved: enough that the deepest path of a
 // GET (the etcd client's, or an in-process etcd server's range) no longer
-// grows the stack. Parallel GETs left 2.7–4.2 % of the shard's CPU in
-// newstack with 24 KiB, 3.6–3.7 % with 48 KiB.
+// grows the stack; a larger reserve left no less of parallel GETs' CPU in
+// newstack.
 const reserveBytes = 24 << 10
 
 // WithStackReserve returns an authenticator that reserves the stack of

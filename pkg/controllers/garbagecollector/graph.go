@@ -64,7 +64,8 @@ type work struct {
 // orphan or foreground finalizer, or is named as owner by an observed
 // object (from its next event on): most objects (a workspace's namespaces,
 // service accounts, config maps, role bindings) are none of these, and a
-// node with its map entry and strings costs about 300 bytes. An owner
+// node with its map entry and strings is memory every idle object would
+// pay. An owner
 // without a node is what upstream calls a virtual node: the collector reads
 // it when it needs it (classify), and its removal still reaches its
 // dependents (remove, unobservedOwners).

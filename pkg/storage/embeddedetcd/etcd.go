@@ -190,8 +190,8 @@ func (s *Server) defragmentFile(logger klog.Logger) bool {
 
 // idlePages decides when the database file's resident pages go back to the
 // kernel. bbolt reads the file through a mapping, and every page a write's
-// B+tree walk or a read touched stays resident: at 20,000 workspaces about
-// 16 KiB each, the whole file, while the watch caches serve the reads. They
+// B+tree walk or a read touched stays resident, in the end the whole file,
+// while the watch caches serve the reads. They
 // go back once writes pause; a write touches a few, which come back from
 // the disk one fault at a time (bbolt turns off read-ahead on the mapping).
 type idlePages struct {

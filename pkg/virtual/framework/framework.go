@@ -1,6 +1,6 @@
 // Package framework serves virtual workspaces: views below
 // /services/<name>/ that answer from a shard's data instead of storing any
-// (ARCHITECTURE.md, "Virtual workspaces"). It owns what every view shares:
+// (docs/architecture.md, "Virtual workspaces"). It owns what every view shares:
 // the URL layout, authentication of the caller, the error answers, and the
 // server skeleton of the standalone virtual-workspaces binary (options.go,
 // config.go, server.go). A view is an http.Handler that receives the full

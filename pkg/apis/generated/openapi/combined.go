@@ -9,8 +9,8 @@ import (
 // apimachinery and apiextensions types they use. openapi-gen generates them
 // all into this package (hack/update-codegen.sh), so that the shard does not
 // link k8s.io/kubernetes/pkg/generated/openapi, the definitions of every
-// Kubernetes API (kubelet, scheduler, every beta version, ...): 4 MB of code
-// and the biggest single package of the binary.
+// Kubernetes API (kubelet, scheduler, every beta version, ...): the biggest
+// single package of the binary.
 func GetServedOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return GetOpenAPIDefinitions(ref)
 }
