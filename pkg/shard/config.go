@@ -305,9 +305,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
 		// kcp's kinds decode no protobuf bodies; core group custom
 		// resources are served below /api too.
-		apiHandler = registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs)
+		apiHandler = config.apiExtensions.server.WrapAPIHandler(registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs))
 		apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
-		apiHandler = clusterpath.WithResourceIdentity(config.apiExtensions.server.WrapAPIHandler(apiHandler), c.Serializer, systemExportIdentity)
+		apiHandler = clusterpath.WithResourceIdentity(apiHandler, c.Serializer, systemExportIdentity)
 		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
 		// Large GETs and LISTs are gzipped beside their encoding.
 		inner = responsecompression.WithGzip(inner)

@@ -501,7 +501,7 @@ func encodingTargets(ctx context.Context, t *testing.T, tn *tenant) []encodingTa
 	things := "/apis/" + encBoundGroup + "/v1/namespaces/default/things"
 	for _, in := range []struct{ name, base, prefix string }{
 		{"front-proxy", proxy, "/shards/" + tn.shard + view},
-		{"shard", shard, view},
+		{"views of the shard", sys.ViewsURL(t, tn.shard), view},
 	} {
 		targets = append(targets, encodingTarget{family: "APIExport view of things", entrance: in.name, base: in.base, prefix: in.prefix, header: token,
 			collection: things, name: encName, object: object(encBoundGroup+"/v1", "Thing", true), strict: true})

@@ -126,8 +126,10 @@ func clientFor(t testing.TB, cert *tls.Certificate) *http.Client {
 	defer clients.Unlock()
 	if clients.pool == nil {
 		clients.pool = x509.NewCertPool()
-		for _, dir := range []string{filepath.Join(sys.Dir, "front-proxy"), sys.ShardDir("root"), sys.ShardDir("shard-1"), sys.CacheDir()} {
-			pem, err := os.ReadFile(filepath.Join(dir, rootdir.ServingCertPairName+".crt"))
+		// shards-ca.crt holds the shards' and their views' certificates.
+		for _, file := range []string{filepath.Join(sys.Dir, "front-proxy", rootdir.ServingCertPairName+".crt"), filepath.Join(sys.Dir, "shards-ca.crt"),
+			filepath.Join(sys.CacheDir(), rootdir.ServingCertPairName+".crt")} {
+			pem, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -92,6 +92,9 @@ type systemPorts struct {
 	MoreFrontProxies []int             `json:"moreFrontProxies"`
 	Shards           map[string][3]int `json:"shards"`
 	Cache            [3]int            `json:"cache"`
+	// VirtualWorkspaces are set when the views run in their own
+	// processes, one per shard.
+	VirtualWorkspaces map[string]int `json:"virtualWorkspaces"`
 }
 
 func (s *System) ports(t testing.TB) systemPorts {
@@ -129,6 +132,16 @@ func (s *System) CacheURL(t testing.TB) string {
 
 // CacheDir is the cache server's root directory.
 func (s *System) CacheDir() string { return filepath.Join(s.Dir, "cache") }
+
+// ViewsURL is the URL of the process serving a shard's views
+// (/services/...): its virtual-workspaces process when the views run in
+// their own, else the shard.
+func (s *System) ViewsURL(t testing.TB, shard string) string {
+	if port := s.ports(t).VirtualWorkspaces[shard]; port != 0 {
+		return fmt.Sprintf("https://127.0.0.1:%d", port)
+	}
+	return s.ShardURL(t, shard)
+}
 
 // ShardURL is a shard's own URL.
 func (s *System) ShardURL(t testing.TB, name string) string {
