@@ -120,6 +120,12 @@ func (s negotiatedSerializer) EncoderForVersion(encoder runtime.Encoder, gv runt
 }
 
 func (s negotiatedSerializer) DecoderToVersion(decoder runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	if decoder == nil {
+		// A media type custom resources are only encoded to (protobuf has no
+		// strict decoder): the handler refuses such bodies first, this is
+		// the backstop.
+		return noDecoder{}
+	}
 	strict := false
 	if js, ok := decoder.(*json.Serializer); ok {
 		strict = js.IsStrict()
@@ -127,6 +133,13 @@ func (s negotiatedSerializer) DecoderToVersion(decoder runtime.Decoder, gv runti
 	d := coercingDecoder{delegate: decoder, coercer: schemaCoercer{schemas: s.schemas, returnUnknownFieldPaths: strict}}
 	return versioning.NewCodec(nil, d, runtime.UnsafeObjectConvertor(upstream.Scheme), upstream.Scheme, upstream.Scheme,
 		schemaDefaulter{delegate: upstream.Scheme, schemas: s.schemas}, nil, gv, "kplaneCRNegotiatedSerializer")
+}
+
+// noDecoder decodes nothing.
+type noDecoder struct{}
+
+func (noDecoder) Decode([]byte, *schema.GroupVersionKind, runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	return nil, nil, fmt.Errorf("custom resources are not decoded from this media type")
 }
 
 // storageCodecGetter wraps the storage codec of custom resources so that
