@@ -2,7 +2,7 @@
 # One image with every binary of the project (shard, cache-server,
 # front-proxy, run-system, virtual-workspaces) in /usr/local/bin; the Helm chart runs each
 # component from it by its command. Build: `make image` or
-#   docker build -t ghcr.io/kplane-dev/kplane:dev .
+#   docker build -t ghcr.io/shardplane/shardplane:dev .
 
 # --- build: static binaries, module and build caches kept between builds
 FROM golang:1.26 AS build
@@ -19,6 +19,6 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
 USER 65532:65532
-WORKDIR /var/lib/kplane
+WORKDIR /var/lib/shardplane
 EXPOSE 6443
 ENTRYPOINT ["/usr/local/bin/shard"]

@@ -5,14 +5,14 @@
 
 GO        ?= go
 BIN       ?= bin
-ROOT_DIR  ?= .kplane
+ROOT_DIR  ?= .shardplane
 GOFLAGS_TEST ?= -count=1 -timeout=25m
 BENCH_ARGS ?=
-SYSTEM_DIR ?= .kplane-system
+SYSTEM_DIR ?= .shardplane-system
 SHARDS     ?= 2
 TOKEN_AUTH_FILE ?=
 PLUGIN_DIR ?=
-IMAGE ?= ghcr.io/kplane-dev/kplane:dev
+IMAGE ?= ghcr.io/shardplane/shardplane:dev
 CONTAINER_TOOL ?= $(shell command -v docker 2>/dev/null || command -v podman 2>/dev/null)
 FUZZTIME ?= 4s
 

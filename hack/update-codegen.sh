@@ -30,7 +30,7 @@ module_version() {
 
 CODEGEN_VERSION="$(module_version k8s.io/apimachinery)"
 OPENAPI_VERSION="$(module_version k8s.io/kube-openapi)"
-CODEGEN_BIN="${CODEGEN_BIN:-${XDG_CACHE_HOME:-${HOME}/.cache}/kplane-codegen/${CODEGEN_VERSION}-${OPENAPI_VERSION}}"
+CODEGEN_BIN="${CODEGEN_BIN:-${XDG_CACHE_HOME:-${HOME}/.cache}/shardplane-codegen/${CODEGEN_VERSION}-${OPENAPI_VERSION}}"
 
 install_tool() {
 	local pkg="$1" version="$2"

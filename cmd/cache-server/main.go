@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/component-base/cli"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
 )
 
 func main() {

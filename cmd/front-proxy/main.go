@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/component-base/cli"
 
-	"github.com/kplane-dev/kplane/pkg/frontproxy"
+	"github.com/shardplane/shardplane/pkg/frontproxy"
 )
 
 func main() {

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	"github.com/kplane-dev/kplane/pkg/cliplugins/workspace"
+	"github.com/shardplane/shardplane/pkg/cliplugins/workspace"
 )
 
 func main() {

@@ -17,14 +17,14 @@ import (
 
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/system"
+	"github.com/shardplane/shardplane/pkg/system"
 )
 
 func main() {
 	self, _ := os.Executable()
 	bin := filepath.Dir(self)
 	o := system.Options{}
-	flag.StringVar(&o.Dir, "dir", ".kplane-system", "directory for every process's data, logs and kubeconfigs")
+	flag.StringVar(&o.Dir, "dir", ".shardplane-system", "directory for every process's data, logs and kubeconfigs")
 	flag.IntVar(&o.Shards, "shards", 2, "number of shards, root included")
 	flag.IntVar(&o.FrontProxies, "front-proxies", 1, "number of front-proxies (stateless, side by side; admin.kubeconfig names the first)")
 	flag.StringVar(&o.TokenAuthFile, "token-auth-file", "", "kube-apiserver token file given to the front-proxy and every shard")

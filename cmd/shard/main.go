@@ -6,7 +6,7 @@ import (
 
 	"k8s.io/component-base/cli"
 
-	"github.com/kplane-dev/kplane/pkg/shard"
+	"github.com/shardplane/shardplane/pkg/shard"
 )
 
 func main() {

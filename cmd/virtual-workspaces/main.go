@@ -9,8 +9,8 @@ import (
 
 	"k8s.io/component-base/cli"
 
-	"github.com/kplane-dev/kplane/pkg/virtual/framework"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework/builtin"
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/framework/builtin"
 )
 
 func main() {

@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // crdController keeps the status of the CRDs of all logical clusters as
@@ -49,7 +49,7 @@ func newCRDController(crds *crdIndex) *crdController {
 	return &crdController{
 		crds: crds,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kplane_crd_status"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "shardplane_crd_status"}),
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
 
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // cachedStorage is genericregistry.StorageWithCacher on the shared client,

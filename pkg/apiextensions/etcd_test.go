@@ -12,8 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
 func startEtcd(t *testing.T) string { return etcdtest.Start(t).ClientURL }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // fakeBuilds stands in for building serving state: it records builds and

@@ -26,7 +26,7 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // maxCachedClusters bounds how many logical clusters keep merged OpenAPI

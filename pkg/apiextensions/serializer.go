@@ -116,7 +116,7 @@ func newNegotiatedSerializer(typer runtime.ObjectTyper, converter runtime.Object
 func (s negotiatedSerializer) SupportedMediaTypes() []runtime.SerializerInfo { return s.types }
 
 func (s negotiatedSerializer) EncoderForVersion(encoder runtime.Encoder, gv runtime.GroupVersioner) runtime.Encoder {
-	return versioning.NewCodec(encoder, nil, s.converter, upstream.Scheme, upstream.Scheme, upstream.Scheme, gv, nil, "kplaneCRNegotiatedSerializer")
+	return versioning.NewCodec(encoder, nil, s.converter, upstream.Scheme, upstream.Scheme, upstream.Scheme, gv, nil, "shardplaneCRNegotiatedSerializer")
 }
 
 func (s negotiatedSerializer) DecoderToVersion(decoder runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
@@ -132,7 +132,7 @@ func (s negotiatedSerializer) DecoderToVersion(decoder runtime.Decoder, gv runti
 	}
 	d := coercingDecoder{delegate: decoder, coercer: schemaCoercer{schemas: s.schemas, returnUnknownFieldPaths: strict}}
 	return versioning.NewCodec(nil, d, runtime.UnsafeObjectConvertor(upstream.Scheme), upstream.Scheme, upstream.Scheme,
-		schemaDefaulter{delegate: upstream.Scheme, schemas: s.schemas}, nil, gv, "kplaneCRNegotiatedSerializer")
+		schemaDefaulter{delegate: upstream.Scheme, schemas: s.schemas}, nil, gv, "shardplaneCRNegotiatedSerializer")
 }
 
 // noDecoder decodes nothing.
@@ -167,7 +167,7 @@ func (g storageCodecGetter) GetRESTOptions(gr schema.GroupResource, _ runtime.Ob
 	c := coercingConverter{delegate: g.converter, coercer: schemaCoercer{schemas: g.schemas}}
 	opts.StorageConfig.Codec = versioning.NewCodec(opts.StorageConfig.Codec, d, c, unstructuredCreator{},
 		crdserverscheme.NewUnstructuredObjectTyper(), schemaDefaulter{delegate: upstream.Scheme, schemas: g.schemas},
-		g.encodeVersion, g.decodeVersion, "kplaneCRStorage")
+		g.encodeVersion, g.decodeVersion, "shardplaneCRStorage")
 	return opts, nil
 }
 

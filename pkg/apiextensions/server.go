@@ -29,9 +29,9 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Config configures the per-cluster CRD server.
@@ -187,7 +187,7 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer, staticV2 func() 
 	// contexts are done.
 	gs.RegisterDestroyFunc(s.shutdown)
 
-	gs.AddPostStartHookOrDie("kplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
+	gs.AddPostStartHookOrDie("shardplane-apiextensions-controllers", func(hc genericapiserver.PostStartHookContext) error {
 		s.running.Add(3)
 		go func() {
 			defer s.running.Done()
@@ -206,7 +206,7 @@ func (s *Server) Install(gs *genericapiserver.GenericAPIServer, staticV2 func() 
 		}()
 		return nil
 	})
-	return gs.AddReadyzChecks(healthz.NamedCheck("kplane-crd-informer-synced", func(*http.Request) error {
+	return gs.AddReadyzChecks(healthz.NamedCheck("shardplane-crd-informer-synced", func(*http.Request) error {
 		if !s.crds.informer.HasSynced() {
 			return errors.New("CustomResourceDefinition informer not synced yet")
 		}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // customResourcesSegment separates custom resources from bound resources

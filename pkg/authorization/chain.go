@@ -10,9 +10,9 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
 
-	"github.com/kplane-dev/kplane/pkg/authorization/impersonation"
-	"github.com/kplane-dev/kplane/pkg/authorization/warrants"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/authorization/impersonation"
+	"github.com/shardplane/shardplane/pkg/authorization/warrants"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 const (

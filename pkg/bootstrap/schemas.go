@@ -13,8 +13,8 @@ import (
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	kcpopenapi "github.com/kplane-dev/kplane/pkg/apis/generated/openapi"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
 )
 
 // The APIResourceSchemas of the system exports are the OpenAPI definitions

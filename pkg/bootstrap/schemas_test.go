@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/boundapis"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/boundapis"
 )
 
 // TestSystemExportSchemasAreValidCRDSchemas: every schema of the system

@@ -19,10 +19,10 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/panics"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/version"
+	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/version"
 )
 
 // Config is the cache server's configuration: the generic server (serving,

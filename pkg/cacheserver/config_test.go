@@ -14,10 +14,10 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 )
 
-// recoveredPanics sums the process's kplane_recovered_panics_total.
+// recoveredPanics sums the process's shardplane_recovered_panics_total.
 func recoveredPanics(t *testing.T) float64 {
 	t.Helper()
-	bySite, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "kplane_recovered_panics_total", map[string]string{}, "site")
+	bySite, err := testutil.GetCounterValuesFromGatherer(legacyregistry.DefaultGatherer, "shardplane_recovered_panics_total", map[string]string{}, "site")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestPanicsInTheHandlerChainAreAnswered500AndCounted(t *testing.T) {
 				t.Errorf("HTTP %d %q, want a 500 that names the panic", rec.Code, rec.Body)
 			}
 			if after := recoveredPanics(t); after != before+1 {
-				t.Errorf("kplane_recovered_panics_total went from %v to %v, want one more", before, after)
+				t.Errorf("shardplane_recovered_panics_total went from %v to %v, want one more", before, after)
 			}
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
 // testUsers are the users of usersByHeader, with their groups.

@@ -29,7 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kplane-dev/kplane/pkg/mediatypes"
+	"github.com/shardplane/shardplane/pkg/mediatypes"
 )
 
 // apis serves the replicated kinds: their resources below

@@ -15,8 +15,8 @@ import (
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // DefaultEtcdPrefix is the etcd prefix of the cache server's keys, so that
@@ -56,7 +56,7 @@ type Options struct {
 }
 
 // NewOptions returns the defaults: port 6443 on 127.0.0.1, embedded etcd
-// in .kplane-cache, client certificates, static tokens, the default writer
+// in .shardplane-cache, client certificates, static tokens, the default writer
 // and reader groups.
 func NewOptions() *Options {
 	o := &Options{
@@ -64,7 +64,7 @@ func NewOptions() *Options {
 		Authentication:         NewAuthenticationOptions(),
 		Etcd:                   genericoptions.NewEtcdOptions(storagebackend.NewDefaultConfig(DefaultEtcdPrefix, nil)),
 		Logs:                   logs.NewOptions(),
-		RootDirectory:          ".kplane-cache",
+		RootDirectory:          ".shardplane-cache",
 		EmbeddedEtcdClientPort: 2381,
 		EmbeddedEtcdPeerPort:   2382,
 		Access:                 Access{WriterGroups: []string{DefaultWriterGroup}, ReaderGroups: []string{DefaultReaderGroup}},

@@ -18,9 +18,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // Run starts a cache server with the given options and serves until ctx is
@@ -104,7 +104,7 @@ type Server struct {
 
 // New creates the cache server with every replicated kind installed.
 func (c CompletedConfig) New() (*Server, error) {
-	gs, err := c.Generic.New("kplane-cache-server", genericapiserver.NewEmptyDelegate())
+	gs, err := c.Generic.New("shardplane-cache-server", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	gs.Handler.NonGoRestfulMux.HandlePrefix("/apis/", a.serve(notFound))
 
 	if o := c.standalone; o != nil {
-		gs.AddPostStartHookOrDie("kplane-cache-kubeconfigs", func(genericapiserver.PostStartHookContext) error {
+		gs.AddPostStartHookOrDie("shardplane-cache-kubeconfigs", func(genericapiserver.PostStartHookContext) error {
 			return writeKubeconfigs(*o)
 		})
 	}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // restOptionsGetter gives every replicated kind keys of the form

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // recordingStorage remembers the keys and options it is called with and
@@ -128,7 +128,7 @@ func TestCreateRecordsTheOriginOverWhatTheWriterSent(t *testing.T) {
 	rec := &recordingStorage{}
 	s := newReplicaStorage(rec, "/apis.kcp.io/apiexports")
 	obj := replica("other-shard", "other-cluster", "", "x")
-	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kplane", Operation: metav1.ManagedFieldsOperationUpdate}})
+	obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "shardplane", Operation: metav1.ManagedFieldsOperationUpdate}})
 	if err := s.Create(ctxFor("s1", "c1"), "/apis.kcp.io/apiexports/x", obj, &unstructured.Unstructured{}, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestReleaseFileDropsAMappedFilesPages(t *testing.T) {
 	}
 	const size = 8 << 20
 	path := filepath.Join(dir, "db")
-	if err := os.WriteFile(path, bytes.Repeat([]byte("kplane"), size/6+1)[:size], 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.Repeat([]byte("shardplane"), size/6+1)[:size], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
@@ -148,7 +148,7 @@ func TestReleaseFileDropsAMappedFilesPages(t *testing.T) {
 	for i := 0; i < size; i += os.Getpagesize() {
 		again += int(data[i])
 	}
-	if again != sum || string(data[size-6:]) != string(bytes.Repeat([]byte("kplane"), size/6+1)[size-6:size]) {
+	if again != sum || string(data[size-6:]) != string(bytes.Repeat([]byte("shardplane"), size/6+1)[size-6:size]) {
 		t.Fatal("the file's contents changed after the release")
 	}
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kplane-dev/kplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // NewCommand returns the front-proxy command.

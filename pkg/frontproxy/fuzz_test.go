@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/clusterpath"
+	"github.com/shardplane/shardplane/pkg/clusterpath"
 )
 
 // FuzzSplitClusterPath checks that the front-proxy splits /clusters/

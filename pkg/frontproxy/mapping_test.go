@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // TestMappingRoutesServicesAndShardPrefixesToVirtualWorkspaceServers loads

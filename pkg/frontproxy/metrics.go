@@ -13,18 +13,18 @@ import (
 
 var (
 	requestsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "kplane", Subsystem: "front_proxy", Name: "requests_total",
+		Namespace: "shardplane", Subsystem: "front_proxy", Name: "requests_total",
 		Help:           "Requests the front-proxy answered, by the shard it sent them to (empty: answered by the proxy itself or another route) and HTTP code.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"shard", "code"})
 	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Namespace: "kplane", Subsystem: "front_proxy", Name: "request_duration_seconds",
+		Namespace: "shardplane", Subsystem: "front_proxy", Name: "request_duration_seconds",
 		Help:           "Time to answer a request that is not a watch, by shard, including the shard's own time.",
 		Buckets:        []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"shard"})
 	indexLag = metrics.NewHistogramVec(&metrics.HistogramOpts{
-		Namespace: "kplane", Subsystem: "front_proxy", Name: "index_lag_seconds",
+		Namespace: "shardplane", Subsystem: "front_proxy", Name: "index_lag_seconds",
 		Help: "Routing lag: from a Workspace's creationTimestamp until the index routes its path (scheduling included), and from its " +
 			"deletionTimestamp until the index stops routing it. Timestamps have whole seconds.",
 		Buckets:        []float64{0.5, 1, 2, 5, 10, 30, 60, 300},

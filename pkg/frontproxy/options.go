@@ -17,7 +17,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 // Options are the front-proxy's flags.

@@ -16,8 +16,8 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/panics"
 )
 
 // Server is a configured front-proxy.

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	keyutil "k8s.io/client-go/util/keyutil"
 
-	kcpserviceaccount "github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	kcpserviceaccount "github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // serviceAccountTokens recognizes the service account tokens the shards

@@ -17,10 +17,10 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	_ "github.com/kplane-dev/kplane/pkg/apis/install" // kcp's groups in legacyscheme
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	_ "github.com/shardplane/shardplane/pkg/apis/install" // kcp's groups in legacyscheme
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // fakeShard holds the LogicalClusters a handler under test sees.

@@ -9,7 +9,7 @@ import (
 	"math/big"
 	"regexp"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/streamrequest"
+	"github.com/shardplane/shardplane/pkg/streamrequest"
 )
 
 // The secure port's limits (k8s.io/apiserver's SecureServingInfo.Serve).

@@ -47,7 +47,7 @@ const (
 
 // recoveredTotal is the counter of every binary's /metrics.
 var recoveredTotal = metrics.NewCounterVec(&metrics.CounterOpts{
-	Namespace: "kplane", Name: "recovered_panics_total",
+	Namespace: "shardplane", Name: "recovered_panics_total",
 	Help: "Panics recovered while serving a request, by site: the function and line that panicked (\"other\" for sites beyond " +
 		strconv.Itoa(maxSites) + "). Panics with http.ErrAbortHandler abort a request on purpose and are not counted.",
 	StabilityLevel: metrics.ALPHA,

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/kplane-dev/kplane/pkg/mediatypes"
+	"github.com/shardplane/shardplane/pkg/mediatypes"
 )
 
 // protobufDecodable is what a Go type needs for a protobuf body to decode

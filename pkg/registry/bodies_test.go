@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 )
 
 func TestWithDecodableBodiesRefusesProtobufForKindsWithoutIt(t *testing.T) {

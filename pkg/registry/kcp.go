@@ -12,13 +12,13 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	logicalclusterregistry "github.com/kplane-dev/kplane/pkg/registry/core/logicalcluster"
-	shardregistry "github.com/kplane-dev/kplane/pkg/registry/core/shard"
-	"github.com/kplane-dev/kplane/pkg/registry/status"
-	workspaceregistry "github.com/kplane-dev/kplane/pkg/registry/tenancy/workspace"
-	workspacetyperegistry "github.com/kplane-dev/kplane/pkg/registry/tenancy/workspacetype"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
+	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	"github.com/shardplane/shardplane/pkg/registry/status"
+	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
+	workspacetyperegistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspacetype"
 )
 
 // CoreRESTStorageProvider serves core.kcp.io: logicalclusters and shards,

@@ -11,9 +11,9 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/registry/registrytest"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/registry/registrytest"
 )
 
 var (

@@ -22,7 +22,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // Files kept in a root directory.
@@ -113,7 +113,7 @@ func (d Dir) EnsureAdminTokens() (AdminTokens, error) {
 // EnsureClientCA creates a CA for client certificates once and returns the
 // path of its certificate.
 func (d Dir) EnsureClientCA() (string, error) {
-	return d.EnsureCA(clientCAName, "kplane-client-ca")
+	return d.EnsureCA(clientCAName, "shardplane-client-ca")
 }
 
 // EnsureServiceAccountKey creates the key that signs service account tokens

@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/bootstrap"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
 )
 
 // registerRetry is how often registration is retried while root does not

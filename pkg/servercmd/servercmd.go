@@ -20,7 +20,7 @@ import (
 	"k8s.io/component-base/term"
 	"k8s.io/component-base/version/verflag"
 
-	"github.com/kplane-dev/kplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/panics"
 )
 
 func init() {

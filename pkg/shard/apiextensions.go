@@ -8,11 +8,11 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"github.com/kplane-dev/kplane/pkg/apiextensions"
-	"github.com/kplane-dev/kplane/pkg/boundapis"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/apiextensions"
+	"github.com/shardplane/shardplane/pkg/boundapis"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // apiExtensions serves CustomResourceDefinitions per logical cluster.

@@ -8,7 +8,7 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue" // workqueue metrics
 	_ "k8s.io/kubernetes/pkg/features"                     // Kubernetes feature gates
 
-	"github.com/kplane-dev/kplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // NewCommand returns the shard command.

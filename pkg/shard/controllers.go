@@ -27,23 +27,23 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/authorization"
-	"github.com/kplane-dev/kplane/pkg/bootstrap"
-	"github.com/kplane-dev/kplane/pkg/controllers/admissionpolicystatus"
-	apibindingcontroller "github.com/kplane-dev/kplane/pkg/controllers/apibinding"
-	apiexportcontroller "github.com/kplane-dev/kplane/pkg/controllers/apiexport"
-	"github.com/kplane-dev/kplane/pkg/controllers/defaultapibinding"
-	lccontroller "github.com/kplane-dev/kplane/pkg/controllers/logicalcluster"
-	nscontroller "github.com/kplane-dev/kplane/pkg/controllers/namespace"
-	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
-	wscontroller "github.com/kplane-dev/kplane/pkg/controllers/workspace"
-	wtcontroller "github.com/kplane-dev/kplane/pkg/controllers/workspacetype"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/registry/content"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/controllers/admissionpolicystatus"
+	apibindingcontroller "github.com/shardplane/shardplane/pkg/controllers/apibinding"
+	apiexportcontroller "github.com/shardplane/shardplane/pkg/controllers/apiexport"
+	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
+	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
+	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
+	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
+	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
+	wtcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacetype"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/registry/content"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // shardClient returns a client for a shard's baseURL that acts as
@@ -194,11 +194,11 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		return err
 	}
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
-	started := newStartupCheck("kplane-controllers")
+	started := newStartupCheck("shardplane-controllers")
 	if err := gs.AddReadyzChecks(started); err != nil {
 		return err
 	}
-	return gs.AddPostStartHook("kplane-bootstrap-and-controllers", func(hc genericapiserver.PostStartHookContext) error {
+	return gs.AddPostStartHook("shardplane-bootstrap-and-controllers", func(hc genericapiserver.PostStartHookContext) error {
 		go func() {
 			ctx := klog.NewContext(hc, klog.Background().WithName("controllers"))
 			if err := c.waitForInformers(ctx); err != nil {

@@ -20,18 +20,18 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/authorization"
-	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
-	"github.com/kplane-dev/kplane/pkg/bootstrap"
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/controllers/replication"
-	"github.com/kplane-dev/kplane/pkg/globalinformers"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/rootshard"
-	"github.com/kplane-dev/kplane/pkg/shardlookup"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
-	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/controllers/replication"
+	"github.com/shardplane/shardplane/pkg/globalinformers"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootshard"
+	"github.com/shardplane/shardplane/pkg/shardlookup"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/workspacetypes"
 )
 
 // globalCopies is the folder of the root directory that keeps the copies
@@ -170,7 +170,7 @@ func (i wildcardInformers) workspaceTypes() workspacetypes.Resolver {
 // once) and its system:admin cluster is bootstrapped. The root shard does
 // not wait for the cache.
 func (c *Server) globalShardReady(systemAdmin *atomic.Bool) healthz.HealthChecker {
-	return healthz.NamedCheck("kplane-global", func(*http.Request) error {
+	return healthz.NamedCheck("shardplane-global", func(*http.Request) error {
 		if c.Informers.hostsRoot {
 			return nil
 		}
@@ -204,7 +204,7 @@ func (c *Server) addGlobal(gs *genericapiserver.GenericAPIServer) error {
 	}
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
 	loopback := c.ControlPlane.Generic.LoopbackClientConfig
-	return gs.AddPostStartHook("kplane-global", func(hc genericapiserver.PostStartHookContext) error {
+	return gs.AddPostStartHook("shardplane-global", func(hc genericapiserver.PostStartHookContext) error {
 		ctx := klog.NewContext(hc, klog.Background().WithName("global"))
 		go c.Informers.global.Run(ctx)
 		if c.embeddedCache != nil {

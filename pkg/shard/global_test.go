@@ -10,7 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	cliflag "k8s.io/component-base/cli/flag"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // fixedAuthorizer allows what allow says, by user name and verb.

@@ -14,7 +14,7 @@ import (
 func TestStartupCheckIsRedUntilItsStepSucceedsAndForGoodWhenItFails(t *testing.T) {
 	var _ healthz.HealthChecker = &startupCheck{}
 
-	ok := newStartupCheck("kplane-controllers")
+	ok := newStartupCheck("shardplane-controllers")
 	if err := ok.Check(nil); err == nil {
 		t.Fatal("ready before the controllers started")
 	}
@@ -23,17 +23,17 @@ func TestStartupCheckIsRedUntilItsStepSucceedsAndForGoodWhenItFails(t *testing.T
 		t.Fatalf("not ready after the controllers started: %v", err)
 	}
 
-	failed := newStartupCheck("kplane-controllers")
+	failed := newStartupCheck("shardplane-controllers")
 	failed.finish(errors.New("garbage collector: no discovery"))
 	err := failed.Check(nil)
-	if err == nil || !strings.Contains(err.Error(), "garbage collector: no discovery") || !strings.Contains(err.Error(), "kplane-controllers failed") {
+	if err == nil || !strings.Contains(err.Error(), "garbage collector: no discovery") || !strings.Contains(err.Error(), "shardplane-controllers failed") {
 		t.Fatalf("a failed start-up reads %v, want the failure and its reason", err)
 	}
 }
 
 func TestFailingControllersTurnReadyzRedWithTheReason(t *testing.T) {
 	ctx := context.Background()
-	failing := newStartupCheck("kplane-controllers")
+	failing := newStartupCheck("shardplane-controllers")
 	mux := http.NewServeMux()
 	healthz.InstallReadyzHandler(mux, healthz.PingHealthz, failing)
 
@@ -47,11 +47,11 @@ func TestFailingControllersTurnReadyzRedWithTheReason(t *testing.T) {
 	}
 	failing.run(ctx, "start Kubernetes controllers", func(context.Context) error { return errors.New("garbage collector: no discovery") })
 	code, body := readyz()
-	if code == http.StatusOK || !strings.Contains(body, "[-]kplane-controllers failed") {
+	if code == http.StatusOK || !strings.Contains(body, "[-]shardplane-controllers failed") {
 		t.Fatalf("/readyz after a failed start: HTTP %d\n%s", code, body)
 	}
 
-	ok := newStartupCheck("kplane-controllers")
+	ok := newStartupCheck("shardplane-controllers")
 	ok.run(ctx, "start Kubernetes controllers", func(context.Context) error { return nil })
 	if err := ok.Check(nil); err != nil {
 		t.Errorf("a successful start is not ready: %v", err)

@@ -24,10 +24,10 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	"k8s.io/kubernetes/pkg/apis/rbac"
 
-	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
-	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
+	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // internalStorage stands for the REST storage of a Kubernetes kind: it

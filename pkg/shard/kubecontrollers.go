@@ -9,11 +9,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/controllers/garbagecollector"
-	rqcontroller "github.com/kplane-dev/kplane/pkg/controllers/resourcequota"
-	sacontroller "github.com/kplane-dev/kplane/pkg/controllers/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/controllers/garbagecollector"
+	rqcontroller "github.com/shardplane/shardplane/pkg/controllers/resourcequota"
+	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // startKubeControllers starts the Kubernetes controllers that every logical

@@ -25,14 +25,14 @@ import (
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/bootstrap"
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // Options are the shard's command-line options: Kubernetes' generic control
@@ -124,13 +124,13 @@ func NewOptions() *Options {
 	// compact every minute (upstream: 5), so that the memory of deleted
 	// workspaces comes back soon after (--etcd-compaction-interval).
 	cp.Etcd.StorageConfig.CompactionInterval = time.Minute
-	cp.Authentication.ServiceAccounts.Issuers = []string{"https://kplane.default.svc"}
+	cp.Authentication.ServiceAccounts.Issuers = []string{"https://shardplane.default.svc"}
 	tokenGetter := &serviceaccount.TokenGetter{}
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = tokenGetter.Factory
 	return &Options{
 		serviceAccountTokenGetter: tokenGetter,
 		ControlPlane:              cp,
-		RootDirectory:             ".kplane",
+		RootDirectory:             ".shardplane",
 		ShardName:                 "root",
 		EmbeddedEtcdClientPort:    2379,
 		EmbeddedEtcdPeerPort:      2380,

@@ -29,17 +29,17 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/stackreserve"
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/listencoder"
-	"github.com/kplane-dev/kplane/pkg/panics"
-	"github.com/kplane-dev/kplane/pkg/registry"
-	apisregistry "github.com/kplane-dev/kplane/pkg/registry/apis"
-	"github.com/kplane-dev/kplane/pkg/registry/content"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/listencoder"
+	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/registry"
+	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
+	"github.com/shardplane/shardplane/pkg/registry/content"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Run starts a shard with the given options and serves until ctx is done.
@@ -149,7 +149,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	// not by PrepareRun; the v3 settings still give the models of managed
 	// fields.
 	completed.Generic.SkipOpenAPIInstallation = true
-	server, err := completed.New("kplane-shard", c.apiExtensions.delegate())
+	server, err := completed.New("shardplane-shard", c.apiExtensions.delegate())
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	gs.AddPostStartHookOrDie("kplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
+	gs.AddPostStartHookOrDie("shardplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
 		for _, inf := range informers {
 			go inf.Run(hc)
 		}
@@ -207,7 +207,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		}
 		return nil
 	})
-	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("kplane-wildcard-informers-synced", informers...), healthz.NamedCheck("kplane-root-bootstrapped", func(*http.Request) error { return s.rootReady() })); err != nil {
+	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("shardplane-wildcard-informers-synced", informers...), healthz.NamedCheck("shardplane-root-bootstrapped", func(*http.Request) error { return s.rootReady() })); err != nil {
 		return nil, err
 	}
 
@@ -219,7 +219,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	aggregation := clusterroleaggregation.NewClusterRoleAggregation(versioned.Rbac().V1().ClusterRoles(), client.RbacV1())
-	gs.AddPostStartHookOrDie("kplane-clusterrole-aggregation", func(hc genericapiserver.PostStartHookContext) error {
+	gs.AddPostStartHookOrDie("shardplane-clusterrole-aggregation", func(hc genericapiserver.PostStartHookContext) error {
 		versioned.Start(hc.Done())
 		go aggregation.Run(hc, 1)
 		return nil
@@ -235,7 +235,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	if batteries.Has(BatteryAdmin) {
 		kubeconfig := c.Options.AdminKubeconfigPath()
-		gs.AddPostStartHookOrDie("kplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
+		gs.AddPostStartHookOrDie("shardplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
 			return s.writeAdminKubeconfig(kubeconfig)
 		})
 	}

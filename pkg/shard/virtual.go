@@ -7,12 +7,12 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
-	"github.com/kplane-dev/kplane/pkg/controllers/apiexportendpointslice"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework/builtin"
+	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
+	"github.com/shardplane/shardplane/pkg/controllers/apiexportendpointslice"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/framework/builtin"
 )
 
 // virtualWorkspacesOptions are the flags of the virtual workspaces the

@@ -5,9 +5,9 @@
 package shardlookup
 
 import (
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Source finds shards by name and lists them all.

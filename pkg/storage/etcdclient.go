@@ -230,7 +230,7 @@ func (s ownWatchStream) RequestWatchProgress(ctx context.Context) error {
 }
 
 func (s ownWatchStream) streamContext(ctx context.Context) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "kplane-storage-watch-stream", s.stream)
+	return metadata.AppendToOutgoingContext(ctx, "shardplane-storage-watch-stream", s.stream)
 }
 
 // UndecoratedStorage is generic.UndecoratedStorage on the shared client.

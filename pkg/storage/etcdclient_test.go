@@ -22,7 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
 // countingKV counts the requests of the storages that use it.

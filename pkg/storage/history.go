@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 const (

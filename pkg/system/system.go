@@ -42,9 +42,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // Files of the system directory.
@@ -232,7 +232,7 @@ func Start(ctx context.Context, o Options) (*System, error) {
 // prepare creates the certificates, tokens and port assignments once.
 func (s *System) prepare() error {
 	d := s.dir
-	if _, err := d.EnsureCA(proxyClientCA, "kplane-front-proxy-client-ca"); err != nil {
+	if _, err := d.EnsureCA(proxyClientCA, "shardplane-front-proxy-client-ca"); err != nil {
 		return err
 	}
 	if _, _, err := d.EnsureClientCert(proxyClientCert, proxyClientCA, ProxyUser); err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/frontproxy"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/frontproxy"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // TestPrepareWithVirtualWorkspacesWritesTheirRoutesAndKubeconfigs: with a

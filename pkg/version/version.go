@@ -1,5 +1,5 @@
 // Package version reports the project's version: the Kubernetes release it
-// builds on, marked +kplane, wherever a binary was built without version
+// builds on, marked +shardplane, wherever a binary was built without version
 // ldflags, so that /version is a valid semantic version for kubectl and
 // client libraries.
 package version
@@ -37,6 +37,6 @@ func (v projectVersion) Info() *apimachineryversion.Info {
 			}
 		}
 	}
-	info.GitVersion = kube + "+kplane"
+	info.GitVersion = kube + "+shardplane"
 	return info
 }

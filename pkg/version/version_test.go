@@ -16,7 +16,7 @@ func TestUnversionedBuildReportsTheKubernetesReleaseItBuildsOn(t *testing.T) {
 	if strings.HasPrefix(info.GitVersion, "v0.0.0") {
 		t.Errorf("GitVersion %q is the unset default", info.GitVersion)
 	}
-	if !strings.HasSuffix(info.GitVersion, "+kplane") || !strings.HasPrefix(info.GitVersion, "v1.") {
-		t.Errorf("GitVersion %q, want v1.x.y+kplane", info.GitVersion)
+	if !strings.HasSuffix(info.GitVersion, "+shardplane") || !strings.HasPrefix(info.GitVersion, "v1.") {
+		t.Errorf("GitVersion %q, want v1.x.y+shardplane", info.GitVersion)
 	}
 }

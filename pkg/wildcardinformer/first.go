@@ -1,6 +1,6 @@
 package wildcardinformer
 
-import "github.com/kplane-dev/kplane/pkg/logicalcluster"
+import "github.com/shardplane/shardplane/pkg/logicalcluster"
 
 // First returns the object cluster|namespace/name from the first of the
 // informers that has it, skipping nil ones: a shard reads its own objects

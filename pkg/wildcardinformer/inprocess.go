@@ -20,7 +20,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // Storage is the REST storage of a resource, as an in-process informer

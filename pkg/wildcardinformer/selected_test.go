@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/apis/core"
 
-	kstorage "github.com/kplane-dev/kplane/pkg/storage"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // A shard's controllers select what they watch (the root CA config maps and

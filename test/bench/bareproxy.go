@@ -31,8 +31,8 @@ import (
 // Environment of the bench re-executed as the bare proxy: the shard's URL
 // and the file of the CA that signed its serving certificate.
 const (
-	bareProxyTargetEnv = "KPLANE_BENCH_BARE_PROXY_TARGET"
-	bareProxyCAEnv     = "KPLANE_BENCH_BARE_PROXY_CA"
+	bareProxyTargetEnv = "SHARDPLANE_BENCH_BARE_PROXY_TARGET"
+	bareProxyCAEnv     = "SHARDPLANE_BENCH_BARE_PROXY_CA"
 )
 
 // bareProxyListening prefixes the line the bare proxy prints with its URL.

@@ -37,22 +37,22 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	"github.com/kplane-dev/kplane/pkg/system"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/system"
 )
 
 const (
 	// cacheMarkLabel marks every object of the cache run; its replicas
 	// carry it too.
-	cacheMarkLabel = "bench.kplane.dev/cache-run"
+	cacheMarkLabel = "bench.shardplane.dev/cache-run"
 	// cacheGroup is the group of the run's APIResourceSchemas.
-	cacheGroup = "cache.bench.kplane.dev"
+	cacheGroup = "cache.bench.shardplane.dev"
 	// cacheCountPeriod is how often the cache's counts are read, and
 	// cacheCopyPeriod how often the shards' copies of their global
 	// informers are.
@@ -211,7 +211,7 @@ func runCache(ctx context.Context, o options) (results, error) {
 		cacheBinary = "bin/cache-server"
 	}
 
-	dir, err := os.MkdirTemp("", "kplane-bench-cache-")
+	dir, err := os.MkdirTemp("", "shardplane-bench-cache-")
 	if err != nil {
 		return r, err
 	}

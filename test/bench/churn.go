@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // goneTimeout bounds the wait for one deleted workspace to disappear.

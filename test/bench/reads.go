@@ -13,16 +13,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // Reads (issue 20): GETs spread over many workspaces, parallel GETs of one
 // object per worker, and wildcard LISTs of many configmaps.
 const (
 	rootCAConfigMap = "kube-root-ca.crt" // in the default namespace of every workspace
-	fillLabel       = "bench.kplane.dev/fill"
+	fillLabel       = "bench.shardplane.dev/fill"
 	rootCATimeout   = 2 * time.Minute
 )
 

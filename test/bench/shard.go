@@ -41,7 +41,7 @@ func freePort() (int, error) {
 // startShard starts the shard binary on free loopback ports in a temporary
 // root directory and returns once /readyz answers.
 func startShard(ctx context.Context, binary string) (*target, time.Duration, error) {
-	dir, err := os.MkdirTemp("", "kplane-bench-")
+	dir, err := os.MkdirTemp("", "shardplane-bench-")
 	if err != nil {
 		return nil, 0, err
 	}

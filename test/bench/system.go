@@ -30,11 +30,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/system"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/system"
 )
 
 const (
@@ -190,7 +190,7 @@ func runSystem(ctx context.Context, o options) (results, error) {
 	r := results{systemResults: sr}
 	step := func(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
 
-	dir, err := os.MkdirTemp("", "kplane-bench-system-")
+	dir, err := os.MkdirTemp("", "shardplane-bench-system-")
 	if err != nil {
 		return r, err
 	}

@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/virtual/apiexport"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
 )
 
 // virtualOptions are the flags of --mode=virtual (issue 17): an export
@@ -270,7 +270,7 @@ func (v *virtualWorkspacesProcess) config(token string) *rest.Config {
 // shard of t with its system:masters credentials, accepting the shard's
 // kcp-admin token.
 func startVirtualWorkspaces(ctx context.Context, binary string, t *target) (*virtualWorkspacesProcess, error) {
-	dir, err := os.MkdirTemp("", "kplane-bench-vw-")
+	dir, err := os.MkdirTemp("", "shardplane-bench-vw-")
 	if err != nil {
 		return nil, err
 	}

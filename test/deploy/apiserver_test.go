@@ -25,7 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // startKubeAPIServer starts Kubernetes' own kube-apiserver in process on an
@@ -133,7 +133,7 @@ func TestRenderedObjectsAreAcceptedByKubeAPIServer(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			// A namespace per example, as the release's namespace.
-			ns := "kplane-" + name
+			ns := "shardplane-" + name
 			if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

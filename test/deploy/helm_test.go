@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // helmModule is the helm release the check installs when helm is not on
@@ -27,7 +27,7 @@ const helmModule = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 // releaseName and namespace are what the checks install as.
 const (
 	releaseName = "kp"
-	namespace   = "kplane"
+	namespace   = "shardplane"
 )
 
 var helm struct {
@@ -37,7 +37,7 @@ var helm struct {
 }
 
 // helmBinary returns helm from PATH, or installs helmModule once into
-// <user cache>/kplane/helm-<version>/ and returns it from there.
+// <user cache>/shardplane/helm-<version>/ and returns it from there.
 func helmBinary(t testing.TB) string {
 	t.Helper()
 	helm.once.Do(func() {
@@ -51,7 +51,7 @@ func helmBinary(t testing.TB) string {
 			return
 		}
 		version := helmModule[strings.LastIndex(helmModule, "@")+1:]
-		dir := filepath.Join(cache, "kplane", "helm-"+version)
+		dir := filepath.Join(cache, "shardplane", "helm-"+version)
 		helm.path = filepath.Join(dir, "helm")
 		if _, err := os.Stat(helm.path); err == nil {
 			return
@@ -78,7 +78,7 @@ func repoPath(t testing.TB, rel string) string {
 	return filepath.Join(root, rel)
 }
 
-func chartDir(t testing.TB) string { return repoPath(t, "deploy/charts/kplane") }
+func chartDir(t testing.TB) string { return repoPath(t, "deploy/charts/shardplane") }
 
 // valuesFiles are the examples and the check's own values, by name.
 func valuesFiles(t testing.TB) map[string]string {
@@ -231,7 +231,7 @@ func TestInvalidValuesAreRefusedWithAReason(t *testing.T) {
 		})
 	}
 	// Service names are DNS labels: a long release name leaves no room
-	// for "<release>-kplane-virtual-workspaces-<shard>".
+	// for "<release>-shardplane-virtual-workspaces-<shard>".
 	t.Run("virtual-workspaces Service name too long", func(t *testing.T) {
 		t.Parallel()
 		const want = "longer than 63 characters"
@@ -263,12 +263,12 @@ func TestAddingAShardRestartsOnlyTheFrontProxy(t *testing.T) {
 	after := templates(render(t, values, "--set", "shards[2].name=gamma"))
 	for name, tmpl := range before {
 		changed := !equality.Semantic.DeepEqual(tmpl, after[name])
-		frontProxy := name == "Deployment/"+releaseName+"-kplane-front-proxy"
+		frontProxy := name == "Deployment/"+releaseName+"-shardplane-front-proxy"
 		if changed != frontProxy {
 			t.Errorf("%s: pod template changed: %v, want %v", name, changed, frontProxy)
 		}
 	}
-	for _, name := range []string{"StatefulSet/kp-kplane-shard-gamma", "Deployment/kp-kplane-virtual-workspaces-gamma"} {
+	for _, name := range []string{"StatefulSet/kp-shardplane-shard-gamma", "Deployment/kp-shardplane-virtual-workspaces-gamma"} {
 		if _, ok := after[name]; !ok {
 			t.Errorf("no %s rendered for the new shard", name)
 		}

@@ -17,7 +17,7 @@ import (
 // metrics port) and returns the names of the series they export.
 func (c *cluster) metricNames(t *testing.T) map[string]bool {
 	t.Helper()
-	client := c.clientWithCert(t, releaseName+"-kplane-shard-root-tls", releaseName+"-kplane-shard-client-tls")
+	client := c.clientWithCert(t, releaseName+"-shardplane-shard-root-tls", releaseName+"-shardplane-shard-client-tls")
 	names := map[string]bool{}
 	for _, p := range c.pods {
 		var url string
@@ -56,7 +56,7 @@ var seriesSelector = regexp.MustCompile(`\b([a-zA-Z_:][a-zA-Z0-9_:]*)\{`)
 // queries.
 func dashboardMetrics(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile(repoPath(t, "deploy/charts/kplane/dashboards/kplane.json"))
+	data, err := os.ReadFile(repoPath(t, "deploy/charts/shardplane/dashboards/shardplane.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // localPod is the first replica of a rendered StatefulSet or Deployment,
@@ -97,7 +97,7 @@ func newLocalPod(t *testing.T, base, name string, tmpl corev1.PodTemplateSpec, c
 	}
 	p := &localPod{
 		name: name, labels: tmpl.Labels, spec: tmpl.Spec, claims: claims, subdomain: subdomain,
-		component: tmpl.Labels["app.kubernetes.io/component"], instance: tmpl.Labels["kplane.io/instance"],
+		component: tmpl.Labels["app.kubernetes.io/component"], instance: tmpl.Labels["shardplane.io/instance"],
 		ports: map[int32]int{}, dir: filepath.Join(base, name),
 	}
 	for _, cp := range tmpl.Spec.Containers[0].Ports {
@@ -350,7 +350,7 @@ var etcdBuild struct {
 
 // commandBinary returns the local binary for an image command: the
 // project's binaries from ./cmd, etcd from ./test/deploy/etcd
-// (KPLANE_E2E_<NAME>_BINARY overrides either).
+// (SHARDPLANE_E2E_<NAME>_BINARY overrides either).
 func commandBinary(t *testing.T, command string) string {
 	t.Helper()
 	name := filepath.Base(command)
@@ -358,11 +358,11 @@ func commandBinary(t *testing.T, command string) string {
 		return framework.CommandBinary(t, name)
 	}
 	etcdBuild.once.Do(func() {
-		if p := os.Getenv("KPLANE_E2E_ETCD_BINARY"); p != "" {
+		if p := os.Getenv("SHARDPLANE_E2E_ETCD_BINARY"); p != "" {
 			etcdBuild.path, etcdBuild.err = filepath.Abs(p)
 			return
 		}
-		dir, err := os.MkdirTemp("", "kplane-deploy-etcd-")
+		dir, err := os.MkdirTemp("", "shardplane-deploy-etcd-")
 		if err != nil {
 			etcdBuild.err = err
 			return

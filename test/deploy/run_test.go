@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	framework.RemoveBinary()
-	if etcdBuild.path != "" && os.Getenv("KPLANE_E2E_ETCD_BINARY") == "" {
+	if etcdBuild.path != "" && os.Getenv("SHARDPLANE_E2E_ETCD_BINARY") == "" {
 		_ = os.RemoveAll(filepath.Dir(etcdBuild.path))
 	}
 	os.Exit(code)
@@ -107,7 +107,7 @@ func runRelease(t *testing.T, valuesFile string, given map[string]map[string][]b
 func (c *cluster) verboseProbe(t *testing.T, url string) string {
 	client := insecureClient()
 	client.Timeout = time.Minute
-	if data, ok := c.secrets[releaseName+"-kplane-shard-client-tls"]; ok {
+	if data, ok := c.secrets[releaseName+"-shardplane-shard-client-tls"]; ok {
 		if pair, err := tls.X509KeyPair(data["tls.crt"], data["tls.key"]); err == nil {
 			client.Transport.(*http.Transport).TLSClientConfig.Certificates = []tls.Certificate{pair}
 		}
@@ -165,7 +165,7 @@ func get(t *testing.T, client *http.Client, url, token string) (int, string) {
 // frontProxyURL is the loopback URL of the front-proxy Service.
 func (c *cluster) frontProxyURL(t *testing.T) string {
 	t.Helper()
-	return c.serviceURL(t, releaseName+"-kplane-front-proxy", 443)
+	return c.serviceURL(t, releaseName+"-shardplane-front-proxy", 443)
 }
 
 // serviceURL is the loopback URL of a Service's port.
@@ -183,10 +183,10 @@ func (c *cluster) serviceURL(t *testing.T, service string, port int) string {
 // release's admin (system:kcp:admin, from its client certificate).
 func (c *cluster) shardNames(t *testing.T) []string {
 	t.Helper()
-	client := c.clientWithCert(t, releaseName+"-kplane-front-proxy-tls", releaseName+"-kplane-admin-client-tls")
+	client := c.clientWithCert(t, releaseName+"-shardplane-front-proxy-tls", releaseName+"-shardplane-admin-client-tls")
 	code, body := get(t, client, c.frontProxyURL(t)+"/clusters/root/apis/core.kcp.io/v1alpha1/shards", "")
 	if code != http.StatusOK {
-		t.Fatalf("list shards through the front-proxy as kplane-admin: %d %s", code, body)
+		t.Fatalf("list shards through the front-proxy as shardplane-admin: %d %s", code, body)
 	}
 	var list struct {
 		Items []struct {
@@ -234,7 +234,7 @@ func TestChartComponentsStartAndBecomeReady(t *testing.T) {
 		c.checkDashboardMetrics(t)
 		// The token file reaches the front-proxy: alice is authenticated
 		// (whatever RBAC then decides), a wrong token is not.
-		client := c.clientWithCert(t, releaseName+"-kplane-front-proxy-tls", "")
+		client := c.clientWithCert(t, releaseName+"-shardplane-front-proxy-tls", "")
 		url := c.frontProxyURL(t) + "/clusters/root/api/v1/namespaces"
 		if code, body := get(t, client, url, token); code == http.StatusUnauthorized {
 			t.Fatalf("alice's token was refused by the front-proxy: %d %s", code, body)
@@ -257,11 +257,11 @@ func TestChartComponentsStartAndBecomeReady(t *testing.T) {
 		}
 		// The shards run with --run-virtual-workspaces=false: the views
 		// are not on their own port.
-		admin := c.clientWithCert(t, releaseName+"-kplane-shard-root-tls", releaseName+"-kplane-admin-client-tls")
+		admin := c.clientWithCert(t, releaseName+"-shardplane-shard-root-tls", releaseName+"-shardplane-admin-client-tls")
 		for _, shard := range []string{"root", "beta"} {
-			direct := strings.Replace(views[len(views)-1], c.frontProxyURL(t), c.serviceURL(t, releaseName+"-kplane-shard-"+shard, 6443), 1)
+			direct := strings.Replace(views[len(views)-1], c.frontProxyURL(t), c.serviceURL(t, releaseName+"-shardplane-shard-"+shard, 6443), 1)
 			if code, body := get(t, admin, direct, ""); code != http.StatusNotFound {
-				t.Fatalf("GET %s on shard %s itself as kplane-admin: %d %.300s, want 404", direct, shard, code, body)
+				t.Fatalf("GET %s on shard %s itself as shardplane-admin: %d %.300s, want 404", direct, shard, code, body)
 			}
 		}
 	})

@@ -65,7 +65,7 @@ func send(t *testing.T, client *http.Client, method, url string, body []byte) (i
 }
 
 // initializingViews creates a WorkspaceType with an initializer in root as
-// kplane-admin, waits until its status lists the initializing view of
+// shardplane-admin, waits until its status lists the initializing view of
 // every shard (<external URL>/shards/<shard>/services/...), and lists
 // LogicalClusters through each, and through root's /services/, at the
 // front-proxy (the external host name resolving to it, as DNS does for
@@ -75,12 +75,12 @@ func send(t *testing.T, client *http.Client, method, url string, body []byte) (i
 // list URLs, front-proxy first.
 func (c *cluster) initializingViews(t *testing.T, shards ...string) []string {
 	t.Helper()
-	admin := c.clientWithCert(t, releaseName+"-kplane-front-proxy-tls", releaseName+"-kplane-admin-client-tls")
+	admin := c.clientWithCert(t, releaseName+"-shardplane-front-proxy-tls", releaseName+"-shardplane-admin-client-tls")
 	proxy := c.frontProxyURL(t)
 	types := proxy + "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspacetypes"
 	body := fmt.Sprintf(`{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"WorkspaceType","metadata":{"name":%q},"spec":{"initializer":true}}`, viewCheckType)
 	if code, out := send(t, admin, http.MethodPost, types, []byte(body)); code != http.StatusCreated {
-		t.Fatalf("create WorkspaceType %s in root as kplane-admin: %d %s", viewCheckType, code, out)
+		t.Fatalf("create WorkspaceType %s in root as shardplane-admin: %d %s", viewCheckType, code, out)
 	}
 
 	var urls []string
@@ -133,7 +133,7 @@ func (c *cluster) initializingViews(t *testing.T, shards ...string) []string {
 		}
 		_ = json.Unmarshal([]byte(out), &got)
 		if code != http.StatusOK || got.Kind != "LogicalClusterList" {
-			t.Fatalf("GET %s as kplane-admin: %d %.500s, want a LogicalClusterList from the view", list, code, out)
+			t.Fatalf("GET %s as shardplane-admin: %d %.500s, want a LogicalClusterList from the view", list, code, out)
 		}
 	}
 	return lists

@@ -13,9 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 )
 
 // bindingTo is an APIBinding of the export path:name.
@@ -71,7 +71,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 	consumer := readyWorkspace(ctx, t, kcp, org.path(), "consumer", nil)
 	crdSide := readyWorkspace(ctx, t, kcp, org.path(), "crds", nil)
 
-	// The provider publishes widgets.e2e.kplane.dev.
+	// The provider publishes widgets.e2e.shardplane.dev.
 	schemaName := "v1.widgets." + crdGroup
 	schema := widgetSchema(schemaName)
 	schema.Spec.Group = crdGroup

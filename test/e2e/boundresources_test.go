@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // schemaFromCRD is the APIResourceSchema that publishes what crd defines.

@@ -33,10 +33,10 @@ import (
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // gcTimeout bounds waits for the controllers of this file.
@@ -291,9 +291,9 @@ func TestGarbageCollectorOrphanDeletionKeepsDependents(t *testing.T) {
 func gizmoCRD() *apiextensionsv1.CustomResourceDefinition {
 	preserve := true
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.gc.kplane.test"},
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos.gc.shardplane.test"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "gc.kplane.test",
+			Group: "gc.shardplane.test",
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
@@ -306,7 +306,7 @@ func gizmoCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-var gizmosGVR = schema.GroupVersionResource{Group: "gc.kplane.test", Version: "v1", Resource: "gizmos"}
+var gizmosGVR = schema.GroupVersionResource{Group: "gc.shardplane.test", Version: "v1", Resource: "gizmos"}
 
 // installGizmos creates the gizmo CRD in a cluster and returns its client.
 func installGizmos(ctx context.Context, t *testing.T, c kcCluster) dynamic.NamespaceableResourceInterface {
@@ -328,7 +328,7 @@ func installGizmos(ctx context.Context, t *testing.T, c kcCluster) dynamic.Names
 // createGizmo creates a gizmo, retrying while its CRD is not served yet.
 func createGizmo(ctx context.Context, t *testing.T, gizmos dynamic.ResourceInterface, name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.kplane.test/v1", "kind": "Gizmo"}}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.shardplane.test/v1", "kind": "Gizmo"}}
 	u.SetName(name)
 	u.SetOwnerReferences(refs)
 	var created *unstructured.Unstructured
@@ -354,7 +354,7 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 		return createGizmo(ctx, t, gizmos, name, refs...)
 	}
 	owner := create("owner")
-	ref := metav1.OwnerReference{APIVersion: "gc.kplane.test/v1", Kind: "Gizmo", Name: "owner", UID: owner.GetUID()}
+	ref := metav1.OwnerReference{APIVersion: "gc.shardplane.test/v1", Kind: "Gizmo", Name: "owner", UID: owner.GetUID()}
 	create("dependent", ref)
 	createOwned(ctx, t, c.kube, "default", "dependent-of-gizmo", nil, ref)
 
@@ -608,8 +608,8 @@ func TestServiceAccountTokenAuthenticatesOnlyInItsCluster(t *testing.T) {
 func TestIdleClusterCost(t *testing.T) {
 	// A measurement (it only logs), not a check: kept out of the default
 	// run to keep CI lean.
-	if os.Getenv("KPLANE_E2E_IDLE_COST") == "" {
-		t.Skip("measures 1,000 idle logical clusters; set KPLANE_E2E_IDLE_COST=1 to run")
+	if os.Getenv("SHARDPLANE_E2E_IDLE_COST") == "" {
+		t.Skip("measures 1,000 idle logical clusters; set SHARDPLANE_E2E_IDLE_COST=1 to run")
 	}
 	s := framework.StartShard(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -27,14 +27,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // The CRD tests act as shard-admin (system:masters), so that they depend on
 // nothing but the CRD machinery of the shard.
 const crdTestContext = "shard-base"
 
-const crdGroup = "e2e.kplane.dev"
+const crdGroup = "e2e.shardplane.dev"
 
 var widgetsGVR = schema.GroupVersionResource{Group: crdGroup, Version: "v1", Resource: "widgets"}
 
@@ -617,9 +617,9 @@ func TestDiscoveryAndOpenAPIShowCRDsOfTheirClusterOnly(t *testing.T) {
 	e, other := newCRDEnv(t, s, "crd-disc"), newCRDEnv(t, s, "crd-nodisc")
 	other.createCRD(ctx, t, gadgetWidgetCRD()) // a cluster with other CRDs
 	other.createCRD(ctx, t, &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "things.other.kplane.dev"},
+		ObjectMeta: metav1.ObjectMeta{Name: "things.other.shardplane.dev"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "other.kplane.dev", Scope: apiextensionsv1.ClusterScoped,
+			Group: "other.shardplane.dev", Scope: apiextensionsv1.ClusterScoped,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "things", Singular: "thing", Kind: "Thing", ListKind: "ThingList"},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
@@ -643,7 +643,7 @@ func TestDiscoveryAndOpenAPIShowCRDsOfTheirClusterOnly(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"name":"`+crdGroup+`"`) {
 		t.Errorf("/apis: HTTP %d, lacks %s:\n%.300s", code, crdGroup, body)
 	}
-	if strings.Contains(body, "other.kplane.dev") {
+	if strings.Contains(body, "other.shardplane.dev") {
 		t.Errorf("/apis of %s lists the group of another cluster", e.cluster)
 	}
 	code, body = rawGet(ctx, t, s, e.cluster, "/apis/"+crdGroup+"/v1", "")
@@ -657,10 +657,10 @@ func TestDiscoveryAndOpenAPIShowCRDsOfTheirClusterOnly(t *testing.T) {
 
 	// OpenAPI v2 and v3.
 	code, body = rawGet(ctx, t, s, e.cluster, "/openapi/v2", "application/json")
-	if code != http.StatusOK || !strings.Contains(body, `"dev.kplane.e2e.v1.Widget"`) {
+	if code != http.StatusOK || !strings.Contains(body, `"dev.shardplane.e2e.v1.Widget"`) {
 		t.Errorf("/openapi/v2: HTTP %d, no Widget definition", code)
 	}
-	if strings.Contains(body, "dev.kplane.other.v1.Thing") {
+	if strings.Contains(body, "dev.shardplane.other.v1.Thing") {
 		t.Error("/openapi/v2 contains a definition of another cluster's CRD")
 	}
 	code, body = rawGet(ctx, t, s, e.cluster, "/openapi/v3", "")
@@ -676,7 +676,7 @@ func TestDiscoveryAndOpenAPIShowCRDsOfTheirClusterOnly(t *testing.T) {
 	if !ok {
 		t.Fatalf("/openapi/v3 lacks apis/%s/v1", crdGroup)
 	}
-	if _, ok := root.Paths["apis/other.kplane.dev/v1"]; ok {
+	if _, ok := root.Paths["apis/other.shardplane.dev/v1"]; ok {
 		t.Error("/openapi/v3 lists a group version of another cluster")
 	}
 	wantPrefix := "/clusters/" + e.cluster + "/openapi/v3/apis/" + crdGroup + "/v1?hash="
@@ -702,7 +702,7 @@ func TestDiscoveryAndOpenAPIShowCRDsOfTheirClusterOnly(t *testing.T) {
 	if _, body := rawGet(ctx, t, s, e.cluster, "/openapi/v3", ""); strings.Contains(body, crdGroup) {
 		t.Error("/openapi/v3 still lists the deleted CRD")
 	}
-	if _, body := rawGet(ctx, t, s, e.cluster, "/openapi/v2", "application/json"); strings.Contains(body, "dev.kplane.e2e.v1.Widget") {
+	if _, body := rawGet(ctx, t, s, e.cluster, "/openapi/v2", "application/json"); strings.Contains(body, "dev.shardplane.e2e.v1.Widget") {
 		t.Error("/openapi/v2 still contains the deleted CRD")
 	}
 }
@@ -718,7 +718,7 @@ func TestKubectlShowsPrinterColumnsAndExplainsCustomResources(t *testing.T) {
 		t.Helper()
 		return kubectl(ctx, t, s, stdin, append([]string{"--context=" + crdTestContext, server}, args...)...)
 	}
-	const manifest = `apiVersion: e2e.kplane.dev/v1
+	const manifest = `apiVersion: e2e.shardplane.dev/v1
 kind: Widget
 metadata:
   name: shown
@@ -743,7 +743,7 @@ spec:
 		}
 	}
 	out = kc("", "get", "wdg", "-n", "default", "-o", "name")
-	if strings.TrimSpace(out) != "widget.e2e.kplane.dev/shown" {
+	if strings.TrimSpace(out) != "widget.e2e.shardplane.dev/shown" {
 		t.Errorf("kubectl get by short name: %q", out)
 	}
 	out = kc("", "explain", "widgets.spec.size")
@@ -759,13 +759,13 @@ spec:
 
 // TestFirstRequestCostOfManyClustersWithCRDs measures memory and latency of
 // serving the first request of N logical clusters, each with its own CRD.
-// It only logs; set KPLANE_E2E_CRD_CLUSTERS to choose N (default 20).
+// It only logs; set SHARDPLANE_E2E_CRD_CLUSTERS to choose N (default 20).
 func TestFirstRequestCostOfManyClustersWithCRDs(t *testing.T) {
 	n := 20
-	if v := os.Getenv("KPLANE_E2E_CRD_CLUSTERS"); v != "" {
+	if v := os.Getenv("SHARDPLANE_E2E_CRD_CLUSTERS"); v != "" {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil {
-			t.Fatalf("KPLANE_E2E_CRD_CLUSTERS=%q: %v", v, err)
+			t.Fatalf("SHARDPLANE_E2E_CRD_CLUSTERS=%q: %v", v, err)
 		}
 	}
 	s := framework.StartShard(t)

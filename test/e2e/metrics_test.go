@@ -136,7 +136,7 @@ func TestShardMetricsCountRecoveredPanics(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics as shard-admin: HTTP %d (%s), want 200", code, body)
 	}
-	if want := `kplane_recovered_panics_total{site="other"} 0`; !strings.Contains(body, want) {
+	if want := `shardplane_recovered_panics_total{site="other"} 0`; !strings.Contains(body, want) {
 		t.Errorf("GET /metrics: no %s", want)
 	}
 }

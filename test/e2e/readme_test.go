@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // readmeServer is the URL the README's examples use (`make run`).
@@ -19,7 +19,7 @@ const readmeServer = "https://127.0.0.1:6443"
 
 // TestReadmeWalkthroughWorksAsWritten runs the README's kubectl walkthrough
 // against a real shard, as a new user would after `make run`: the shard's
-// root directory stands where `make run` puts it (.kplane) and its URL
+// root directory stands where `make run` puts it (.shardplane) and its URL
 // replaces https://127.0.0.1:6443.
 func TestReadmeWalkthroughWorksAsWritten(t *testing.T) {
 	kubectl, err := framework.KubectlPath()
@@ -32,7 +32,7 @@ func TestReadmeWalkthroughWorksAsWritten(t *testing.T) {
 	e := &wsEnv{s: framework.StartShard(t)}
 	e.waitForRootBootstrap(t)
 	dir := t.TempDir()
-	if err := os.Symlink(e.s.RootDir(), filepath.Join(dir, ".kplane")); err != nil {
+	if err := os.Symlink(e.s.RootDir(), filepath.Join(dir, ".shardplane")); err != nil {
 		t.Fatal(err)
 	}
 	script := "set -euo pipefail\n" + strings.ReplaceAll(strings.Join(blocks, "\n"), readmeServer, e.s.BaseURL(t))

@@ -108,14 +108,14 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 	existing := configMapCount(ctx, t, a.kube, "team")
 	limit := existing + 2
 	q := createQuota(ctx, t, a.kube, "team", "objects", corev1.ResourceList{
-		"count/configmaps":            *resource.NewQuantity(limit, resource.DecimalSI),
-		"secrets":                     resource.MustParse("1"),
-		"count/gizmos.gc.kplane.test": resource.MustParse("1"),
+		"count/configmaps":                *resource.NewQuantity(limit, resource.DecimalSI),
+		"secrets":                         resource.MustParse("1"),
+		"count/gizmos.gc.shardplane.test": resource.MustParse("1"),
 	})
 	if used := q.Status.Used["count/configmaps"]; used.Value() != existing {
 		t.Errorf("initial configmap usage %s, want %d", used.String(), existing)
 	}
-	if used := q.Status.Used["count/gizmos.gc.kplane.test"]; used.Value() != 1 {
+	if used := q.Status.Used["count/gizmos.gc.shardplane.test"]; used.Value() != 1 {
 		t.Errorf("initial gizmo usage %s, want 1", used.String())
 	}
 	// b's quota of the same name and namespace is its own.
@@ -159,14 +159,14 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 	requireExceeded(t, err, "create secret over quota", "objects", "secrets", 1)
 
 	// Custom resources.
-	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.kplane.test/v1", "kind": "Gizmo"}}
+	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.shardplane.test/v1", "kind": "Gizmo"}}
 	u.SetName("second")
 	_, err = gizmos.Create(ctx, u, metav1.CreateOptions{})
-	requireExceeded(t, err, "create gizmo over quota", "objects", "count/gizmos.gc.kplane.test", 1)
+	requireExceeded(t, err, "create gizmo over quota", "objects", "count/gizmos.gc.shardplane.test", 1)
 	if err := gizmos.Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("custom resource status after a delete: %v", waitUsed(ctx, t, a.kube, "team", "objects", "count/gizmos.gc.kplane.test", 0))
+	t.Logf("custom resource status after a delete: %v", waitUsed(ctx, t, a.kube, "team", "objects", "count/gizmos.gc.shardplane.test", 0))
 	if _, err := gizmos.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Errorf("create gizmo after a deletion freed room: %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // TestServiceAccountKeyThatCannotBeReadStopsStartUp: a shard whose service

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // Token users of the shared cache server.
@@ -50,7 +50,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "kplane-e2e-cache-")
+	dir, err := os.MkdirTemp("", "shardplane-e2e-cache-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -144,7 +144,7 @@ func config(t *testing.T, user string, shard cacheserver.Shard, cluster logicalc
 		BearerToken:     cache.tokens[user],
 		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData},
 		QPS:             -1,
-		UserAgent:       "kplane-e2e-cache",
+		UserAgent:       "shardplane-e2e-cache",
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // docShellBlocks returns the ```sh blocks of the section of
@@ -24,7 +24,7 @@ func docShellBlocks(t *testing.T, heading string) []string {
 // TestDocsWalkthroughWorksAsWritten runs the plugin walkthrough of
 // docs/plugins.md as a user would after `make run` and `make
 // install-plugins`: a copy of the shard's admin.kubeconfig stands where
-// `make run` puts it (.kplane/admin.kubeconfig) and the plugins are on PATH.
+// `make run` puts it (.shardplane/admin.kubeconfig) and the plugins are on PATH.
 func TestDocsWalkthroughWorksAsWritten(t *testing.T) {
 	requireKubectl(t)
 	t.Parallel()
@@ -79,7 +79,7 @@ func runWalkthrough(t *testing.T, blocks []string) (string, string) {
 	t.Helper()
 
 	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, ".kplane"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, ".shardplane"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	kc := kubeconfigFor(t, "")
@@ -87,7 +87,7 @@ func runWalkthrough(t *testing.T, blocks []string) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".kplane", "admin.kubeconfig"), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".shardplane", "admin.kubeconfig"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	script := "set -euo pipefail\n" + strings.Join(blocks, "\n")

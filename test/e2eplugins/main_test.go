@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // plugins are the binaries under test, by kubectl plugin name.
@@ -46,7 +46,7 @@ func run(m *testing.M) int {
 	}
 	env.kubectl = kubectl
 
-	if env.binDir, err = os.MkdirTemp("", "kplane-e2e-plugins-"); err != nil {
+	if env.binDir, err = os.MkdirTemp("", "shardplane-e2e-plugins-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

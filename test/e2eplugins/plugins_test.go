@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kplane-dev/kplane/pkg/cliplugins/workspace"
+	"github.com/shardplane/shardplane/pkg/cliplugins/workspace"
 )
 
 // kubectlTimeout bounds one kubectl run; creating a workspace waits for it

@@ -9,7 +9,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // sys is the system every test of the package shares.

@@ -25,12 +25,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 const eventually = 2 * time.Minute
@@ -423,7 +423,7 @@ func TestWatchThroughTheProxyLosesNothing(t *testing.T) {
 // workspaces come back when it does.
 func TestShardOutageOnlyFailsItsWorkspaces(t *testing.T) {
 	if shards < 2 {
-		t.Skip("needs a second shard (KPLANE_E2E_SYSTEM_SHARDS >= 2)")
+		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
 	}
 	// Not parallel: it stops a shard the other tests use.
 	ctx := testContext(t)

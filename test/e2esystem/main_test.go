@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // sys is the system every test of the package shares.
@@ -19,10 +19,10 @@ var sys *framework.System
 var shards = 2
 
 func TestMain(m *testing.M) {
-	if v := os.Getenv("KPLANE_E2E_SYSTEM_SHARDS"); v != "" {
+	if v := os.Getenv("SHARDPLANE_E2E_SYSTEM_SHARDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			fmt.Fprintln(os.Stderr, "KPLANE_E2E_SYSTEM_SHARDS must be a positive number")
+			fmt.Fprintln(os.Stderr, "SHARDPLANE_E2E_SYSTEM_SHARDS must be a positive number")
 			os.Exit(1)
 		}
 		shards = n

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // TestEveryWorkspaceHasExactlyOneLogicalCluster: workspaces created at once
@@ -23,7 +23,7 @@ import (
 // its placement names and on no other, however the scheduler's writes race.
 func TestEveryWorkspaceHasExactlyOneLogicalCluster(t *testing.T) {
 	if shards < 2 {
-		t.Skip("needs a second shard (KPLANE_E2E_SYSTEM_SHARDS >= 2)")
+		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
 	}
 	t.Parallel()
 	ctx := testContext(t)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
-	"github.com/kplane-dev/kplane/pkg/system"
+	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/system"
 )
 
 // TestVirtualWorkspaceServersServeHealthToAllAndMetricsToAdmins: each

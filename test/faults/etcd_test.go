@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // The heavy cases run with the faults build tag (make test-faults).
@@ -34,7 +34,7 @@ var etcdBinary = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := os.MkdirTemp("", "kplane-faults-etcd-")
+	dir, err := os.MkdirTemp("", "shardplane-faults-etcd-")
 	if err != nil {
 		return "", err
 	}
@@ -84,7 +84,7 @@ func startEtcd(t *testing.T, n int) []*etcdMember {
 		m.args = []string{"--name=" + m.name, "--data-dir=" + filepath.Join(m.dir, "data"),
 			"--listen-client-urls=" + m.client, "--advertise-client-urls=" + m.client,
 			"--listen-peer-urls=" + m.peer, "--initial-advertise-peer-urls=" + m.peer,
-			"--initial-cluster=" + strings.Join(initial, ","), "--initial-cluster-state=new", "--initial-cluster-token=kplane-faults"}
+			"--initial-cluster=" + strings.Join(initial, ","), "--initial-cluster-state=new", "--initial-cluster-token=shardplane-faults"}
 		m.start(t)
 	}
 	t.Cleanup(func() {

@@ -14,7 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // readyURL is where a restarted process of the system is ready.

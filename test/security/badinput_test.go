@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/pkg/frontproxy"
+	"github.com/shardplane/shardplane/pkg/frontproxy"
 )
 
 // TestBadInputGetsAClearRefusal: oversize and deeply nested bodies,

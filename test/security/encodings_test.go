@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
 )
 
 // encodingTarget is one resource of one family (built-in, CRD, core group

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // TestForgedIdentitiesDoNotCrossWorkspaces: X-Remote-* headers, the

@@ -16,7 +16,7 @@
 // server) must get a 4xx or a 2xx. The package fails on any 5xx and on any
 // panic the servers log while it runs.
 //
-// The lean run goes with `make test`; KPLANE_SECURITY_LONG=1 sends every
+// The lean run goes with `make test`; SHARDPLANE_SECURITY_LONG=1 sends every
 // request in both directions, at every shard, with more tricks and
 // watches.
 package security
@@ -26,14 +26,14 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kplane-dev/kplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/e2e/framework"
 )
 
 // sys is the system every test of the package shares.
 var sys *framework.System
 
-// long tells whether the long version runs (KPLANE_SECURITY_LONG=1).
-var long = os.Getenv("KPLANE_SECURITY_LONG") != ""
+// long tells whether the long version runs (SHARDPLANE_SECURITY_LONG=1).
+var long = os.Getenv("SHARDPLANE_SECURITY_LONG") != ""
 
 // TestMain runs the tests on one system and fails the package on any 5xx
 // answer or any panic the servers logged meanwhile, whichever test caused

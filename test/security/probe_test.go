@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // expect is what a probe's answer must be besides free of the victim's

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // PluginName is the name of this admission plugin.
-const PluginName = "kplane.io/NamespaceLifecycle"
+const PluginName = "shardplane.io/NamespaceLifecycle"
 
 var namespaces = corev1.Resource("namespaces")
 

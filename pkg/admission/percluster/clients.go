@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // Config is what every per-cluster plugin is built from.

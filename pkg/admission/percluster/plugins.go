@@ -19,8 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Factory builds the plugin of one logical cluster. Its informers and

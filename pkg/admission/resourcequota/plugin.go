@@ -30,14 +30,14 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	rqcontroller "github.com/kplane-dev/kplane/pkg/controllers/resourcequota"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	rqcontroller "github.com/shardplane/shardplane/pkg/controllers/resourcequota"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // PluginName is the name of this admission plugin.
-const PluginName = "kplane.io/ResourceQuota"
+const PluginName = "shardplane.io/ResourceQuota"
 
 // retries is how often a conflicting status update is checked again, as
 // upstream.

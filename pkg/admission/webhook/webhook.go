@@ -13,8 +13,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
-	"github.com/kplane-dev/kplane/pkg/admission/percluster"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/admission/percluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // NewValidating returns the ValidatingAdmissionWebhook plugin of all logical

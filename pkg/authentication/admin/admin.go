@@ -10,8 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kplane-dev/kplane/pkg/authorization"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // Authenticator accepts the admin tokens: kcp-admin (system:kcp:admin),

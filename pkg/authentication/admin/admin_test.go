@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 func TestAdminTokensAuthenticateWithTheirGroups(t *testing.T) {

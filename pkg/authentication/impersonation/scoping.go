@@ -24,8 +24,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/scope"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 type requestedKey struct{}

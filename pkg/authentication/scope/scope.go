@@ -16,8 +16,8 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func scoped(values ...string) map[string][]string { return map[string][]string{ScopeExtraKey: values} }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 const (

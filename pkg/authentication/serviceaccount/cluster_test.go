@@ -16,10 +16,10 @@ import (
 	"k8s.io/kubernetes/pkg/apis/core"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-const issuer = "https://kplane.test"
+const issuer = "https://shardplane.test"
 
 // clusterGetter serves service accounts by the cluster in the context.
 type clusterGetter map[logicalcluster.Name]*corev1.ServiceAccount

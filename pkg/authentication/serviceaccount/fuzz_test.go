@@ -8,7 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // tokenAuthenticatorFunc adapts a function to authenticator.Token.

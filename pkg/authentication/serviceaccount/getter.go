@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // TokenGetter reads service accounts and secrets live, through the shard's

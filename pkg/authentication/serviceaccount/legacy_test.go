@@ -14,7 +14,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // legacyGetter serves one service account and its token secret per cluster.

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/authentication/scope"
 )
 
 // NotAllowed starts the reason of every refusal.

@@ -11,10 +11,10 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/authentication/scope"
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 const (

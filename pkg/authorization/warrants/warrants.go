@@ -14,9 +14,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/kplane-dev/kplane/pkg/authentication/scope"
-	"github.com/kplane-dev/kplane/pkg/authentication/serviceaccount"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // maxDepth bounds warrants of warrants.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func TestParseServerURLSplitsBaseAndWorkspacePath(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 )
 
 // permissionClaimsReconciler copies the export's permission claims into

@@ -11,11 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // recheckInvalidIdentity is how often an export whose identity secret is

@@ -6,12 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/virtual/apiexport"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
 )
 
 // endpointsReconciler computes status.endpoints and the conditions

@@ -16,13 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 const (

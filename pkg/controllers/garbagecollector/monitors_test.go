@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func forceCRD(cluster logicalcluster.Name, versions ...string) *apiextensionsv1.CustomResourceDefinition {

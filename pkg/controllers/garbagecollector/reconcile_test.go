@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 func partial(cluster logicalcluster.Name, name string, uid types.UID, owners ...metav1.OwnerReference) *metav1.PartialObjectMetadata {

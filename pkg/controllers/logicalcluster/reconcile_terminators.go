@@ -3,7 +3,7 @@ package logicalcluster
 import (
 	"slices"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 )
 
 // Terminators hold the deletion of a logical cluster, as in kcp: the

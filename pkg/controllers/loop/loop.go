@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // RequeueAfter asks the loop to look at a key again after a delay without

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // BenchmarkInitialReplication measures how fast a shard that starts with

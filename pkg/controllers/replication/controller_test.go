@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func kindOf(resource string) cacheserver.Kind {

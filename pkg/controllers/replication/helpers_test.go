@@ -28,10 +28,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kplane-dev/kplane/pkg/cacheserver"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // fakeResource is one resource of a fake shard: what its wildcard

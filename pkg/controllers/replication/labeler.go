@@ -13,10 +13,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/authorization/clusterrbac"
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // byClusterRole indexes ClusterRoleBindings by "<cluster>|<ClusterRole>".

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {

@@ -14,14 +14,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/shardlookup"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
-	"github.com/kplane-dev/kplane/pkg/workspacetypes"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/shardlookup"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/workspacetypes"
 )
 
 // Controller reconciles Workspaces.

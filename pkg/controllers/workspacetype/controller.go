@@ -11,12 +11,12 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/controllers/loop"
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
-	"github.com/kplane-dev/kplane/pkg/shardlookup"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/shardlookup"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Controller reconciles the status of WorkspaceTypes in all logical

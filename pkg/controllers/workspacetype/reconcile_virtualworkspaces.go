@@ -6,11 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework"
-	"github.com/kplane-dev/kplane/pkg/virtual/initializingworkspaces"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/initializingworkspaces"
 )
 
 // virtualWorkspacesReconciler lists in status.virtualWorkspaces, for every

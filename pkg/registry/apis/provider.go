@@ -13,12 +13,12 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/registry/apis/apibinding"
-	"github.com/kplane-dev/kplane/pkg/registry/apis/apiexport"
-	"github.com/kplane-dev/kplane/pkg/registry/apis/apiexportendpointslice"
-	"github.com/kplane-dev/kplane/pkg/registry/apis/apiresourceschema"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/registry/apis/apibinding"
+	"github.com/shardplane/shardplane/pkg/registry/apis/apiexport"
+	"github.com/shardplane/shardplane/pkg/registry/apis/apiexportendpointslice"
+	"github.com/shardplane/shardplane/pkg/registry/apis/apiresourceschema"
 )
 
 // RESTStorageProvider serves apis.kcp.io. The group's types must be

@@ -8,10 +8,10 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	_ "github.com/kplane-dev/kplane/pkg/apis/install"
-	"github.com/kplane-dev/kplane/pkg/registry/registrytest"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	_ "github.com/shardplane/shardplane/pkg/apis/install"
+	"github.com/shardplane/shardplane/pkg/registry/registrytest"
 )
 
 var _ controlplaneapiserver.RESTStorageProvider = RESTStorageProvider{}

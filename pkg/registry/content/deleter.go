@@ -31,8 +31,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // collection is a storage whose objects can be listed and deleted.

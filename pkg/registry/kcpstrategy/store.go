@@ -16,7 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/kplane-dev/kplane/pkg/registry/status"
+	"github.com/shardplane/shardplane/pkg/registry/status"
 )
 
 // Strategy is what the main resource needs from a kind's strategy: how

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 // Options configure an embedded etcd.

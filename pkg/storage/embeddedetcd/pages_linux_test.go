@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd/etcdtest"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
 // databaseResident returns the resident bytes of the mappings of etcd's

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 func TestIdlePagesGoBackWhenWritesPause(t *testing.T) {

@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/panics"
-	"github.com/kplane-dev/kplane/pkg/proxyauth"
-	"github.com/kplane-dev/kplane/pkg/version"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/proxyauth"
+	"github.com/shardplane/shardplane/pkg/version"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // ViewsConfig is what the server gives the views it mounts.

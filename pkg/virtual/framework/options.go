@@ -16,8 +16,8 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // Options are the flags of the virtual-workspaces binary (kcp's
@@ -58,7 +58,7 @@ func NewOptions() *Options {
 		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
 		Logs:           logs.NewOptions(),
-		RootDirectory:  ".kplane-virtual-workspaces",
+		RootDirectory:  ".shardplane-virtual-workspaces",
 
 		ReleaseStartupPages: true,
 	}

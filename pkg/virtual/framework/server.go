@@ -8,9 +8,9 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 
-	"github.com/kplane-dev/kplane/pkg/exepages"
-	"github.com/kplane-dev/kplane/pkg/servercmd"
-	"github.com/kplane-dev/kplane/pkg/wildcardinformer"
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Server is a standalone virtual workspace server: the generic server

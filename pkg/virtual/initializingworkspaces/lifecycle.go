@@ -23,9 +23,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/authorization/workspacecontent"
-	"github.com/kplane-dev/kplane/pkg/virtual/framework"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
 )
 
 // Lifecycle selects the view: the workspaces being initialized or those

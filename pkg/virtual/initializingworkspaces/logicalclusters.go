@@ -21,8 +21,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 var logicalClusters = corev1alpha1.Resource("logicalclusters")

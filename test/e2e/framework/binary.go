@@ -14,9 +14,9 @@ import (
 
 // ShardBinaryEnv names an environment variable that points at a prebuilt
 // shard binary; when it is set the framework uses it instead of building.
-// Other binaries use KPLANE_E2E_<NAME>_BINARY (front-proxy:
-// KPLANE_E2E_FRONT_PROXY_BINARY).
-const ShardBinaryEnv = "KPLANE_E2E_SHARD_BINARY"
+// Other binaries use SHARDPLANE_E2E_<NAME>_BINARY (front-proxy:
+// SHARDPLANE_E2E_FRONT_PROXY_BINARY).
+const ShardBinaryEnv = "SHARDPLANE_E2E_SHARD_BINARY"
 
 // built are the binaries built by this test process, by command name.
 var built struct {
@@ -63,7 +63,7 @@ func binary() (string, error) { return commandBinary("shard") }
 
 // binaryEnv is the environment variable with a prebuilt binary of name.
 func binaryEnv(name string) string {
-	return "KPLANE_E2E_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BINARY"
+	return "SHARDPLANE_E2E_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_BINARY"
 }
 
 func commandBinary(name string) (string, error) {
@@ -94,7 +94,7 @@ func build(name string) (string, error) {
 	}
 	built.mu.Lock()
 	if built.dir == "" {
-		if built.dir, err = os.MkdirTemp("", "kplane-e2e-bin-"); err != nil {
+		if built.dir, err = os.MkdirTemp("", "shardplane-e2e-bin-"); err != nil {
 			built.mu.Unlock()
 			return "", fmt.Errorf("create build directory: %w", err)
 		}

@@ -41,7 +41,7 @@ func (s *Shard) ClientConfig(t testing.TB, context string) *rest.Config {
 	}
 	requireLoopback(t, cfg.Host)
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.UserAgent = "kplane-e2e"
+	cfg.UserAgent = "shardplane-e2e"
 	return cfg
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func TestTokenFileUsesKubeAPIServerCSVFormat(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kplane-dev/kplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
 )
 
 // EventuallyTimeout bounds Eventually: what a system does in the

@@ -1,4 +1,4 @@
-// Package framework starts kplane processes for end-to-end tests (a Shard,
+// Package framework starts shardplane processes for end-to-end tests (a Shard,
 // or any binary of the project as a Process) and hands out clients for
 // them. It only ever talks to loopback addresses and only ends processes it
 // started, by their PID.
@@ -102,11 +102,11 @@ func Start(opts ...Option) (*Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard binary: %w", err)
 	}
-	rootDir, err := os.MkdirTemp("", "kplane-e2e-root-")
+	rootDir, err := os.MkdirTemp("", "shardplane-e2e-root-")
 	if err != nil {
 		return nil, fmt.Errorf("create root directory: %w", err)
 	}
-	workDir, err := os.MkdirTemp("", "kplane-e2e-work-")
+	workDir, err := os.MkdirTemp("", "shardplane-e2e-work-")
 	if err != nil {
 		_ = os.RemoveAll(rootDir)
 		return nil, fmt.Errorf("create work directory: %w", err)

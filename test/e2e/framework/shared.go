@@ -30,15 +30,15 @@ func RunWithSharedSystem(m *testing.M, name string, o SharedSystemOptions, set f
 	if o.Shards == 0 {
 		o.Shards = 2
 	}
-	dir, err := os.MkdirTemp("", "kplane-"+name+"-")
+	dir, err := os.MkdirTemp("", "shardplane-"+name+"-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if os.Getenv("KPLANE_E2E_KEEP_LOGS") == "" {
+	if os.Getenv("SHARDPLANE_E2E_KEEP_LOGS") == "" {
 		defer os.RemoveAll(dir)
 	} else {
-		fmt.Fprintf(os.Stderr, "KPLANE_E2E_KEEP_LOGS: the system's logs stay in %s\n", dir)
+		fmt.Fprintf(os.Stderr, "SHARDPLANE_E2E_KEEP_LOGS: the system's logs stay in %s\n", dir)
 	}
 	commands := []string{"run-system", "shard", "front-proxy", "cache-server"}
 	if o.VirtualWorkspaces {

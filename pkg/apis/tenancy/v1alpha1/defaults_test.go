@@ -5,7 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 )
 
 func newScheme(t *testing.T) *runtime.Scheme {

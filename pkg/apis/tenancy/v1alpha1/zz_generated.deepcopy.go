@@ -6,8 +6,8 @@
 package v1alpha1
 
 import (
-	conditionsv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/conditions/v1alpha1"
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )

@@ -5,9 +5,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 
-	apisv1alpha2 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha2"
-	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
-	"github.com/kplane-dev/kplane/pkg/registry/status"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/registry/kcpstrategy"
+	"github.com/shardplane/shardplane/pkg/registry/status"
 )
 
 // REST serves apibindings, in the category "kcp".

@@ -8,8 +8,8 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	apisv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/apis/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/registry/kcpstrategy"
 )
 
 // REST serves apiresourceschemas, in the category "kcp".

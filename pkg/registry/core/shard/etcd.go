@@ -7,9 +7,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	corev1alpha1 "github.com/kplane-dev/kplane/pkg/apis/core/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
-	"github.com/kplane-dev/kplane/pkg/registry/status"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/registry/kcpstrategy"
+	"github.com/shardplane/shardplane/pkg/registry/status"
 )
 
 // REST serves shards, in the category "kcp".

@@ -7,9 +7,9 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	tenancyv1alpha1 "github.com/kplane-dev/kplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/kplane-dev/kplane/pkg/registry/kcpstrategy"
-	"github.com/kplane-dev/kplane/pkg/registry/status"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/registry/kcpstrategy"
+	"github.com/shardplane/shardplane/pkg/registry/status"
 )
 
 // REST serves workspacetypes, in the category "kcp".

@@ -5,7 +5,7 @@ import (
 	"net"
 	"testing"
 
-	"github.com/kplane-dev/kplane/pkg/storage/embeddedetcd"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // Start starts an embedded etcd on free loopback ports with its data in a

@@ -4,7 +4,7 @@ the same with and without cert-manager, so that both PKI modes mount the
 same volumes.
 */}}
 
-{{- define "kplane.fullname" -}}
+{{- define "shardplane.fullname" -}}
 {{- if contains .Chart.Name .Release.Name -}}
 {{- .Release.Name | trunc 40 | trimSuffix "-" -}}
 {{- else -}}
@@ -12,35 +12,35 @@ same volumes.
 {{- end -}}
 {{- end -}}
 
-{{- define "kplane.labels" -}}
+{{- define "shardplane.labels" -}}
 app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
-{{ include "kplane.commonLabels" . }}
+{{ include "shardplane.commonLabels" . }}
 {{- end -}}
 
 {{/* Labels of every object besides name and instance. */}}
-{{- define "kplane.commonLabels" -}}
+{{- define "shardplane.commonLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{/* Selector labels of a component: dict "root" $ "component" "shard" "instance" "root" */}}
-{{- define "kplane.selectorLabels" -}}
+{{- define "shardplane.selectorLabels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- if .instance }}
-kplane.io/instance: {{ .instance }}
+shardplane.io/instance: {{ .instance }}
 {{- end }}
 {{- end -}}
 
-{{- define "kplane.image" -}}
+{{- define "shardplane.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
 {{/* The shards with shardDefaults merged in, as a YAML list. */}}
-{{- define "kplane.shards" -}}
+{{- define "shardplane.shards" -}}
 {{- $out := list -}}
 {{- range $i, $s := .Values.shards -}}
 {{- $merged := mergeOverwrite (deepCopy $.Values.shardDefaults) (deepCopy $s) -}}
@@ -50,42 +50,42 @@ kplane.io/instance: {{ .instance }}
 {{- end -}}
 
 {{/* Service (and workload) name of a shard: dict "root" $ "shard" $s */}}
-{{- define "kplane.shardName" -}}
-{{- printf "%s-shard-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- define "shardplane.shardName" -}}
+{{- printf "%s-shard-%s" (include "shardplane.fullname" .root) .shard.name -}}
 {{- end -}}
 
-{{- define "kplane.etcdName" -}}
-{{- printf "%s-etcd-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- define "shardplane.etcdName" -}}
+{{- printf "%s-etcd-%s" (include "shardplane.fullname" .root) .shard.name -}}
 {{- end -}}
 
-{{- define "kplane.svcHost" -}}
+{{- define "shardplane.svcHost" -}}
 {{- printf "%s.%s.svc" .name .root.Release.Namespace -}}
 {{- end -}}
 
-{{- define "kplane.rootShardURL" -}}
-{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" . "name" (printf "%s-shard-root" (include "kplane.fullname" .)))) -}}
+{{- define "shardplane.rootShardURL" -}}
+{{- printf "https://%s:6443" (include "shardplane.svcHost" (dict "root" . "name" (printf "%s-shard-root" (include "shardplane.fullname" .)))) -}}
 {{- end -}}
 
-{{- define "kplane.cacheName" -}}
-{{- printf "%s-cache" (include "kplane.fullname" .) -}}
+{{- define "shardplane.cacheName" -}}
+{{- printf "%s-cache" (include "shardplane.fullname" .) -}}
 {{- end -}}
 
-{{- define "kplane.frontProxyName" -}}
-{{- printf "%s-front-proxy" (include "kplane.fullname" .) -}}
+{{- define "shardplane.frontProxyName" -}}
+{{- printf "%s-front-proxy" (include "shardplane.fullname" .) -}}
 {{- end -}}
 
 {{/* Service (and Deployment) name of a shard's virtual-workspaces server: dict "root" $ "shard" $s */}}
-{{- define "kplane.virtualWorkspacesName" -}}
-{{- printf "%s-virtual-workspaces-%s" (include "kplane.fullname" .root) .shard.name -}}
+{{- define "shardplane.virtualWorkspacesName" -}}
+{{- printf "%s-virtual-workspaces-%s" (include "shardplane.fullname" .root) .shard.name -}}
 {{- end -}}
 
 {{/* Where a shard's views are served: its virtual-workspaces server, or
 the shard itself when it serves them in-process. dict "root" $ "shard" $s */}}
-{{- define "kplane.virtualWorkspacesURL" -}}
+{{- define "shardplane.virtualWorkspacesURL" -}}
 {{- if .root.Values.virtualWorkspaces.enabled -}}
-{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.virtualWorkspacesName" .))) -}}
+{{- printf "https://%s:6443" (include "shardplane.svcHost" (dict "root" .root "name" (include "shardplane.virtualWorkspacesName" .))) -}}
 {{- else -}}
-{{- printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.shardName" .))) -}}
+{{- printf "https://%s:6443" (include "shardplane.svcHost" (dict "root" .root "name" (include "shardplane.shardName" .))) -}}
 {{- end -}}
 {{- end -}}
 
@@ -93,14 +93,14 @@ the shard itself when it serves them in-process. dict "root" $ "shard" $s */}}
 system:masters, and every workspace through the front-proxy as
 system:kcp:admin (which the front-proxy passes on) to authorize callers
 with SubjectAccessReviews. dict "root" $ "shard" $s */}}
-{{- define "kplane.virtualWorkspacesKubeconfigs" -}}
+{{- define "shardplane.virtualWorkspacesKubeconfigs" -}}
 shard.kubeconfig: |
-  {{- include "kplane.kubeconfig" (dict "cluster" (printf "shard-%s" .shard.name) "server" (printf "https://%s:6443" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.shardName" .)))) "user" "kplane-virtual-workspaces" "certDir" "/etc/kplane/virtual-workspaces-client") | nindent 2 }}
+  {{- include "shardplane.kubeconfig" (dict "cluster" (printf "shard-%s" .shard.name) "server" (printf "https://%s:6443" (include "shardplane.svcHost" (dict "root" .root "name" (include "shardplane.shardName" .)))) "user" "shardplane-virtual-workspaces" "certDir" "/etc/shardplane/virtual-workspaces-client") | nindent 2 }}
 external.kubeconfig: |
-  {{- include "kplane.kubeconfig" (dict "cluster" "front-proxy" "server" (printf "https://%s:%d" (include "kplane.svcHost" (dict "root" .root "name" (include "kplane.frontProxyName" .root))) (int .root.Values.frontProxy.service.port)) "user" "kplane-virtual-workspaces-external" "certDir" "/etc/kplane/virtual-workspaces-external-client") | nindent 2 }}
+  {{- include "shardplane.kubeconfig" (dict "cluster" "front-proxy" "server" (printf "https://%s:%d" (include "shardplane.svcHost" (dict "root" .root "name" (include "shardplane.frontProxyName" .root))) (int .root.Values.frontProxy.service.port)) "user" "shardplane-virtual-workspaces-external" "certDir" "/etc/shardplane/virtual-workspaces-external-client") | nindent 2 }}
 {{- end -}}
 
-{{- define "kplane.externalURL" -}}
+{{- define "shardplane.externalURL" -}}
 {{- if eq (int .Values.externalPort) 443 -}}
 {{- printf "https://%s" .Values.externalHostname -}}
 {{- else -}}
@@ -109,7 +109,7 @@ external.kubeconfig: |
 {{- end -}}
 
 {{/* DNS names of a Service: dict "root" $ "name" <service> */}}
-{{- define "kplane.serviceDNSNames" -}}
+{{- define "shardplane.serviceDNSNames" -}}
 - {{ .name }}
 - {{ printf "%s.%s" .name .root.Release.Namespace }}
 - {{ printf "%s.%s.svc" .name .root.Release.Namespace }}
@@ -118,7 +118,7 @@ external.kubeconfig: |
 {{- end -}}
 
 {{/* The volume with only the certificate of a CA Secret: dict "name" <volume> "secret" <secret> */}}
-{{- define "kplane.caVolume" -}}
+{{- define "shardplane.caVolume" -}}
 - name: {{ .name }}
   secret:
     secretName: {{ .secret }}
@@ -127,14 +127,14 @@ external.kubeconfig: |
         path: ca.crt
 {{- end -}}
 
-{{- define "kplane.secretVolume" -}}
+{{- define "shardplane.secretVolume" -}}
 - name: {{ .name }}
   secret:
     secretName: {{ .secret }}
 {{- end -}}
 
 {{/* Pod settings shared by every workload: dict "root" $ "c" <component values> */}}
-{{- define "kplane.podSpecCommon" -}}
+{{- define "shardplane.podSpecCommon" -}}
 {{- with .root.Values.imagePullSecrets }}
 imagePullSecrets:
 {{- range . }}
@@ -158,7 +158,7 @@ affinity:
 {{- end -}}
 
 {{/* Probes on /livez and /readyz of the https port named "https". */}}
-{{- define "kplane.probes" -}}
+{{- define "shardplane.probes" -}}
 startupProbe:
   httpGet: {path: /livez, port: https, scheme: HTTPS}
   periodSeconds: 5
@@ -174,25 +174,25 @@ readinessProbe:
 {{- end -}}
 
 {{/* etcd flags of a shard or the cache server: dict "root" $ "shard" $s (or "cache" true) */}}
-{{- define "kplane.etcdArgs" -}}
+{{- define "shardplane.etcdArgs" -}}
 {{- $etcd := .etcd -}}
 {{- if eq $etcd.mode "statefulset" }}
-{{- $name := include "kplane.etcdName" . }}
+{{- $name := include "shardplane.etcdName" . }}
 {{- $servers := list }}
 {{- range $i := until (int $etcd.replicas) }}
 {{- $servers = append $servers (printf "https://%s-%d.%s-peer.%s.svc:2379" $name $i $name $.root.Release.Namespace) }}
 {{- end }}
 - --etcd-servers={{ join "," $servers }}
-- --etcd-cafile=/etc/kplane/etcd-client/ca.crt
-- --etcd-certfile=/etc/kplane/etcd-client/tls.crt
-- --etcd-keyfile=/etc/kplane/etcd-client/tls.key
+- --etcd-cafile=/etc/shardplane/etcd-client/ca.crt
+- --etcd-certfile=/etc/shardplane/etcd-client/tls.crt
+- --etcd-keyfile=/etc/shardplane/etcd-client/tls.key
 {{- else if eq $etcd.mode "external" }}
 - {{ printf "--etcd-servers=%s" (join "," $etcd.external.endpoints) | quote }}
 - {{ printf "--etcd-prefix=%s" $etcd.external.prefix | quote }}
 {{- if $etcd.external.tlsSecretName }}
-- --etcd-cafile=/etc/kplane/etcd-client/ca.crt
-- --etcd-certfile=/etc/kplane/etcd-client/tls.crt
-- --etcd-keyfile=/etc/kplane/etcd-client/tls.key
+- --etcd-cafile=/etc/shardplane/etcd-client/ca.crt
+- --etcd-certfile=/etc/shardplane/etcd-client/tls.crt
+- --etcd-keyfile=/etc/shardplane/etcd-client/tls.key
 {{- end }}
 {{- else }}
 - --embedded-etcd-client-port={{ .embeddedPorts.client }}
@@ -201,12 +201,12 @@ readinessProbe:
 {{- end -}}
 
 {{/* The etcd client certificate volume, if the mode needs one. */}}
-{{- define "kplane.etcdClientVolume" -}}
+{{- define "shardplane.etcdClientVolume" -}}
 {{- $etcd := .etcd -}}
 {{- if eq $etcd.mode "statefulset" }}
 - name: etcd-client
   secret:
-    secretName: {{ include "kplane.fullname" .root }}-etcd-client-tls
+    secretName: {{ include "shardplane.fullname" .root }}-etcd-client-tls
 {{- else if and (eq $etcd.mode "external") $etcd.external.tlsSecretName }}
 - name: etcd-client
   secret:
@@ -214,24 +214,24 @@ readinessProbe:
 {{- end }}
 {{- end -}}
 
-{{- define "kplane.etcdClientMount" -}}
+{{- define "shardplane.etcdClientMount" -}}
 {{- $etcd := .etcd -}}
 {{- if or (eq $etcd.mode "statefulset") (and (eq $etcd.mode "external") $etcd.external.tlsSecretName) }}
 - name: etcd-client
-  mountPath: /etc/kplane/etcd-client
+  mountPath: /etc/shardplane/etcd-client
   readOnly: true
 {{- end }}
 {{- end -}}
 
 {{/* A kubeconfig that authenticates with a mounted client certificate. */}}
-{{- define "kplane.kubeconfig" -}}
+{{- define "shardplane.kubeconfig" -}}
 apiVersion: v1
 kind: Config
 clusters:
   - name: {{ .cluster }}
     cluster:
       server: {{ .server }}
-      certificate-authority: /etc/kplane/ca/server/ca.crt
+      certificate-authority: /etc/shardplane/ca/server/ca.crt
 users:
   - name: {{ .user }}
     user:
@@ -246,8 +246,8 @@ current-context: default
 {{- end -}}
 
 {{/* Fails rendering with a message when the values cannot work together. */}}
-{{- define "kplane.validate" -}}
-{{- $shards := include "kplane.shards" . | fromYamlArray -}}
+{{- define "shardplane.validate" -}}
+{{- $shards := include "shardplane.shards" . | fromYamlArray -}}
 {{- if or (eq (len $shards) 0) (ne (index $shards 0).name "root") -}}
 {{- fail "shards: the first shard must be named root" -}}
 {{- end -}}
@@ -275,7 +275,7 @@ current-context: default
 {{- fail "virtualWorkspaces.enabled needs frontProxy.enabled: clients reach the views at <front-proxy>/services/ and /shards/<shard>/, and the servers authorize callers through the front-proxy; without it, set virtualWorkspaces.enabled=false (the shards serve the views in-process)" -}}
 {{- end -}}
 {{- range $shards -}}
-{{- $name := include "kplane.virtualWorkspacesName" (dict "root" $ "shard" .) -}}
+{{- $name := include "shardplane.virtualWorkspacesName" (dict "root" $ "shard" .) -}}
 {{- if gt (len $name) 63 -}}
 {{- fail (printf "shards[%s]: the Service name %q of its virtual-workspaces server is longer than 63 characters; use a shorter release name or shard name" .name $name) -}}
 {{- end -}}
