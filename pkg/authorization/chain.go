@@ -12,15 +12,8 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/authorization/impersonation"
 	"github.com/shardplane/shardplane/pkg/authorization/warrants"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-)
-
-const (
-	// KCPAdminGroup is cluster-admin in every logical cluster.
-	KCPAdminGroup = "system:kcp:admin"
-	// LogicalClusterAdminGroup may create, update and delete LogicalClusters
-	// (the scheduler of a parent workspace's shard uses it).
-	LogicalClusterAdminGroup = "system:kcp:logical-cluster-admin"
 )
 
 // RBAC is what the chain needs of the per-cluster RBAC authorizer.
@@ -42,7 +35,7 @@ type RBAC interface {
 // rules on bound resources broader than the authorizer allows.
 func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
-	admins := authorizerfactory.NewPrivilegedGroups(KCPAdminGroup)
+	admins := authorizerfactory.NewPrivilegedGroups(identities.KCPAdminGroup)
 	authz, err := union.New(
 		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
 		union.NamedAuthorizer{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
@@ -55,7 +48,7 @@ func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authoriz
 	if err != nil {
 		return nil, nil, err
 	}
-	resolver := union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, KCPAdminGroup}, rbac)
+	resolver := union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, identities.KCPAdminGroup}, rbac)
 	return warrants.New(authz), warrants.NewRuleResolver(resolver), nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/authentication/scope"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -34,9 +35,9 @@ func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
 		t.Fatal(err)
 	}
 	scopedTo := func(c string) map[string][]string { return map[string][]string{scope.ScopeExtraKey: {"cluster:" + c}} }
-	kcpAdmin := &user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup, user.AllAuthenticated}, Extra: scopedTo("here")}
+	kcpAdmin := &user.DefaultInfo{Name: "a", Groups: []string{identities.KCPAdminGroup, user.AllAuthenticated}, Extra: scopedTo("here")}
 	masters := &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}, Extra: scopedTo("here")}
-	foreignSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{KCPAdminGroup}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"there"}}}
+	foreignSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{identities.KCPAdminGroup}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"there"}}}
 	get := authorizer.AttributesRecord{Verb: "get", Resource: "configmaps", ResourceRequest: true}
 	impersonateMasters := authorizer.AttributesRecord{Verb: "impersonate", Resource: "groups", Name: user.SystemPrivilegedGroup, ResourceRequest: true}
 	for _, tc := range []struct {
@@ -52,7 +53,7 @@ func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
 		{"system:masters scoped elsewhere", masters, get, "there", authorizer.DecisionNoOpinion},
 		{"foreign service account loses its groups", foreignSA, get, "here", authorizer.DecisionNoOpinion},
 		{"service account keeps its groups at home", foreignSA, get, "there", authorizer.DecisionAllow},
-		{"kcp admin may not impersonate system:masters", &user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup}}, impersonateMasters, "here", authorizer.DecisionDeny},
+		{"kcp admin may not impersonate system:masters", &user.DefaultInfo{Name: "a", Groups: []string{identities.KCPAdminGroup}}, impersonateMasters, "here", authorizer.DecisionDeny},
 		{"system:masters may", &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}}, impersonateMasters, "here", authorizer.DecisionAllow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestMaximalPermissionPolicyBindsEveryoneButSystemMasters(t *testing.T) {
 		want authorizer.Decision
 	}{
 		{&user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}}, authorizer.DecisionAllow},
-		{&user.DefaultInfo{Name: "a", Groups: []string{KCPAdminGroup}}, authorizer.DecisionDeny},
+		{&user.DefaultInfo{Name: "a", Groups: []string{identities.KCPAdminGroup}}, authorizer.DecisionDeny},
 		{&user.DefaultInfo{Name: "u", Groups: []string{user.AllAuthenticated}}, authorizer.DecisionDeny},
 	} {
 		attr := authorizer.AttributesRecord{User: tc.user, Verb: "create", APIGroup: "widgets.example.io", Resource: "widgets", ResourceRequest: true}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -263,7 +264,7 @@ func rootRBAC(ctx context.Context, loopback *rest.Config) error {
 	}); err != nil {
 		return err
 	}
-	authenticated := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:authenticated"}}
+	authenticated := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: user.AllAuthenticated}}
 	for _, role := range []string{WorkspaceAccessClusterRole, WorkspaceTypesUseClusterRole, HomeCreateClusterRole} {
 		if err := ensureClusterRoleBinding(ctx, c, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: role + ":authenticated"},

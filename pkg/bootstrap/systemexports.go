@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -295,7 +296,7 @@ const (
 // subresources as kcp's does: the shard refuses status writes of its kinds
 // to everyone but the system in admission, saying so.
 func systemExportsRBAC(ctx context.Context, c kubernetes.Interface) error {
-	authenticated := "system:authenticated"
+	authenticated := user.AllAuthenticated
 	roles := []struct {
 		role    *rbacv1.ClusterRole
 		binding string

@@ -10,15 +10,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
-const (
-	// DefaultWriterGroup is the group whose members (the shards) may write
-	// replicas.
-	DefaultWriterGroup = "system:kcp:cache-writers"
-	// DefaultReaderGroup is the group whose members may read replicas
-	// without writing them.
-	DefaultReaderGroup = "system:kcp:cache-readers"
-)
-
 // Access says who may do what on the cache server.
 type Access struct {
 	// WriterGroups may create, update, patch and delete replicas, and read

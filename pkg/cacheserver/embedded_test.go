@@ -14,14 +14,15 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
 // testUsers are the users of usersByHeader, with their groups.
 var testUsers = map[string][]string{
-	"writer":   {DefaultWriterGroup},
-	"reader":   {DefaultReaderGroup},
+	"writer":   {identities.CacheWriterGroup},
+	"reader":   {identities.CacheReaderGroup},
 	"stranger": nil,
 }
 
@@ -50,7 +51,7 @@ func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
 		Loopback:        &rest.Config{Host: "https://127.0.0.1:1"},
 		ExternalAddress: "127.0.0.1:1",
 		Etcd:            etcd,
-		Access:          Access{WriterGroups: []string{DefaultWriterGroup}, ReaderGroups: []string{DefaultReaderGroup}},
+		Access:          Access{WriterGroups: []string{identities.CacheWriterGroup}, ReaderGroups: []string{identities.CacheReaderGroup}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,9 +83,9 @@ func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
 		{"no shard", "writer", http.MethodGet, "/services/cache" + exports, "", http.StatusBadRequest, "addresses no shard"},
 		{"no cluster", "writer", http.MethodGet, "/services/cache/shards/s1" + exports, "", http.StatusBadRequest, "addresses no logical cluster"},
 		{"a workspace path", "writer", http.MethodGet, "/services/cache/shards/s1/clusters/root:org" + exports, "", http.StatusBadRequest, "by name"},
-		{"stranger writes", "stranger", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, DefaultWriterGroup},
-		{"reader writes", "reader", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, DefaultWriterGroup},
-		{"stranger reads", "stranger", http.MethodGet, Path("s1", "c1") + exports, "", http.StatusForbidden, DefaultReaderGroup},
+		{"stranger writes", "stranger", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
+		{"reader writes", "reader", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
+		{"stranger reads", "stranger", http.MethodGet, Path("s1", "c1") + exports, "", http.StatusForbidden, identities.CacheReaderGroup},
 		{"anonymous reads", "", http.MethodGet, Path("*", "*") + exports, "", http.StatusUnauthorized, ""},
 		{"writer creates across shards", "writer", http.MethodPost, Path("*", "c1") + exports, replica, http.StatusMethodNotAllowed, "only list and watch"},
 		{"writer deletes across clusters", "writer", http.MethodDelete, Path("s1", "*") + exports + "/e", "", http.StatusMethodNotAllowed, "only list and watch"},

@@ -16,6 +16,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
@@ -67,7 +68,7 @@ func NewOptions() *Options {
 		RootDirectory:          ".shardplane-cache",
 		EmbeddedEtcdClientPort: 2381,
 		EmbeddedEtcdPeerPort:   2382,
-		Access:                 Access{WriterGroups: []string{DefaultWriterGroup}, ReaderGroups: []string{DefaultReaderGroup}},
+		Access:                 Access{WriterGroups: []string{identities.CacheWriterGroup}, ReaderGroups: []string{identities.CacheReaderGroup}},
 		ReleaseStartupPages:    true,
 	}
 	return o
@@ -115,8 +116,6 @@ const (
 	// writerCertName names the writer's client certificate in the root
 	// directory.
 	writerCertName = "cache-writer"
-	// writerUser is the user of the writer's client certificate.
-	writerUser = "system:kcp:cache-writer"
 )
 
 // validateOwn checks the cache server's own flags.
@@ -181,7 +180,7 @@ func (o *Options) PrepareRootDirectory() error {
 		}
 		// The certificate keeps the writer group of its first start.
 		ca := strings.TrimSuffix(rootdir.ClientCACertFile, ".crt")
-		if o.writerCert, o.writerKey, err = dir.EnsureClientCert(writerCertName, ca, writerUser, o.Access.WriterGroups[0]); err != nil {
+		if o.writerCert, o.writerKey, err = dir.EnsureClientCert(writerCertName, ca, identities.CacheWriterUser, o.Access.WriterGroups[0]); err != nil {
 			return err
 		}
 	}

@@ -24,19 +24,20 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/streamrequest"
 )
 
 // droppedGroups never reach a backend from outside: they are the shard's
 // own, privileged identities.
-var droppedGroups = sets.New(user.SystemPrivilegedGroup, "system:kcp:logical-cluster-admin", "system:kcp:external-logical-cluster-admin")
+var droppedGroups = sets.New(user.SystemPrivilegedGroup, identities.LogicalClusterAdminGroup, identities.ExternalLogicalClusterAdminGroup)
 
 // droppedGroupPrefixes are groups the shard grants to the initializing and
 // terminating views alone (access to a workspace waiting for them): an
 // outside identity (an OIDC claim, a client certificate) carrying one would
 // enter such workspaces.
-var droppedGroupPrefixes = []string{"system:kcp:initializer:", "system:kcp:terminator:"}
+var droppedGroupPrefixes = []string{identities.InitializerGroupPrefix, identities.TerminatorGroupPrefix}
 
 // dropped tells whether a group of an authenticated user is kept from the
 // backend.

@@ -22,6 +22,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -166,13 +167,13 @@ func WriteAdminKubeconfig(path, baseURL string, caData []byte, tokens AdminToken
 	} {
 		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
 	}
-	cfg.AuthInfos["kcp-admin"] = &clientcmdapi.AuthInfo{Token: tokens.KCPAdmin}
-	cfg.AuthInfos["shard-admin"] = &clientcmdapi.AuthInfo{Token: tokens.ShardAdmin}
+	cfg.AuthInfos[identities.KCPAdminUser] = &clientcmdapi.AuthInfo{Token: tokens.KCPAdmin}
+	cfg.AuthInfos[identities.ShardAdminUser] = &clientcmdapi.AuthInfo{Token: tokens.ShardAdmin}
 	for name, c := range map[string][2]string{
-		"root":         {"root", "kcp-admin"},
-		"base":         {"base", "kcp-admin"},
-		"system:admin": {"system:admin", "kcp-admin"},
-		"shard-base":   {"base", "shard-admin"},
+		"root":         {"root", identities.KCPAdminUser},
+		"base":         {"base", identities.KCPAdminUser},
+		"system:admin": {"system:admin", identities.KCPAdminUser},
+		"shard-base":   {"base", identities.ShardAdminUser},
 	} {
 		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: c[0], AuthInfo: c[1]}
 	}

@@ -29,7 +29,6 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/controllers/admissionpolicystatus"
 	apibindingcontroller "github.com/shardplane/shardplane/pkg/controllers/apibinding"
@@ -40,6 +39,7 @@ import (
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
 	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
 	wtcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacetype"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/registry/content"
@@ -82,7 +82,7 @@ func (c *Server) logicalClusterAdminConfig(shardName string) (*restclient.Config
 	}
 	if shardName != c.Options.ShardName {
 		return nil, fmt.Errorf("shard %s is another shard: creating logical clusters there needs --logical-cluster-admin-kubeconfig with credentials in group %s that it accepts",
-			shardName, authorization.LogicalClusterAdminGroup)
+			shardName, identities.LogicalClusterAdminGroup)
 	}
 	ca, err := c.servingCA()
 	if err != nil {

@@ -21,12 +21,12 @@ import (
 	"k8s.io/klog/v2"
 
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/controllers/replication"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootshard"
 	"github.com/shardplane/shardplane/pkg/shardlookup"
@@ -80,7 +80,7 @@ func newEmbeddedCache(o CompletedOptions, gc *genericapiserver.Config) (*cachese
 		ExternalAddress: external,
 		Etcd:            &etcd,
 		EtcdClient:      o.etcdClient,
-		Access:          cacheserver.Access{WriterGroups: []string{cacheserver.DefaultWriterGroup}, ReaderGroups: []string{cacheserver.DefaultReaderGroup}},
+		Access:          cacheserver.Access{WriterGroups: []string{identities.CacheWriterGroup}, ReaderGroups: []string{identities.CacheReaderGroup}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("in-process cache server: %w", err)
@@ -272,7 +272,7 @@ func (r remoteChecks) Authorize(ctx context.Context, attr authorizer.Attributes)
 		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
 	}
 	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == authorization.KCPAdminGroup {
+		if g == user.SystemPrivilegedGroup || g == identities.KCPAdminGroup {
 			return authorizer.DecisionAllow, "", nil
 		}
 	}

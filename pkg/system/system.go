@@ -38,11 +38,13 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
@@ -57,8 +59,6 @@ const (
 	proxyClientCert     = "front-proxy-client"
 	frontProxyDir       = "front-proxy"
 	cacheServerName     = "cache"
-	// ProxyUser is the common name of the front-proxy's client certificate.
-	ProxyUser = "front-proxy"
 )
 
 // Options say what to start.
@@ -235,7 +235,7 @@ func (s *System) prepare() error {
 	if _, err := d.EnsureCA(proxyClientCA, "shardplane-front-proxy-client-ca"); err != nil {
 		return err
 	}
-	if _, _, err := d.EnsureClientCert(proxyClientCert, proxyClientCA, ProxyUser); err != nil {
+	if _, _, err := d.EnsureClientCert(proxyClientCert, proxyClientCA, identities.FrontProxyUser); err != nil {
 		return err
 	}
 	proxyDir, err := rootdir.Open(d.Path(frontProxyDir))
@@ -273,20 +273,20 @@ func (s *System) prepare() error {
 			break
 		}
 	}
-	user, err := readTokenFile(s.o.TokenAuthFile)
+	userTokens, err := readTokenFile(s.o.TokenAuthFile)
 	if err != nil {
 		return err
 	}
 	shardTokens := []string{
-		csvLine(s.tokens.SystemAdmin, "system-admin", "system:masters"),
-		csvLine(s.tokens.KCPAdmin, "kcp-admin", "system:kcp:admin"),
-		csvLine(s.tokens.LogicalClusterAdmin, "system:kcp:logical-cluster-admin", "system:kcp:logical-cluster-admin"),
+		csvLine(s.tokens.SystemAdmin, identities.SystemAdminUser, user.SystemPrivilegedGroup),
+		csvLine(s.tokens.KCPAdmin, identities.KCPAdminUser, identities.KCPAdminGroup),
+		csvLine(s.tokens.LogicalClusterAdmin, identities.LogicalClusterAdminUser, identities.LogicalClusterAdminGroup),
 	}
-	if err := os.WriteFile(d.Path("shard-tokens.csv"), []byte(strings.Join(append(shardTokens, user...), "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(d.Path("shard-tokens.csv"), []byte(strings.Join(append(shardTokens, userTokens...), "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
-	proxyTokens := []string{csvLine(s.tokens.KCPAdmin, "kcp-admin", "system:kcp:admin")}
-	if err := os.WriteFile(d.Path("proxy-tokens.csv"), []byte(strings.Join(append(proxyTokens, user...), "\n")+"\n"), 0o600); err != nil {
+	proxyTokens := []string{csvLine(s.tokens.KCPAdmin, identities.KCPAdminUser, identities.KCPAdminGroup)}
+	if err := os.WriteFile(d.Path("proxy-tokens.csv"), []byte(strings.Join(append(proxyTokens, userTokens...), "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
 	// Each shard's serving certificate, created here as the shard would,
@@ -501,7 +501,7 @@ func (s *System) shardArgs(name string) []string {
 		"--shard-external-url=" + s.URL(),
 		"--token-auth-file=" + s.dir.Path("shard-tokens.csv"),
 		"--requestheader-client-ca-file=" + s.dir.Path(proxyClientCA+".crt"),
-		"--requestheader-allowed-names=" + ProxyUser,
+		"--requestheader-allowed-names=" + identities.FrontProxyUser,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
@@ -569,9 +569,9 @@ func (s *System) writeAdminKubeconfig() error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["root"] = &clientcmdapi.Cluster{Server: logicalcluster.Root.Path().URL(s.URL()), CertificateAuthorityData: ca}
 	cfg.Clusters["base"] = &clientcmdapi.Cluster{Server: s.URL(), CertificateAuthorityData: ca}
-	cfg.AuthInfos["kcp-admin"] = &clientcmdapi.AuthInfo{Token: s.tokens.KCPAdmin}
-	cfg.Contexts["root"] = &clientcmdapi.Context{Cluster: "root", AuthInfo: "kcp-admin"}
-	cfg.Contexts["base"] = &clientcmdapi.Context{Cluster: "base", AuthInfo: "kcp-admin"}
+	cfg.AuthInfos[identities.KCPAdminUser] = &clientcmdapi.AuthInfo{Token: s.tokens.KCPAdmin}
+	cfg.Contexts["root"] = &clientcmdapi.Context{Cluster: "root", AuthInfo: identities.KCPAdminUser}
+	cfg.Contexts["base"] = &clientcmdapi.Context{Cluster: "base", AuthInfo: identities.KCPAdminUser}
 	cfg.CurrentContext = "root"
 	return clientcmd.WriteToFile(*cfg, s.dir.Path(AdminKubeconfigFile))
 }

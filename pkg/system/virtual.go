@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
@@ -137,7 +138,7 @@ func (s *System) virtualWorkspacesArgs(shard string) []string {
 		"--token-auth-file=" + s.dir.Path("shard-tokens.csv"),
 		"--client-ca-file=" + s.dir.Path(filepath.Join(shard, rootdir.ClientCACertFile)),
 		"--requestheader-client-ca-file=" + s.dir.Path(proxyClientCA+".crt"),
-		"--requestheader-allowed-names=" + ProxyUser,
+		"--requestheader-allowed-names=" + identities.FrontProxyUser,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shardplane/shardplane/pkg/frontproxy"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
@@ -55,7 +56,7 @@ func TestPrepareWithVirtualWorkspacesWritesTheirRoutesAndKubeconfigs(t *testing.
 		t.Errorf("shard args %s keep the in-process virtual workspaces", args)
 	}
 	vwArgs := strings.Join(s.virtualWorkspacesArgs("shard-1"), " ")
-	for _, want := range []string{"--kubeconfig=" + dir.Path("virtual-workspaces-shard-1.kubeconfig"), "--client-ca-file=" + filepath.Join(string(dir), "shard-1", rootdir.ClientCACertFile), "--requestheader-allowed-names=" + ProxyUser} {
+	for _, want := range []string{"--kubeconfig=" + dir.Path("virtual-workspaces-shard-1.kubeconfig"), "--client-ca-file=" + filepath.Join(string(dir), "shard-1", rootdir.ClientCACertFile), "--requestheader-allowed-names=" + identities.FrontProxyUser} {
 		if !strings.Contains(vwArgs, want) {
 			t.Errorf("virtual-workspaces args %s lack %s", vwArgs, want)
 		}

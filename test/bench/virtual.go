@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
 )
@@ -290,7 +291,7 @@ func startVirtualWorkspaces(ctx context.Context, binary string, t *target) (*vir
 		return nil, err
 	}
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("%s,kcp-admin,kcp-admin,\"system:kcp:admin\"\n", t.admin.BearerToken)), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("%s,%s,%s,%q\n", t.admin.BearerToken, identities.KCPAdminUser, identities.KCPAdminUser, identities.KCPAdminGroup)), 0o600); err != nil {
 		return nil, err
 	}
 	port, err := freePort()

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -251,16 +252,16 @@ func TestCacheServerRefusesWritesFromNonWriters(t *testing.T) {
 		if !apierrors.IsForbidden(err) {
 			t.Fatalf("%s creates: %v, want 403", user, err)
 		}
-		if !strings.Contains(err.Error(), cacheserver.DefaultWriterGroup) {
-			t.Errorf("%s is refused with %q, which does not name the writer group %s", user, err, cacheserver.DefaultWriterGroup)
+		if !strings.Contains(err.Error(), identities.CacheWriterGroup) {
+			t.Errorf("%s is refused with %q, which does not name the writer group %s", user, err, identities.CacheWriterGroup)
 		}
 	}
 	if _, err := dynamicClient(t, reader, shard, cluster).Resource(apiExports).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("reader lists: %v", err)
 	}
 	_, err := dynamicClient(t, stranger, shard, cluster).Resource(apiExports).List(ctx, metav1.ListOptions{})
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), cacheserver.DefaultReaderGroup) {
-		t.Errorf("stranger lists: %v, want 403 naming the reader group %s", err, cacheserver.DefaultReaderGroup)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), identities.CacheReaderGroup) {
+		t.Errorf("stranger lists: %v, want 403 naming the reader group %s", err, identities.CacheReaderGroup)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/test/e2e/framework"
 )
@@ -65,7 +66,7 @@ func run(m *testing.M) int {
 	cache.rootDir = filepath.Join(dir, "root")
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if cache.tokens, err = writeTokens(tokenFile, map[string]string{
-		writer: cacheserver.DefaultWriterGroup, reader: cacheserver.DefaultReaderGroup, stranger: "",
+		writer: identities.CacheWriterGroup, reader: identities.CacheReaderGroup, stranger: "",
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

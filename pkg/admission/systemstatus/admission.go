@@ -18,7 +18,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/identities"
 )
 
 // guarded are the resources whose status only the system writes.
@@ -30,7 +30,7 @@ var guarded = map[schema.GroupResource]bool{
 }
 
 // systemGroups are the groups of the identities that write status.
-var systemGroups = []string{user.SystemPrivilegedGroup, authorization.LogicalClusterAdminGroup}
+var systemGroups = []string{user.SystemPrivilegedGroup, identities.LogicalClusterAdminGroup}
 
 // Plugin refuses status writes of kcp's kinds by anyone but the system.
 type Plugin struct{ *admission.Handler }
@@ -63,5 +63,5 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		return nil
 	}
 	return apierrors.NewForbidden(gr, a.GetName(),
-		fmt.Errorf("the status of %s is written only by the system (system:masters, %s)", gr, authorization.LogicalClusterAdminGroup))
+		fmt.Errorf("the status of %s is written only by the system (%s, %s)", gr, user.SystemPrivilegedGroup, identities.LogicalClusterAdminGroup))
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/token/tokenfile"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
@@ -18,9 +18,9 @@ import (
 // shard-admin (system:masters) and the logical-cluster-admin identity.
 func Authenticator(t rootdir.AdminTokens) authenticator.Request {
 	tokens := tokenfile.New(map[string]*user.DefaultInfo{
-		t.KCPAdmin:            {Name: "kcp-admin", Groups: []string{authorization.KCPAdminGroup}},
-		t.ShardAdmin:          {Name: "shard-admin", Groups: []string{user.SystemPrivilegedGroup}},
-		t.LogicalClusterAdmin: {Name: authorization.LogicalClusterAdminGroup, Groups: []string{authorization.LogicalClusterAdminGroup}},
+		t.KCPAdmin:            {Name: identities.KCPAdminUser, Groups: []string{identities.KCPAdminGroup}},
+		t.ShardAdmin:          {Name: identities.ShardAdminUser, Groups: []string{user.SystemPrivilegedGroup}},
+		t.LogicalClusterAdmin: {Name: identities.LogicalClusterAdminUser, Groups: []string{identities.LogicalClusterAdminGroup}},
 	})
 	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokens))
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	kubeserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
@@ -29,8 +30,7 @@ const (
 	// permissions the user also has.
 	WarrantExtraKey = "authorization.kcp.io/warrant"
 
-	clusterScopePrefix   = "cluster:"
-	serviceAccountPrefix = "system:serviceaccount:"
+	clusterScopePrefix = "cluster:"
 )
 
 // Warrant is an alternate identity of a user, as carried in WarrantExtraKey.
@@ -48,7 +48,7 @@ func ClusterScope(cluster logicalcluster.Name) string {
 
 // IsServiceAccount tells whether u is a service account by its name.
 func IsServiceAccount(u user.Info) bool {
-	return strings.HasPrefix(u.GetName(), serviceAccountPrefix)
+	return strings.HasPrefix(u.GetName(), kubeserviceaccount.ServiceAccountUsernamePrefix)
 }
 
 // IsForeign tells whether service account u belongs to a cluster other than

@@ -22,18 +22,15 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/shardplane/shardplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/identities"
 )
 
 // NotAllowed starts the reason of every refusal.
 const NotAllowed = "impersonation is not allowed"
 
-// kcpGroupPrefix prefixes the groups kcp's authorizers trust
-// (system:kcp:admin, system:kcp:logical-cluster-admin, ...).
-const kcpGroupPrefix = "system:kcp:"
-
 // Privileged tells whether impersonating group requires membership in it.
 func Privileged(group string) bool {
-	return group == user.SystemPrivilegedGroup || group == user.AllAuthenticated || strings.HasPrefix(group, kcpGroupPrefix)
+	return group == user.SystemPrivilegedGroup || group == user.AllAuthenticated || strings.HasPrefix(group, identities.KCPGroupPrefix)
 }
 
 // Authorizer denies impersonating privileged groups, directly or in a

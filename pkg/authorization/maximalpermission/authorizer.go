@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 
+	kubeserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -42,7 +43,6 @@ const (
 	// logical cluster, as kcp does: a policy grants one consumer's service
 	// account, not every service account of that namespace and name.
 	globalServiceAccountPrefix = "system:kcp:serviceaccount:"
-	serviceAccountPrefix       = "system:serviceaccount:"
 )
 
 // BindingsFor returns the APIBindings of cluster whose status.boundResources
@@ -174,7 +174,7 @@ func PrefixedUser(u user.Info, cluster logicalcluster.Name) user.Info {
 		if !ok {
 			home = cluster
 		}
-		name = globalServiceAccountPrefix + string(home) + ":" + strings.TrimPrefix(name, serviceAccountPrefix)
+		name = globalServiceAccountPrefix + string(home) + ":" + strings.TrimPrefix(name, kubeserviceaccount.ServiceAccountUsernamePrefix)
 	}
 	groups := make([]string, 0, len(u.GetGroups()))
 	for _, g := range u.GetGroups() {

@@ -27,7 +27,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
-	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -35,25 +35,18 @@ const (
 	// DenyReason is the message users get: it never tells whether the
 	// workspace exists.
 	DenyReason = "workspace access not permitted"
-
-	// InitializerGroupPrefix prefixes the group of an initializer:
-	// system:kcp:initializer:<initializer>.
-	InitializerGroupPrefix = "system:kcp:initializer:"
-	// TerminatorGroupPrefix prefixes the group of a terminator:
-	// system:kcp:terminator:<terminator>.
-	TerminatorGroupPrefix = "system:kcp:terminator:"
 )
 
 // InitializerGroup returns the group that acts for an initializer inside the
 // logical clusters waiting for it.
 func InitializerGroup(i corev1alpha1.LogicalClusterInitializer) string {
-	return InitializerGroupPrefix + string(i)
+	return identities.InitializerGroupPrefix + string(i)
 }
 
 // TerminatorGroup returns the group that acts for a terminator inside the
 // logical clusters waiting for it.
 func TerminatorGroup(t corev1alpha1.LogicalClusterTerminator) string {
-	return TerminatorGroupPrefix + string(t)
+	return identities.TerminatorGroupPrefix + string(t)
 }
 
 // lifecycleMember tells whether u acts for an initializer or terminator that
@@ -61,13 +54,13 @@ func TerminatorGroup(t corev1alpha1.LogicalClusterTerminator) string {
 func lifecycleMember(u user.Info, lc *corev1alpha1.LogicalCluster) bool {
 	for _, g := range u.GetGroups() {
 		switch {
-		case strings.HasPrefix(g, InitializerGroupPrefix):
-			i := corev1alpha1.LogicalClusterInitializer(strings.TrimPrefix(g, InitializerGroupPrefix))
+		case strings.HasPrefix(g, identities.InitializerGroupPrefix):
+			i := corev1alpha1.LogicalClusterInitializer(strings.TrimPrefix(g, identities.InitializerGroupPrefix))
 			if lc.DeletionTimestamp == nil && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing && slices.Contains(lc.Status.Initializers, i) {
 				return true
 			}
-		case strings.HasPrefix(g, TerminatorGroupPrefix):
-			t := corev1alpha1.LogicalClusterTerminator(strings.TrimPrefix(g, TerminatorGroupPrefix))
+		case strings.HasPrefix(g, identities.TerminatorGroupPrefix):
+			t := corev1alpha1.LogicalClusterTerminator(strings.TrimPrefix(g, identities.TerminatorGroupPrefix))
 			if lc.DeletionTimestamp != nil && slices.Contains(lc.Status.Terminators, t) {
 				return true
 			}
@@ -131,7 +124,7 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
 	// The scheduler creates the LogicalCluster that makes a cluster exist.
-	if hasGroup(u, authorization.LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
+	if hasGroup(u, identities.LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
 		attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" {
 		return authorizer.DecisionAllow, "", nil
 	}
@@ -146,10 +139,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 	if home, ok := serviceaccount.ClusterOf(u); ok && home == cluster {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
-	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, authorization.KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
+	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, identities.KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
-	if hasGroup(u, authorization.KCPAdminGroup) {
+	if hasGroup(u, identities.KCPAdminGroup) {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/", ResourceRequest: false}

@@ -10,7 +10,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
-	"github.com/shardplane/shardplane/pkg/authorization"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -58,8 +58,8 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"missing cluster is denied", "nope", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"access granted passes on", "open", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"no access is denied", "open", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
-		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{authorization.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
-		{"kcp admin still needs the cluster", "nope", &user.DefaultInfo{Name: "x", Groups: []string{authorization.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{identities.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
+		{"kcp admin still needs the cluster", "nope", &user.DefaultInfo{Name: "x", Groups: []string{identities.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"required groups: all of one alternative", "guarded", &user.DefaultInfo{Name: "alice", Groups: []string{"a", "b"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: other alternative", "guarded", &user.DefaultInfo{Name: "carol", Groups: []string{"c"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: partial alternative refused", "guarded", &user.DefaultInfo{Name: "bob", Groups: []string{"a"}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
@@ -75,7 +75,7 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"terminator enters a cluster being deleted", "terminating", terminator, authorizer.AttributesRecord{}, authorizer.DecisionAllow},
 		{"terminator is refused before deletion", "initialized", terminator, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"terminator is refused once released", "released", terminator, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
-		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{authorization.LogicalClusterAdminGroup}},
+		{"logical cluster admin creates the LogicalCluster", "new", &user.DefaultInfo{Name: "sched", Groups: []string{identities.LogicalClusterAdminGroup}},
 			authorizer.AttributesRecord{ResourceRequest: true, APIGroup: corev1alpha1.GroupName, Resource: "logicalclusters", Verb: "create"}, authorizer.DecisionAllow},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

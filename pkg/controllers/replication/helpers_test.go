@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -256,12 +257,12 @@ func startCache(t testing.TB) *testCache {
 			if req.Header.Get("Authorization") != "Bearer "+writerToken {
 				return nil, false, nil
 			}
-			return &authenticator.Response{User: &user.DefaultInfo{Name: "shard", Groups: []string{user.AllAuthenticated, cacheserver.DefaultWriterGroup}}}, true, nil
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "shard", Groups: []string{user.AllAuthenticated, identities.CacheWriterGroup}}}, true, nil
 		}),
 		Loopback:        &rest.Config{Host: "https://127.0.0.1:1"},
 		ExternalAddress: "127.0.0.1:1",
 		Etcd:            etcd,
-		Access:          cacheserver.Access{WriterGroups: []string{cacheserver.DefaultWriterGroup}, ReaderGroups: []string{cacheserver.DefaultReaderGroup}},
+		Access:          cacheserver.Access{WriterGroups: []string{identities.CacheWriterGroup}, ReaderGroups: []string{identities.CacheReaderGroup}},
 	})
 	if err != nil {
 		t.Fatal(err)

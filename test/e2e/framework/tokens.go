@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
 // TokenUser is a user of the shard's static token file
@@ -28,7 +30,7 @@ func KCPTestTokenUsers() []TokenUser {
 			Groups: []string{fmt.Sprintf("team-%d", i)},
 		})
 	}
-	return append(users, TokenUser{Name: "admin", Groups: []string{"system:masters"}})
+	return append(users, TokenUser{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}})
 }
 
 // completeTokenUsers fills in the UID and a random token where they are empty.
