@@ -57,10 +57,7 @@ func RunWithSharedSystem(m *testing.M, name string, o SharedSystemOptions, set f
 		return 1
 	}
 	sys.FrontProxies = max(1, o.FrontProxies)
-	if o.VirtualWorkspaces {
-		args := sys.Args
-		sys.Args = func() []string { return append(args(), "--virtual-workspaces-binary="+binaries["virtual-workspaces"]) }
-	}
+	sys.VirtualWorkspacesBinary = binaries["virtual-workspaces"]
 	if err := sys.Start(); err != nil {
 		fmt.Fprintf(os.Stderr, "start system: %v\n%s\n", err, sys.LogTail(60))
 		return 1

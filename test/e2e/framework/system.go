@@ -30,7 +30,10 @@ type System struct {
 	Dir string
 	// FrontProxies is the number of front-proxies to start (default 1).
 	FrontProxies int
-	tokenUsers   []TokenUser
+	// VirtualWorkspacesBinary, when set, runs each shard's views in a
+	// virtual-workspaces process of their own.
+	VirtualWorkspacesBinary string
+	tokenUsers              []TokenUser
 }
 
 // StartSystem starts a system of shards shards (root included) that
@@ -69,9 +72,13 @@ func NewSystem(dir string, shards int, launcher, shardBinary, proxyBinary, cache
 		Binary:  launcher,
 		WorkDir: dir,
 		Args: func() []string {
-			return []string{"--dir=" + s.Dir, "--shards=" + strconv.Itoa(shards), "--token-auth-file=" + tokens,
+			args := []string{"--dir=" + s.Dir, "--shards=" + strconv.Itoa(shards), "--token-auth-file=" + tokens,
 				"--front-proxies=" + strconv.Itoa(max(1, s.FrontProxies)),
 				"--shard-binary=" + shardBinary, "--front-proxy-binary=" + proxyBinary, "--cache-server-binary=" + cacheBinary}
+			if s.VirtualWorkspacesBinary != "" {
+				args = append(args, "--virtual-workspaces-binary="+s.VirtualWorkspacesBinary)
+			}
+			return args
 		},
 		ReadyFiles: func() []string { return []string{filepath.Join(s.Dir, system.ReadyFile)} },
 	}
@@ -92,8 +99,8 @@ type systemPorts struct {
 	MoreFrontProxies []int             `json:"moreFrontProxies"`
 	Shards           map[string][3]int `json:"shards"`
 	Cache            [3]int            `json:"cache"`
-	// VirtualWorkspaces are set when the views run in their own
-	// processes, one per shard.
+	// VirtualWorkspaces are the ports reserved for a virtual-workspaces
+	// process per shard, listening only when the system runs them.
 	VirtualWorkspaces map[string]int `json:"virtualWorkspaces"`
 }
 
@@ -135,9 +142,10 @@ func (s *System) CacheDir() string { return filepath.Join(s.Dir, "cache") }
 
 // ViewsURL is the URL of the process serving a shard's views
 // (/services/...): its virtual-workspaces process when the views run in
-// their own, else the shard.
+// their own, else the shard. The launcher reserves the views' ports either
+// way, so the port alone does not say which.
 func (s *System) ViewsURL(t testing.TB, shard string) string {
-	if port := s.ports(t).VirtualWorkspaces[shard]; port != 0 {
+	if port := s.ports(t).VirtualWorkspaces[shard]; port != 0 && s.VirtualWorkspacesBinary != "" {
 		return fmt.Sprintf("https://127.0.0.1:%d", port)
 	}
 	return s.ShardURL(t, shard)
