@@ -26,13 +26,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	upstream "k8s.io/apiserver/pkg/admission/plugin/resourcequota"
-	quota "k8s.io/apiserver/pkg/quota/v1"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
-	rqcontroller "github.com/shardplane/shardplane/pkg/controllers/resourcequota"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/quota"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -87,18 +87,18 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return nil
 	}
 	gr := a.GetResource().GroupResource()
-	if _, ignored := rqcontroller.IgnoredResources[gr]; ignored {
+	if _, ignored := quota.IgnoredResources[gr]; ignored {
 		return nil
 	}
 	cluster, ok := logicalcluster.ClusterFromContext(ctx)
 	if !ok || cluster.IsWildcard() {
 		return nil
 	}
-	evaluator := rqcontroller.CountEvaluator(gr, nil)
+	evaluator := quota.CountEvaluator(gr, nil)
 	if !evaluator.Handles(a) {
 		return nil
 	}
-	objs := p.quotasFor(cluster, a.GetNamespace())
+	objs := quota.Limiting(p.quotas, cluster, a.GetNamespace())
 	if len(objs) == 0 {
 		return nil
 	}
@@ -115,7 +115,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		var failed map[string]bool
 		var lastErr error
 		for i := range checked {
-			if quota.Equals(quotas[i].Status.Used, checked[i].Status.Used) {
+			if quotav1.Equals(quotas[i].Status.Used, checked[i].Status.Used) {
 				continue
 			}
 			if err := p.updateStatus(ctx, cluster, &checked[i]); err != nil {
@@ -153,26 +153,6 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 func (p *Plugin) lockFor(cluster logicalcluster.Name) *sync.Mutex {
 	l, _ := p.locks.LoadOrStore(cluster, &sync.Mutex{})
 	return l.(*sync.Mutex)
-}
-
-// quotasFor returns the quotas that limit a namespace of a cluster ("":
-// its cluster-scoped objects): the namespace's own and the cluster's
-// workspace-wide ones.
-func (p *Plugin) quotasFor(cluster logicalcluster.Name, ns string) []interface{} {
-	var out []interface{}
-	if ns != "" {
-		out, _ = p.quotas.List(cluster, ns)
-	}
-	if ns == rqcontroller.ClusterScopedNamespace {
-		return out
-	}
-	admin, _ := p.quotas.List(cluster, rqcontroller.ClusterScopedNamespace)
-	for _, obj := range admin {
-		if q, ok := obj.(*corev1.ResourceQuota); ok && rqcontroller.IsClusterScoped(q) {
-			out = append(out, obj)
-		}
-	}
-	return out
 }
 
 // current returns copies of the quotas of the informer, replaced by the

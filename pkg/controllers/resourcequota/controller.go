@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	quota "k8s.io/apiserver/pkg/quota/v1"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/discovery"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -36,6 +36,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/quota"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -186,8 +187,8 @@ func (h quotaHandler) OnAdd(obj interface{}) { h.c.enqueueQuota(obj) }
 func (h quotaHandler) OnUpdate(old, cur interface{}) {
 	o, ok1 := old.(*corev1.ResourceQuota)
 	n, ok2 := cur.(*corev1.ResourceQuota)
-	if !ok1 || !ok2 || !quota.Equals(o.Spec.Hard, n.Spec.Hard) || !quota.Equals(n.Spec.Hard, n.Status.Hard) ||
-		o.Annotations[ClusterScopedAnnotation] != n.Annotations[ClusterScopedAnnotation] {
+	if !ok1 || !ok2 || !quotav1.Equals(o.Spec.Hard, n.Spec.Hard) || !quotav1.Equals(n.Spec.Hard, n.Status.Hard) ||
+		o.Annotations[quota.ClusterScopedAnnotation] != n.Annotations[quota.ClusterScopedAnnotation] {
 		h.c.enqueueQuota(cur)
 	}
 }
@@ -242,7 +243,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if !ok || q.DeletionTimestamp != nil {
 		return nil
 	}
-	for _, gr := range CountedResources(q.Spec.Hard) {
+	for _, gr := range quota.CountedResources(q.Spec.Hard) {
 		c.watch(cluster, gr)
 	}
 	err = c.usage.reconcile(ctx, cluster, q)
@@ -256,20 +257,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 // cluster-scoped objects) back to the queue: the namespace's own and the
 // cluster's workspace-wide ones.
 func (c *Controller) enqueueNamespace(cluster logicalcluster.Name, ns string) {
-	if ns != "" {
-		objs, _ := c.quotas.List(cluster, ns)
-		for _, obj := range objs {
-			c.enqueueQuota(obj)
-		}
-	}
-	if ns == ClusterScopedNamespace {
-		return
-	}
-	objs, _ := c.quotas.List(cluster, ClusterScopedNamespace)
-	for _, obj := range objs {
-		if q, ok := obj.(*corev1.ResourceQuota); ok && IsClusterScoped(q) {
-			c.enqueueQuota(obj)
-		}
+	for _, obj := range quota.Limiting(c.quotas, cluster, ns) {
+		c.enqueueQuota(obj)
 	}
 }
 

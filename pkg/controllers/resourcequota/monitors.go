@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/quota"
 )
 
 // monitor is one wildcard metadata watch of a counted resource, across all
@@ -24,7 +25,7 @@ type monitor struct {
 // watch makes sure the objects of gr are watched, once the controller runs
 // and some cluster serves gr.
 func (c *Controller) watch(cluster logicalcluster.Name, gr schema.GroupResource) {
-	if _, ignored := IgnoredResources[gr]; ignored {
+	if _, ignored := quota.IgnoredResources[gr]; ignored {
 		return
 	}
 	gvr, _, ok := c.resourceIn(cluster, gr)

@@ -8,10 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	quota "k8s.io/apiserver/pkg/quota/v1"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/quota"
 )
 
 // usage computes a quota's status as upstream's syncResourceQuota does:
@@ -26,9 +27,9 @@ type usage struct {
 }
 
 func (u *usage) reconcile(ctx context.Context, cluster logicalcluster.Name, q *corev1.ResourceQuota) error {
-	var evaluators []quota.Evaluator
-	for _, gr := range CountedResources(q.Spec.Hard) {
-		evaluators = append(evaluators, CountEvaluator(gr, func(ns string) ([]runtime.Object, error) {
+	var evaluators []quotav1.Evaluator
+	for _, gr := range quota.CountedResources(q.Spec.Hard) {
+		evaluators = append(evaluators, quota.CountEvaluator(gr, func(ns string) ([]runtime.Object, error) {
 			return u.list(ctx, cluster, gr, ns)
 		}))
 	}
@@ -36,15 +37,15 @@ func (u *usage) reconcile(ctx context.Context, cluster logicalcluster.Name, q *c
 	dirty := !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) || q.Status.Hard == nil || q.Status.Used == nil
 	used := corev1.ResourceList{}
 	if q.Status.Used != nil {
-		used = quota.Add(corev1.ResourceList{}, q.Status.Used)
+		used = quotav1.Add(corev1.ResourceList{}, q.Status.Used)
 	}
-	hard := quota.Add(corev1.ResourceList{}, q.Spec.Hard)
+	hard := quotav1.Add(corev1.ResourceList{}, q.Spec.Hard)
 	var errs []error
 	ns := q.Namespace
-	if IsClusterScoped(q) {
+	if quota.IsClusterScoped(q) {
 		ns = "" // all namespaces and the cluster-scoped objects
 	}
-	observed, err := quota.CalculateUsage(ns, q.Spec.Scopes, hard, generic.NewRegistry(evaluators), q.Spec.ScopeSelector)
+	observed, err := quotav1.CalculateUsage(ns, q.Spec.Scopes, hard, generic.NewRegistry(evaluators), q.Spec.ScopeSelector)
 	if err != nil {
 		// Keep what could be counted; report the rest.
 		errs = append(errs, err)
@@ -52,8 +53,8 @@ func (u *usage) reconcile(ctx context.Context, cluster logicalcluster.Name, q *c
 	for name, v := range observed {
 		used[name] = v
 	}
-	used = quota.Mask(used, quota.ResourceNames(hard))
-	dirty = dirty || !quota.Equals(used, q.Status.Used)
+	used = quotav1.Mask(used, quotav1.ResourceNames(hard))
+	dirty = dirty || !quotav1.Equals(used, q.Status.Used)
 	if !dirty {
 		return utilerrors.NewAggregate(errs)
 	}

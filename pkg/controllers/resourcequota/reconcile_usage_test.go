@@ -14,21 +14,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-func TestCountedResourcesReadsCountNamesAndLegacyAliases(t *testing.T) {
-	hard := corev1.ResourceList{
-		"count/widgets.example.com": resource.MustParse("1"),
-		"count/configmaps":          resource.MustParse("1"),
-		"secrets":                   resource.MustParse("1"),
-		"count/events":              resource.MustParse("1"),
-		"cpu":                       resource.MustParse("1"),
-	}
-	got := CountedResources(hard)
-	want := []schema.GroupResource{{Resource: "configmaps"}, {Resource: "secrets"}, {Group: "example.com", Resource: "widgets"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("CountedResources = %v, want %v", got, want)
-	}
-}
-
 func objects(n int) []runtime.Object {
 	out := make([]runtime.Object, n)
 	for i := range out {

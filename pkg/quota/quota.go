@@ -1,4 +1,12 @@
-package resourcequota
+// Package quota is what ResourceQuota admission and the resource quota
+// controller agree on: which resources a quota counts, how their objects
+// are counted (upstream's object count evaluators), and which quotas limit
+// a namespace, kcp's workspace-wide quotas included.
+//
+// As in kcp, a quota in namespace ClusterScopedNamespace annotated
+// ClusterScopedAnnotation=true limits its whole logical cluster: the
+// objects of all its namespaces and its cluster-scoped objects.
+package quota
 
 import (
 	"sort"
@@ -7,18 +15,21 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	quota "k8s.io/apiserver/pkg/quota/v1"
+	quotav1 "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 const (
 	// countPrefix starts the quota names that count objects of a resource.
 	countPrefix = "count/"
-	// ClusterScopedNamespace and ClusterScopedAnnotation mark kcp's
-	// workspace-wide quotas: a quota in namespace "admin" annotated "true"
-	// counts the objects of all namespaces and the cluster-scoped objects of
-	// its logical cluster.
-	ClusterScopedNamespace  = "admin"
+	// ClusterScopedNamespace is the namespace of kcp's workspace-wide
+	// quotas.
+	ClusterScopedNamespace = "admin"
+	// ClusterScopedAnnotation, set to "true" on a quota in
+	// ClusterScopedNamespace, makes it limit its whole logical cluster.
 	ClusterScopedAnnotation = "experimental.quota.kcp.io/cluster-scoped"
 )
 
@@ -26,6 +37,26 @@ const (
 func IsClusterScoped(q *corev1.ResourceQuota) bool {
 	on, _ := strconv.ParseBool(q.Annotations[ClusterScopedAnnotation])
 	return on && q.Namespace == ClusterScopedNamespace
+}
+
+// Limiting returns the quotas of an informer of ResourceQuotas that limit
+// namespace ns of cluster ("": its cluster-scoped objects): the
+// namespace's own and the cluster's workspace-wide ones.
+func Limiting(quotas *wildcardinformer.Informer, cluster logicalcluster.Name, ns string) []interface{} {
+	var out []interface{}
+	if ns != "" {
+		out, _ = quotas.List(cluster, ns)
+	}
+	if ns == ClusterScopedNamespace {
+		return out
+	}
+	admin, _ := quotas.List(cluster, ClusterScopedNamespace)
+	for _, obj := range admin {
+		if q, ok := obj.(*corev1.ResourceQuota); ok && IsClusterScoped(q) {
+			out = append(out, obj)
+		}
+	}
+	return out
 }
 
 // legacyAliases are the quota names that count objects without countPrefix,
@@ -48,7 +79,7 @@ var IgnoredResources = map[schema.GroupResource]struct{}{
 // CountEvaluator returns upstream's object count evaluator of a resource,
 // answering to count/<resource> and to its legacy alias if it has one. list
 // may be nil where only an object's own usage is asked (admission).
-func CountEvaluator(gr schema.GroupResource, list generic.ListFuncByNamespace) quota.Evaluator {
+func CountEvaluator(gr schema.GroupResource, list generic.ListFuncByNamespace) quotav1.Evaluator {
 	return generic.NewObjectCountEvaluator(gr, list, legacyAliases[gr])
 }
 
