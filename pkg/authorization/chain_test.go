@@ -7,10 +7,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // decide answers one decision to everyone and has no rules.
@@ -37,7 +36,7 @@ func TestChainScopesPrivilegedGroupsAndGatesImpersonation(t *testing.T) {
 	scopedTo := func(c string) map[string][]string { return map[string][]string{scope.ScopeExtraKey: {"cluster:" + c}} }
 	kcpAdmin := &user.DefaultInfo{Name: "a", Groups: []string{identities.KCPAdminGroup, user.AllAuthenticated}, Extra: scopedTo("here")}
 	masters := &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}, Extra: scopedTo("here")}
-	foreignSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{identities.KCPAdminGroup}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"there"}}}
+	foreignSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{identities.KCPAdminGroup}, Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"there"}}}
 	get := authorizer.AttributesRecord{Verb: "get", Resource: "configmaps", ResourceRequest: true}
 	impersonateMasters := authorizer.AttributesRecord{Verb: "impersonate", Resource: "groups", Name: user.SystemPrivilegedGroup, ResourceRequest: true}
 	for _, tc := range []struct {

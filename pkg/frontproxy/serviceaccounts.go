@@ -10,8 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	keyutil "k8s.io/client-go/util/keyutil"
 
-	kcpserviceaccount "github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // serviceAccountTokens recognizes the service account tokens the shards
@@ -92,6 +92,6 @@ func (s *serviceAccountTokens) authenticate(token string) (user.Info, bool, erro
 	return &user.DefaultInfo{
 		Name:   serviceaccount.MakeUsername(ns, name),
 		Groups: serviceaccount.MakeGroupNames(ns),
-		Extra:  map[string][]string{kcpserviceaccount.ClusterExtraKey: {private.Cluster}},
+		Extra:  map[string][]string{scope.ServiceAccountClusterExtraKey: {private.Cluster}},
 	}, true, nil
 }

@@ -13,16 +13,13 @@ import (
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const (
 	// ClusterClaim is the private JWT claim that names the logical cluster
 	// a service account token was issued in.
 	ClusterClaim = "kcp.io/cluster"
-	// ClusterExtraKey is the user extra that carries the logical cluster of
-	// an authenticated service account (kcp's key); elsewhere the service
-	// account counts as a plain authenticated user.
-	ClusterExtraKey = "authentication.kubernetes.io/cluster-name"
 )
 
 // ClusterTokenGenerator issues tokens that carry the logical cluster of the
@@ -54,7 +51,7 @@ func (g ClusterTokenGenerator) GenerateToken(ctx context.Context, claims *jwt.Cl
 // ClusterAuthenticator authenticates service account tokens that carry
 // ClusterClaim: it validates them against the service account in that
 // cluster (whatever cluster the request addresses) and records the cluster
-// in the user's ClusterExtraKey. Tokens without the claim are left to the
+// in the user's scope.ServiceAccountClusterExtraKey. Tokens without the claim are left to the
 // next authenticator.
 type ClusterAuthenticator struct {
 	// Delegate validates the token against the cluster in the context.
@@ -86,7 +83,7 @@ func (a *ClusterAuthenticator) AuthenticateToken(ctx context.Context, token stri
 	for k, v := range u.GetExtra() {
 		extra[k] = v
 	}
-	extra[ClusterExtraKey] = []string{string(cluster)}
+	extra[scope.ServiceAccountClusterExtraKey] = []string{string(cluster)}
 	resp.User = &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra}
 	return resp, true, nil
 }
@@ -109,17 +106,4 @@ func tokenCluster(token string) (logicalcluster.Name, bool) {
 		return "", false
 	}
 	return logicalcluster.Name(claims.Cluster), true
-}
-
-// ClusterOf returns the logical cluster a service account user was
-// authenticated for, and false for other users.
-func ClusterOf(u user.Info) (logicalcluster.Name, bool) {
-	if u == nil {
-		return "", false
-	}
-	v := u.GetExtra()[ClusterExtraKey]
-	if len(v) != 1 || v[0] == "" {
-		return "", false
-	}
-	return logicalcluster.Name(v[0]), true
 }

@@ -17,6 +17,7 @@ import (
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const issuer = "https://shardplane.test"
@@ -83,7 +84,7 @@ func TestTokensAuthenticateAgainstTheServiceAccountOfTheirCluster(t *testing.T) 
 		if err != nil || !ok {
 			t.Fatalf("request to %s: ok=%v err=%v", requestCluster, ok, err)
 		}
-		if got, ok := ClusterOf(resp.User); !ok || got != "a" {
+		if got, ok := scope.ServiceAccountCluster(resp.User); !ok || got != "a" {
 			t.Errorf("request to %s: user cluster %q, want a", requestCluster, got)
 		}
 		if resp.User.GetName() != "system:serviceaccount:team:default" {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // tokenAuthenticatorFunc adapts a function to authenticator.Token.
@@ -61,7 +62,7 @@ func FuzzClusterAuthenticator(f *testing.F) {
 		if reached != cluster || reached.IsWildcard() || logicalcluster.ValidateName(string(reached)) != nil {
 			t.Fatalf("%q reached the delegate in cluster %q, claim %q", token, reached, cluster)
 		}
-		if got, _ := ClusterOf(resp.User); got != reached {
+		if got, _ := scope.ServiceAccountCluster(resp.User); got != reached {
 			t.Fatalf("%q authenticated a user of cluster %q, want %q", token, got, reached)
 		}
 	})

@@ -18,7 +18,7 @@ import (
 // (legacy) service account tokens: tokens of kubernetes' legacy issuer that
 // carry ClusterClaim. As upstream, such a token is valid while its secret
 // exists with the same token and its service account exists with the same
-// UID, both looked up in the token's own cluster; its ClusterExtraKey keeps
+// UID, both looked up in the token's own cluster; its scope.ServiceAccountClusterExtraKey keeps
 // it there. getter must be the shard's TokenGetter.
 func NewLegacyClusterAuthenticator(keys kubeserviceaccount.PublicKeysGetter, implicitAudiences authenticator.Audiences, getter *TokenGetter) (*ClusterAuthenticator, error) {
 	return newLegacyClusterAuthenticator(keys, implicitAudiences, getter, clusterSecrets{getter})

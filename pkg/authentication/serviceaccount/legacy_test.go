@@ -15,6 +15,7 @@ import (
 	kubeserviceaccount "k8s.io/kubernetes/pkg/serviceaccount"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // legacyGetter serves one service account and its token secret per cluster.
@@ -69,7 +70,7 @@ func TestLegacyTokensAuthenticateAgainstTheSecretOfTheirCluster(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("request to %s: ok=%v err=%v", requestCluster, ok, err)
 		}
-		if got, _ := ClusterOf(resp.User); got != "a" || resp.User.GetName() != "system:serviceaccount:team:robot" {
+		if got, _ := scope.ServiceAccountCluster(resp.User); got != "a" || resp.User.GetName() != "system:serviceaccount:team:robot" {
 			t.Errorf("request to %s: user %q of cluster %q, want robot of a", requestCluster, resp.User.GetName(), got)
 		}
 	}

@@ -21,8 +21,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
 	"github.com/shardplane/shardplane/pkg/identities"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // NotAllowed starts the reason of every refusal.

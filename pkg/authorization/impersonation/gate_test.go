@@ -9,7 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 func TestImpersonatingPrivilegedGroupsRequiresMembership(t *testing.T) {

@@ -27,9 +27,8 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const (
@@ -170,7 +169,7 @@ func PrefixedAttributes(attr authorizer.Attributes, cluster logicalcluster.Name)
 func PrefixedUser(u user.Info, cluster logicalcluster.Name) user.Info {
 	name := u.GetName()
 	if scope.IsServiceAccount(u) {
-		home, ok := serviceaccount.ClusterOf(u)
+		home, ok := scope.ServiceAccountCluster(u)
 		if !ok {
 			home = cluster
 		}

@@ -12,9 +12,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const (
@@ -253,8 +252,8 @@ func TestPrefixedUser(t *testing.T) {
 			&user.DefaultInfo{Name: "kcp-admin", Groups: []string{"system:kcp:admin"}},
 			&user.DefaultInfo{Name: Prefix + "kcp-admin", Groups: []string{Prefix + "system:kcp:admin"}}},
 		{"a service account is named with its cluster",
-			&user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{"system:serviceaccounts"}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"home"}}},
-			&user.DefaultInfo{Name: Prefix + "system:kcp:serviceaccount:home:ns:sa", Groups: []string{Prefix + "system:serviceaccounts"}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"home"}}}},
+			&user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{"system:serviceaccounts"}, Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"home"}}},
+			&user.DefaultInfo{Name: Prefix + "system:kcp:serviceaccount:home:ns:sa", Groups: []string{Prefix + "system:serviceaccounts"}, Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"home"}}}},
 		{"a service account without a cluster is of the request's cluster",
 			&user.DefaultInfo{Name: "system:serviceaccount:ns:sa"},
 			&user.DefaultInfo{Name: Prefix + "system:kcp:serviceaccount:consumer:ns:sa", Groups: []string{}}},

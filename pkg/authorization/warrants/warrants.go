@@ -14,9 +14,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // maxDepth bounds warrants of warrants.
@@ -79,7 +78,7 @@ func (a *Authorizer) authorize(ctx context.Context, attr authorizer.Attributes, 
 // outOfScopeReason explains why an identity counted as a plain user.
 func outOfScopeReason(u user.Info) string {
 	if scope.IsServiceAccount(u) {
-		if home, ok := serviceaccount.ClusterOf(u); ok {
+		if home, ok := scope.ServiceAccountCluster(u); ok {
 			return fmt.Sprintf("service accounts of logical cluster %q act only in that cluster; here they count as a plain authenticated user", home)
 		}
 		return "service account of another logical cluster; here it counts as a plain authenticated user"

@@ -10,9 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
-	"github.com/shardplane/shardplane/pkg/authentication/scope"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 // policy allows users by name or group and denies users named "denied".
@@ -78,7 +77,9 @@ func withWarrants(u *user.DefaultInfo, ws ...string) *user.DefaultInfo {
 
 func TestScopesAndWarrants(t *testing.T) {
 	p := policy{allowUsers: []string{"alice", "bob", "system:serviceaccount:ns:sa", "system:serviceaccount:ns:warranted"}, allowGroups: []string{"everyone-authenticated"}}
-	saExtra := func(c string) map[string][]string { return map[string][]string{serviceaccount.ClusterExtraKey: {c}} }
+	saExtra := func(c string) map[string][]string {
+		return map[string][]string{scope.ServiceAccountClusterExtraKey: {c}}
+	}
 	scopedTo := func(c string) map[string][]string { return map[string][]string{scope.ScopeExtraKey: {"cluster:" + c}} }
 	authenticated := []string{user.AllAuthenticated}
 	for _, tc := range []struct {
@@ -167,7 +168,7 @@ func TestRulesFollowScopesAndWarrants(t *testing.T) {
 			&user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{scope.ScopeExtraKey: {"cluster:there"}}},
 			[]string{"rules-of-" + user.Anonymous}},
 		{"foreign service account has the rules of authenticated users",
-			&user.DefaultInfo{Name: "system:serviceaccount:a:b", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"there"}}},
+			&user.DefaultInfo{Name: "system:serviceaccount:a:b", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"there"}}},
 			[]string{"rules-of-" + user.Anonymous}},
 		{"warrants add their rules", withWarrants(&user.DefaultInfo{Name: "alice"}, warrant(t, scope.Warrant{User: "bob"}), warrant(t, scope.Warrant{User: "bob", Extra: map[string][]string{scope.ScopeExtraKey: {"cluster:there"}}})),
 			[]string{"rules-of-alice", "rules-of-bob"}},

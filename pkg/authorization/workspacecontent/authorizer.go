@@ -26,9 +26,9 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const (
@@ -136,7 +136,7 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 		return authorizer.DecisionAllow, "", nil
 	}
 	// The workspace's own service accounts are judged by its RBAC alone.
-	if home, ok := serviceaccount.ClusterOf(u); ok && home == cluster {
+	if home, ok := scope.ServiceAccountCluster(u); ok && home == cluster {
 		return authorizer.DecisionNoOpinion, "", nil
 	}
 	if groups, ok := lc.Annotations[corev1alpha1.RequiredGroupsAnnotationKey]; ok && !hasGroup(u, identities.KCPAdminGroup) && !RequiredGroupsSatisfied(groups, u) {

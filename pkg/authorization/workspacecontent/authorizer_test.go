@@ -9,9 +9,9 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 type fakeRBAC struct{ allow map[string]bool }
@@ -47,7 +47,7 @@ func TestAuthorizeEntry(t *testing.T) {
 	}
 	a := New(func(n logicalcluster.Name) *corev1alpha1.LogicalCluster { return clusters[n] },
 		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}})
-	ownSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"guarded"}}}
+	ownSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"guarded"}}}
 	for _, tc := range []struct {
 		name    string
 		cluster logicalcluster.Name
@@ -64,7 +64,7 @@ func TestAuthorizeEntry(t *testing.T) {
 		{"required groups: other alternative", "guarded", &user.DefaultInfo{Name: "carol", Groups: []string{"c"}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"required groups: partial alternative refused", "guarded", &user.DefaultInfo{Name: "bob", Groups: []string{"a"}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"own service account needs no access binding", "guarded", ownSA, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
-		{"own service account still needs the cluster", "nope", &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"nope"}}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"own service account still needs the cluster", "nope", &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"nope"}}}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"service account of another cluster needs access", "open", ownSA, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"system clusters are not checked", "system:admin", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"initializer enters a cluster waiting for it", "initializing", initializer, authorizer.AttributesRecord{}, authorizer.DecisionAllow},

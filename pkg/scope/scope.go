@@ -7,6 +7,9 @@
 // names that cluster and, for a service account, when it belongs to that
 // cluster. Out of scope it counts as a plain authenticated user (or a plain
 // unauthenticated one, if it was not authenticated).
+//
+// Authentication sets these extras and authorization reads them: both
+// import this package, and neither imports the other.
 package scope
 
 import (
@@ -17,7 +20,6 @@ import (
 	kubeserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -29,6 +31,10 @@ const (
 	// WarrantExtraKey carries JSON-encoded Warrants: identities whose
 	// permissions the user also has.
 	WarrantExtraKey = "authorization.kcp.io/warrant"
+	// ServiceAccountClusterExtraKey carries the logical cluster of an
+	// authenticated service account (kcp's key); elsewhere the service
+	// account counts as a plain authenticated user.
+	ServiceAccountClusterExtraKey = "authentication.kubernetes.io/cluster-name"
 
 	clusterScopePrefix = "cluster:"
 )
@@ -51,11 +57,24 @@ func IsServiceAccount(u user.Info) bool {
 	return strings.HasPrefix(u.GetName(), kubeserviceaccount.ServiceAccountUsernamePrefix)
 }
 
+// ServiceAccountCluster returns the logical cluster a service account user
+// was authenticated for, and false for other users.
+func ServiceAccountCluster(u user.Info) (logicalcluster.Name, bool) {
+	if u == nil {
+		return "", false
+	}
+	v := u.GetExtra()[ServiceAccountClusterExtraKey]
+	if len(v) != 1 || v[0] == "" {
+		return "", false
+	}
+	return logicalcluster.Name(v[0]), true
+}
+
 // IsForeign tells whether service account u belongs to a cluster other than
 // cluster. A service account without a cluster (as named in a
 // SubjectAccessReview) is local.
 func IsForeign(u user.Info, cluster logicalcluster.Name) bool {
-	clusters := u.GetExtra()[serviceaccount.ClusterExtraKey]
+	clusters := u.GetExtra()[ServiceAccountClusterExtraKey]
 	switch len(clusters) {
 	case 0:
 		return false
@@ -122,7 +141,7 @@ func Warrants(u user.Info) ([]user.Info, []error) {
 			continue
 		}
 		wu := &user.DefaultInfo{Name: w.User, UID: w.UID, Groups: w.Groups, Extra: w.Extra}
-		if IsServiceAccount(wu) && len(w.Extra[serviceaccount.ClusterExtraKey]) == 0 {
+		if IsServiceAccount(wu) && len(w.Extra[ServiceAccountClusterExtraKey]) == 0 {
 			errs = append(errs, fmt.Errorf("warrant for service account %q names no logical cluster", w.User))
 			continue
 		}

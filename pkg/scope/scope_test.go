@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 
-	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -16,7 +15,7 @@ func scoped(values ...string) map[string][]string { return map[string][]string{S
 func sa(cluster ...string) *user.DefaultInfo {
 	u := &user.DefaultInfo{Name: "system:serviceaccount:ns:default", Groups: []string{user.AllAuthenticated}}
 	if len(cluster) > 0 {
-		u.Extra = map[string][]string{serviceaccount.ClusterExtraKey: cluster}
+		u.Extra = map[string][]string{ServiceAccountClusterExtraKey: cluster}
 	}
 	return u
 }
@@ -41,7 +40,7 @@ func TestInScope(t *testing.T) {
 		{"service account in another cluster", sa("a"), "b", false},
 		{"service account with two clusters is foreign", sa("a", "b"), "a", false},
 		{"service account without cluster is local", sa(), "b", true},
-		{"service account in its cluster but scoped elsewhere", &user.DefaultInfo{Name: "system:serviceaccount:ns:x", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"a"}, ScopeExtraKey: {"cluster:b"}}}, "a", false},
+		{"service account in its cluster but scoped elsewhere", &user.DefaultInfo{Name: "system:serviceaccount:ns:x", Extra: map[string][]string{ServiceAccountClusterExtraKey: {"a"}, ScopeExtraKey: {"cluster:b"}}}, "a", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := InScope(tc.user, tc.cluster); got != tc.want {
@@ -81,7 +80,7 @@ func TestWarrantsSkipInvalidOnesAndUnscopedServiceAccounts(t *testing.T) {
 		warrant(t, Warrant{User: "bob", Groups: []string{"g"}}),
 		"{not json",
 		warrant(t, Warrant{User: "system:serviceaccount:ns:sa"}),
-		warrant(t, Warrant{User: "system:serviceaccount:ns:sa", Extra: map[string][]string{serviceaccount.ClusterExtraKey: {"a"}}}),
+		warrant(t, Warrant{User: "system:serviceaccount:ns:sa", Extra: map[string][]string{ServiceAccountClusterExtraKey: {"a"}}}),
 	}}}
 	got, errs := Warrants(u)
 	if len(errs) != 2 {
