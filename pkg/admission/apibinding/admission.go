@@ -51,20 +51,6 @@ func ExportReference(obj interface{}) (path logicalcluster.Path, name string, ok
 	return "", "", false
 }
 
-// ExportCluster resolves the workspace of a binding's export: an empty
-// path is the binding's own cluster, a path is resolved like request
-// paths, and a single segment that resolves to no path is taken as a
-// logical cluster name, as kcp does.
-func ExportCluster(resolvePath func(logicalcluster.Path) (logicalcluster.Name, bool), bindingCluster logicalcluster.Name, path logicalcluster.Path) (logicalcluster.Name, bool) {
-	if path == "" {
-		return bindingCluster, true
-	}
-	if cluster, ok := resolvePath(path); ok {
-		return cluster, true
-	}
-	return path.Name()
-}
-
 func privileged(u user.Info) bool {
 	for _, g := range u.GetGroups() {
 		if g == user.SystemPrivilegedGroup {
@@ -92,7 +78,7 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if shown == "" {
 		shown = cluster.Path()
 	}
-	exportCluster, ok := ExportCluster(p.resolvePath, cluster, path)
+	exportCluster, ok := apisv1alpha2.ExportCluster(p.resolvePath, cluster, path)
 	if !ok {
 		// An unknown workspace: only system:masters may bind ahead of it,
 		// and nobody learns whether it exists.

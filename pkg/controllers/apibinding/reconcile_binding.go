@@ -13,7 +13,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/sets"
 
-	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
@@ -86,7 +85,7 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 	if path == "" {
 		path = cluster.Path()
 	}
-	exportCluster, ok := apibindingadmission.ExportCluster(r.resolvePath, cluster, logicalcluster.Path(ref.Path))
+	exportCluster, ok := apisv1alpha2.ExportCluster(r.resolvePath, cluster, logicalcluster.Path(ref.Path))
 	var export *apisv1alpha2.APIExport
 	if ok {
 		export = r.getAPIExport(exportCluster, ref.Name)

@@ -28,7 +28,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -124,7 +123,7 @@ func New(c Config) (*Controller, error) {
 				return c.Types.ExtendedTypes(wt, ref)
 			},
 			getAPIExport: func(cluster logicalcluster.Name, path logicalcluster.Path, name string) *apisv1alpha2.APIExport {
-				exportCluster, ok := apibindingadmission.ExportCluster(c.ResolvePath, cluster, path)
+				exportCluster, ok := apisv1alpha2.ExportCluster(c.ResolvePath, cluster, path)
 				if !ok {
 					return nil
 				}
