@@ -16,7 +16,6 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/klog/v2"
 
-	wsadmission "github.com/shardplane/shardplane/pkg/admission/workspace"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -174,7 +173,7 @@ func (h *homeHandler) mayCreate(ctx context.Context, u user.Info) error {
 // Workspace, path user:<name>, type root:home, the user its owner (the
 // logical cluster controller binds the owner to cluster-admin).
 func (h *homeHandler) newLogicalCluster(u user.Info) (*corev1alpha1.LogicalCluster, error) {
-	owner, err := wsadmission.OwnerAnnotation(u)
+	owner, err := corev1alpha1.OwnerAnnotation(u.GetName(), u.GetUID(), u.GetGroups())
 	if err != nil {
 		return nil, fmt.Errorf("encode owner of home workspace: %w", err)
 	}

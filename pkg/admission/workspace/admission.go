@@ -7,10 +7,8 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
@@ -54,13 +52,6 @@ func privileged(u user.Info) bool {
 	return false
 }
 
-// OwnerAnnotation encodes a user as kcp does in experimental.tenancy.kcp.io/owner.
-func OwnerAnnotation(u user.Info) (string, error) {
-	info := authenticationv1.UserInfo{Username: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups()}
-	b, err := json.Marshal(info)
-	return string(b), err
-}
-
 // Admit defaults spec.type and records the owner on create.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if !isWorkspace(a) || a.GetOperation() != admission.Create {
@@ -100,7 +91,8 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		ws.Annotations = map[string]string{}
 	}
 	if !privileged(a.GetUserInfo()) || ws.Annotations[corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey] == "" {
-		owner, err := OwnerAnnotation(a.GetUserInfo())
+		u := a.GetUserInfo()
+		owner, err := corev1alpha1.OwnerAnnotation(u.GetName(), u.GetUID(), u.GetGroups())
 		if err != nil {
 			return apierrors.NewInternalError(err)
 		}

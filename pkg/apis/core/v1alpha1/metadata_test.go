@@ -21,3 +21,13 @@ func TestIsSystemMetadataKeyMatchesKCPDomainsOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnerAnnotationEncodesNameUIDAndGroupsAsKCP(t *testing.T) {
+	got, err := OwnerAnnotation("alice", "u-1", []string{"team", "system:authenticated"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"username":"alice","uid":"u-1","groups":["team","system:authenticated"]}`; got != want {
+		t.Errorf("OwnerAnnotation = %s, want %s", got, want)
+	}
+}
