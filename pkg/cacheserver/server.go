@@ -45,6 +45,7 @@ func Run(ctx context.Context, o *Options) error {
 			Directory:  o.EtcdDirectory(),
 			ClientPort: o.EmbeddedEtcdClientPort,
 			PeerPort:   o.EmbeddedEtcdPeerPort,
+			PageOut:    exepages.PageOut,
 		})
 		if err != nil {
 			return err

@@ -27,8 +27,18 @@ import (
 )
 
 // ErrUnsupported is returned where the kernel cannot page out a process's
-// own mappings (not Linux, or Linux before 5.4).
-var ErrUnsupported = errors.New("paging out the executable's pages is not supported here")
+// own mappings (not Linux, or Linux before 5.4). It is an
+// errors.ErrUnsupported, so that callers handed PageOut as a plain func
+// can tell without importing this package.
+var ErrUnsupported error = unsupportedError{}
+
+type unsupportedError struct{}
+
+func (unsupportedError) Error() string {
+	return "paging out the executable's pages is not supported here"
+}
+
+func (unsupportedError) Unwrap() error { return errors.ErrUnsupported }
 
 // Released tells what Release did.
 type Released struct {
@@ -53,6 +63,17 @@ func Release() (Released, error) { return release() }
 // keeps every page it ever touched resident; those it needs again come
 // back one fault at a time. Mapped is 0 when the file is not mapped.
 func ReleaseFile(path string) (Released, error) { return releaseFile(path) }
+
+// PageOut is ReleaseFile for hooks that take only an error, such as
+// embeddedetcd.Options.PageOut: it logs what went back and returns the
+// error, ErrUnsupported included, for the caller to act on.
+func PageOut(path string) error {
+	r, err := ReleaseFile(path)
+	if err == nil {
+		klog.Background().V(4).Info("Released the pages of a file", "file", path, "mapped", r.Mapped, "residentBefore", r.ResidentBefore, "residentAfter", r.ResidentAfter)
+	}
+	return err
+}
 
 // AddFlag registers --release-startup-pages, which each server has, into
 // release (true by default: set it before).

@@ -2,6 +2,8 @@ package exepages
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -59,5 +61,15 @@ func TestReleaseAgainOnlyWhereReleasedOnceReady(t *testing.T) {
 	}
 	if !ReleaseAgain(context.Background()) {
 		t.Fatal("not released again after a release once ready")
+	}
+}
+
+func TestErrUnsupportedIsTheStandardOne(t *testing.T) {
+	err := fmt.Errorf("%w: EINVAL", ErrUnsupported)
+	if !errors.Is(err, errors.ErrUnsupported) || !errors.Is(err, ErrUnsupported) {
+		t.Errorf("%v is not both ErrUnsupported and errors.ErrUnsupported", err)
+	}
+	if got, want := ErrUnsupported.Error(), "paging out the executable's pages is not supported here"; got != want {
+		t.Errorf("ErrUnsupported = %q, want %q", got, want)
 	}
 }

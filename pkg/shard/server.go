@@ -63,6 +63,7 @@ func Run(ctx context.Context, o *Options) error {
 			Directory:  o.EtcdDirectory(),
 			ClientPort: o.EmbeddedEtcdClientPort,
 			PeerPort:   o.EmbeddedEtcdPeerPort,
+			PageOut:    exepages.PageOut,
 		})
 		if err != nil {
 			return err
@@ -121,6 +122,7 @@ func (s *Server) Run(ctx context.Context) error {
 	inMemory := make(chan error, 1)
 	go func() { inMemory <- s.loopback.Serve(s.GenericAPIServer.Handler) }()
 	if s.Options.ReleaseStartupPages {
+		kstorage.OnMemoryReturned(func() { exepages.ReleaseAgain(context.Background()) })
 		go exepages.ReleaseWhenReady(ctx, prepared.Handler.NonGoRestfulMux)
 	}
 	err := prepared.RunWithContext(ctx)

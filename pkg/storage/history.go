@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,8 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 const (
@@ -397,10 +396,27 @@ func (r *memoryReturner) returnMemory() {
 
 // returnMemory is the process's returner, told by every watch cache's
 // historyBound. The interners forget their maps first: those of the objects
-// a burst deleted are freed with it. The pages of the executable that the
-// burst ran go back too, as those of start-up did (package exepages).
+// a burst deleted are freed with it. Then the binary's OnMemoryReturned
+// hook runs.
 var returnMemory = &memoryReturner{clock: clock.RealClock{}, delay: 5 * time.Second, free: func() {
 	forgetSharedMaps()
 	debug.FreeOSMemory()
-	exepages.ReleaseAgain(context.Background())
+	if f := memoryReturned.Load(); f != nil {
+		(*f)()
+	}
 }}
+
+// memoryReturned is the hook set by OnMemoryReturned.
+var memoryReturned atomic.Pointer[func()]
+
+// OnMemoryReturned sets f to run each time the storage has given the
+// memory of a burst back to the operating system, replacing the f before;
+// nil runs nothing. The binaries give back the executable's pages that the
+// burst ran then, as after start-up; storage leaves process paging to them.
+func OnMemoryReturned(f func()) {
+	if f == nil {
+		memoryReturned.Store(nil)
+		return
+	}
+	memoryReturned.Store(&f)
+}

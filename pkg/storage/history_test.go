@@ -497,3 +497,18 @@ func name(obj runtime.Object) string {
 	}
 	return m.GetName()
 }
+
+func TestOnMemoryReturnedRunsWhenTheMemoryWentBack(t *testing.T) {
+	var ran atomic.Int32
+	OnMemoryReturned(func() { ran.Add(1) })
+	t.Cleanup(func() { OnMemoryReturned(nil) })
+	returnMemory.free()
+	if ran.Load() != 1 {
+		t.Fatalf("the hook ran %d times, want 1", ran.Load())
+	}
+	OnMemoryReturned(nil)
+	returnMemory.free()
+	if ran.Load() != 1 {
+		t.Fatalf("the hook ran %d times after it was unset, want 1", ran.Load())
+	}
+}

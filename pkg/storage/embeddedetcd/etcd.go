@@ -19,8 +19,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
-
-	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 // Options configure an embedded etcd.
@@ -32,6 +30,11 @@ type Options struct {
 	PeerPort   int
 	// QuotaBackendBytes limits the database size (0: etcd's default).
 	QuotaBackendBytes int64
+	// PageOut gives the kernel back the resident pages of the mapped file
+	// at path once writes pause (nil: they stay); an error that is
+	// errors.ErrUnsupported stops further tries. The binary provides it, as
+	// process paging is not storage's business.
+	PageOut func(path string) error
 }
 
 // Server is a running embedded etcd.
@@ -45,6 +48,8 @@ type Server struct {
 	stop context.CancelFunc
 	// database is the path of the database file.
 	database string
+	// pageOut is Options.PageOut.
+	pageOut func(path string) error
 	// releaseAsked is set by ReleasePagesWhenQuiet.
 	releaseAsked atomic.Bool
 }
@@ -113,7 +118,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// Owned by the server, not by ctx, which may only cover the start.
 	runCtx, stop := context.WithCancel(context.Background())
 	s := &Server{etcd: e, ClientURL: clientURL.String(), client: v3client.New(e.Server), stop: stop,
-		database: filepath.Join(cfg.Dir, "member", "snap", "db")}
+		database: filepath.Join(cfg.Dir, "member", "snap", "db"), pageOut: o.PageOut}
 	go s.tendDatabase(runCtx)
 	return s, nil
 }
@@ -140,7 +145,7 @@ func (s *Server) tendDatabase(ctx context.Context) {
 	t := time.NewTicker(pagesCheckInterval)
 	defer t.Stop()
 	lastDefragmentCheck := time.Now()
-	idle := idlePages{never: true}
+	idle := idlePages{never: true, unsupported: s.pageOut == nil}
 	for {
 		select {
 		case <-ctx.Done():
@@ -201,7 +206,8 @@ type idlePages struct {
 	// never is true until the first release, and again after the file was
 	// mapped anew.
 	never bool
-	// unsupported is true where the kernel cannot page out a mapping.
+	// unsupported is true where the kernel cannot page out a mapping, or
+	// the server was given no PageOut.
 	unsupported bool
 	// asked is true when a release was asked for since the last one
 	// (ReleasePagesWhenQuiet).
@@ -219,7 +225,7 @@ func (p *idlePages) worthReleasing(applied uint64) bool {
 // released records the outcome of a release at the applied raft index.
 func (p *idlePages) released(applied uint64, err error) {
 	switch {
-	case errors.Is(err, exepages.ErrUnsupported):
+	case errors.Is(err, errors.ErrUnsupported):
 		p.unsupported = true
 	case err == nil:
 		p.never, p.asked, p.releasedAt = false, false, applied
@@ -234,14 +240,12 @@ func (s *Server) ReleasePagesWhenQuiet() { s.releaseAsked.Store(true) }
 
 // releasePages pages out the database file's mapping.
 func (s *Server) releasePages(logger klog.Logger) error {
-	r, err := exepages.ReleaseFile(s.database)
+	err := s.pageOut(s.database)
 	switch {
-	case errors.Is(err, exepages.ErrUnsupported):
+	case errors.Is(err, errors.ErrUnsupported):
 		logger.V(2).Info("The database's pages stay mapped", "reason", err)
 	case err != nil:
 		logger.Error(err, "Releasing the database's pages failed")
-	default:
-		logger.V(4).Info("Released the database's pages", "mapped", r.Mapped, "residentBefore", r.ResidentBefore, "residentAfter", r.ResidentAfter)
 	}
 	return err
 }

@@ -14,6 +14,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/sys/unix"
 
+	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
 )
 
@@ -49,7 +51,13 @@ func TestIdleDatabasePagesGoBack(t *testing.T) {
 	if fs.Type == unix.TMPFS_MAGIC {
 		t.Skip("the temporary directory is on tmpfs, whose pages the kernel cannot page out without swap")
 	}
-	server := etcdtest.Start(t)
+	// Paged out as the binaries have it: through package exepages.
+	ports := etcdtest.FreePorts(t, 2)
+	server, err := embeddedetcd.Start(t.Context(), embeddedetcd.Options{Directory: t.TempDir(), ClientPort: ports[0], PeerPort: ports[1], PageOut: exepages.PageOut})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Close)
 	ctx := context.Background()
 	value := strings.Repeat("v", 2048)
 	const keys = 4000

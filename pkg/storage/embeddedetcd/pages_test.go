@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-
-	"github.com/shardplane/shardplane/pkg/exepages"
 )
 
 func TestIdlePagesGoBackWhenWritesPause(t *testing.T) {
@@ -40,7 +38,7 @@ func TestIdlePagesGoBackWhenWritesPause(t *testing.T) {
 	step(9253, true, errors.New("madvise failed"))
 	step(9254, true, nil) // an error is retried
 	step(9400, false, nil)
-	step(9400, true, fmt.Errorf("%w: EINVAL", exepages.ErrUnsupported))
+	step(9400, true, fmt.Errorf("%w: EINVAL", errors.ErrUnsupported))
 	step(9600, false, nil)
 	step(9600, false, nil) // unsupported: never again
 }
