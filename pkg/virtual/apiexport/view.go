@@ -118,20 +118,17 @@ var requestInfos = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("a
 
 // parse splits /services/apiexport/<cluster>/<export>/clusters/<c>/<rest>.
 func parse(req *http.Request) (*request, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, Prefix), "/", 5)
-	if len(parts) < 4 || parts[2] != "clusters" {
+	exportCluster, after, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, Prefix), "/")
+	exportName, after, _ := strings.Cut(after, "/")
+	clusterSegment, rest, ok := logicalcluster.SplitRequestPath("/" + after)
+	if !ok || logicalcluster.ValidateName(exportCluster) != nil || exportName == "" {
 		return nil, false
 	}
-	r := &request{exportCluster: logicalcluster.Name(parts[0]), exportName: parts[1], cluster: logicalcluster.Name(parts[3]), rest: "/"}
-	if len(parts) == 5 {
-		r.rest += parts[4]
-	}
-	if logicalcluster.ValidateName(string(r.exportCluster)) != nil || r.exportName == "" {
+	cluster, err := logicalcluster.ParseNameOrWildcard(clusterSegment)
+	if err != nil {
 		return nil, false
 	}
-	if !r.cluster.IsWildcard() && logicalcluster.ValidateName(string(r.cluster)) != nil {
-		return nil, false
-	}
+	r := &request{exportCluster: logicalcluster.Name(exportCluster), exportName: exportName, cluster: cluster, rest: rest}
 	inner := req.Clone(req.Context())
 	inner.URL.Path = r.rest
 	inner.URL.RawPath = ""
@@ -160,7 +157,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	gr := schema.GroupResource{Group: r.info.APIGroup, Resource: r.info.Resource}
-	if r.cluster.IsWildcard() && r.info.Verb != "list" && r.info.Verb != "watch" {
+	if r.cluster.IsWildcard() && !logicalcluster.WildcardAllows(r.info.Verb) {
 		err := apierrors.NewMethodNotSupported(gr, r.info.Verb)
 		err.ErrStatus.Message = fmt.Sprintf("%s is not supported in the `*` logical cluster: name a logical cluster", r.info.Verb)
 		framework.Error(w, req, err)
