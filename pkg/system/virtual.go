@@ -58,7 +58,7 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 
 // virtualWorkspacesMapping routes the front-proxy's /services/ to the root
 // shard's virtual workspace server and /shards/<shard>/ to each shard's,
-// which is how status fields name them (framework.ShardServerURL).
+// which is how status fields name them (viewurl.ShardServerURL).
 func (s *System) virtualWorkspacesMapping() string {
 	route := func(path, backend string) string {
 		return fmt.Sprintf(`- path: %s

@@ -27,20 +27,15 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Name is the view's name, the segment after /services/.
-const Name = "apiexport"
+const Name = viewurl.APIExportView
 
 // Prefix is the path of the view.
-const Prefix = framework.ServicesPrefix + Name + "/"
-
-// URL is the view of an export on a virtual workspace server whose base URL
-// is base: <base>/services/apiexport/<cluster>/<export>.
-func URL(base string, cluster logicalcluster.Name, export string) string {
-	return strings.TrimSuffix(base, "/") + Prefix + string(cluster) + "/" + export
-}
+const Prefix = viewurl.ServicesPrefix + Name + "/"
 
 // Config is what the view needs of the shard it serves.
 type Config struct {
