@@ -22,6 +22,7 @@ FUZZTIME ?= 4s
 # and go test keeps running it.
 FUZZ_TARGETS = \
 	./pkg/logicalcluster:FuzzParsePath \
+	./pkg/logicalcluster:FuzzSplitRequestPath \
 	./pkg/clusterpath:FuzzWithCluster \
 	./pkg/frontproxy:FuzzSplitClusterPath \
 	./pkg/cacheserver:FuzzParsePath \

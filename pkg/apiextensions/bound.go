@@ -105,7 +105,7 @@ func (h *crHandler) serveBound(w http.ResponseWriter, req *http.Request, info *a
 // logical cluster that binds it. All of them follow the export's schemas,
 // so unlike plain wildcard requests these are not limited to metadata.
 func (h *crHandler) serveIdentityWildcard(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, resource, identity string) {
-	if info.Verb != "list" && info.Verb != "watch" {
+	if !logicalcluster.WildcardAllows(info.Verb) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}

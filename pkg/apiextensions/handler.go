@@ -311,7 +311,7 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 		h.serveIdentityWildcard(w, req, info, resource, identity)
 		return
 	}
-	if info.Verb != "list" && info.Verb != "watch" {
+	if !logicalcluster.WildcardAllows(info.Verb) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}

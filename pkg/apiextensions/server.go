@@ -230,7 +230,7 @@ func (s *Server) shutdown() {
 func (s *Server) updateStatus(ctx context.Context, cluster logicalcluster.Name, crd *apiextensionsv1.CustomResourceDefinition) (*apiextensionsv1.CustomResourceDefinition, error) {
 	out := &apiextensionsv1.CustomResourceDefinition{}
 	err := s.client.Put().
-		AbsPath("/clusters", string(cluster), "apis", apiextensionsv1.GroupName, "v1", "customresourcedefinitions", crd.Name, "status").
+		AbsPath(cluster.RequestPath(), "apis", apiextensionsv1.GroupName, "v1", "customresourcedefinitions", crd.Name, "status").
 		Body(crd).Do(ctx).Into(out)
 	return out, err
 }

@@ -12,6 +12,8 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 )
 
 // recoveredPanics sums the process's shardplane_recovered_panics_total.
@@ -52,7 +54,7 @@ func TestPanicsInTheHandlerChainAreAnswered500AndCounted(t *testing.T) {
 			}
 			before := recoveredPanics(t)
 			rec := httptest.NewRecorder()
-			buildHandlerChain(api, gc).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, ServicePrefix+"/shards/s1/clusters/c1/api/v1/configmaps", nil))
+			buildHandlerChain(api, gc).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, cacheclient.ServicePrefix+"/shards/s1/clusters/c1/api/v1/configmaps", nil))
 			if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "panic") {
 				t.Errorf("HTTP %d %q, want a 500 that names the panic", rec.Code, rec.Body)
 			}

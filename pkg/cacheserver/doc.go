@@ -28,5 +28,6 @@
 // The server is a generic API server: Options -> Config -> Server as the
 // shard. Its handler (Server.Handler) is the whole chain from path parsing
 // to storage, so a shard can mount it in-process below /services/cache/
-// with its etcd and authenticator (NewEmbeddedConfig).
+// with its etcd and authenticator (NewEmbeddedConfig). What its clients
+// share with it (kinds, shard names, URLs) is package cacheclient.
 package cacheserver

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd/etcdtest"
@@ -83,16 +84,16 @@ func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
 		{"no shard", "writer", http.MethodGet, "/services/cache" + exports, "", http.StatusBadRequest, "addresses no shard"},
 		{"no cluster", "writer", http.MethodGet, "/services/cache/shards/s1" + exports, "", http.StatusBadRequest, "addresses no logical cluster"},
 		{"a workspace path", "writer", http.MethodGet, "/services/cache/shards/s1/clusters/root:org" + exports, "", http.StatusBadRequest, "by name"},
-		{"stranger writes", "stranger", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
-		{"reader writes", "reader", http.MethodPost, Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
-		{"stranger reads", "stranger", http.MethodGet, Path("s1", "c1") + exports, "", http.StatusForbidden, identities.CacheReaderGroup},
-		{"anonymous reads", "", http.MethodGet, Path("*", "*") + exports, "", http.StatusUnauthorized, ""},
-		{"writer creates across shards", "writer", http.MethodPost, Path("*", "c1") + exports, replica, http.StatusMethodNotAllowed, "only list and watch"},
-		{"writer deletes across clusters", "writer", http.MethodDelete, Path("s1", "*") + exports + "/e", "", http.StatusMethodNotAllowed, "only list and watch"},
-		{"a namespace of a cluster-scoped kind", "reader", http.MethodGet, Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha2/namespaces/ns/apiexports", "", http.StatusNotFound, ""},
-		{"a kind not replicated", "reader", http.MethodGet, Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha2/apibindings", "", http.StatusNotFound, ""},
-		{"a version not served", "reader", http.MethodGet, Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha1/apiexports", "", http.StatusNotFound, ""},
-		{"metrics at cluster scope", "writer", http.MethodGet, Path("s1", "c1") + "/metrics", "", http.StatusNotImplemented, "process-wide"},
+		{"stranger writes", "stranger", http.MethodPost, cacheclient.Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
+		{"reader writes", "reader", http.MethodPost, cacheclient.Path("s1", "c1") + exports, replica, http.StatusForbidden, identities.CacheWriterGroup},
+		{"stranger reads", "stranger", http.MethodGet, cacheclient.Path("s1", "c1") + exports, "", http.StatusForbidden, identities.CacheReaderGroup},
+		{"anonymous reads", "", http.MethodGet, cacheclient.Path("*", "*") + exports, "", http.StatusUnauthorized, ""},
+		{"writer creates across shards", "writer", http.MethodPost, cacheclient.Path("*", "c1") + exports, replica, http.StatusMethodNotAllowed, "only list and watch"},
+		{"writer deletes across clusters", "writer", http.MethodDelete, cacheclient.Path("s1", "*") + exports + "/e", "", http.StatusMethodNotAllowed, "only list and watch"},
+		{"a namespace of a cluster-scoped kind", "reader", http.MethodGet, cacheclient.Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha2/namespaces/ns/apiexports", "", http.StatusNotFound, ""},
+		{"a kind not replicated", "reader", http.MethodGet, cacheclient.Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha2/apibindings", "", http.StatusNotFound, ""},
+		{"a version not served", "reader", http.MethodGet, cacheclient.Path("s1", "c1") + "/apis/apis.kcp.io/v1alpha1/apiexports", "", http.StatusNotFound, ""},
+		{"metrics at cluster scope", "writer", http.MethodGet, cacheclient.Path("s1", "c1") + "/metrics", "", http.StatusNotImplemented, "process-wide"},
 	} {
 		rec := serve(tc.user, tc.method, tc.path, tc.body)
 		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.says) {
@@ -100,19 +101,19 @@ func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
 		}
 	}
 
-	if rec := serve("writer", http.MethodPost, Path("s1", "c1")+exports, replica); rec.Code != http.StatusCreated {
+	if rec := serve("writer", http.MethodPost, cacheclient.Path("s1", "c1")+exports, replica); rec.Code != http.StatusCreated {
 		t.Fatalf("writer creates: %d %s", rec.Code, rec.Body)
 	}
-	rec := serve("reader", http.MethodGet, Path("*", "c1")+exports, "")
+	rec := serve("reader", http.MethodGet, cacheclient.Path("*", "c1")+exports, "")
 	var list struct {
 		Items []metav1.PartialObjectMetadata `json:"items"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); rec.Code != http.StatusOK || err != nil || len(list.Items) != 1 ||
-		list.Items[0].Annotations[ShardAnnotationKey] != "s1" || list.Items[0].Annotations[logicalcluster.AnnotationKey] != "c1" {
+		list.Items[0].Annotations[cacheclient.ShardAnnotationKey] != "s1" || list.Items[0].Annotations[logicalcluster.AnnotationKey] != "c1" {
 		t.Errorf("reader lists: %d %s (%v)", rec.Code, rec.Body, err)
 	}
 
-	rec = serve("reader", http.MethodGet, Path("s1", "c1")+"/apis/apis.kcp.io", "")
+	rec = serve("reader", http.MethodGet, cacheclient.Path("s1", "c1")+"/apis/apis.kcp.io", "")
 	var group metav1.APIGroup
 	if err := json.Unmarshal(rec.Body.Bytes(), &group); rec.Code != http.StatusOK || err != nil {
 		t.Fatalf("group discovery: %d %s (%v)", rec.Code, rec.Body, err)
@@ -120,7 +121,7 @@ func TestEmbeddedHandlerServesTheCacheBelowItsPrefix(t *testing.T) {
 	if group.PreferredVersion.Version != "v1alpha2" || len(group.Versions) != 2 || group.Versions[0].Version != "v1alpha2" {
 		t.Errorf("apis.kcp.io discovery: %+v, want v1alpha2 (preferred) and v1alpha1", group)
 	}
-	rec = serve("reader", http.MethodGet, Path("*", "*")+"/apis/rbac.authorization.k8s.io/v1", "")
+	rec = serve("reader", http.MethodGet, cacheclient.Path("*", "*")+"/apis/rbac.authorization.k8s.io/v1", "")
 	var resources metav1.APIResourceList
 	if err := json.Unmarshal(rec.Body.Bytes(), &resources); rec.Code != http.StatusOK || err != nil {
 		t.Fatalf("version discovery: %d %s (%v)", rec.Code, rec.Body, err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -43,7 +44,7 @@ func FuzzParsePath(f *testing.F) {
 		if !ok {
 			return
 		}
-		if err := ValidateShard(string(sc.shard)); err != nil {
+		if err := cacheclient.ValidateShard(string(sc.shard)); err != nil {
 			t.Fatalf("parsePath(%q) returned shard %q: %v", p, sc.shard, err)
 		}
 		if !sc.cluster.IsWildcard() {
@@ -57,7 +58,7 @@ func FuzzParsePath(f *testing.F) {
 		if sc.prefix+sc.rest != p && !(sc.rest == "/" && sc.prefix == p) {
 			t.Fatalf("parsePath(%q) = prefix %q rest %q, which do not make the path", p, sc.prefix, sc.rest)
 		}
-		if built := Path(sc.shard, sc.cluster); sc.prefix != built && sc.prefix != strings.TrimPrefix(built, ServicePrefix) {
+		if built := cacheclient.Path(sc.shard, sc.cluster); sc.prefix != built && sc.prefix != strings.TrimPrefix(built, cacheclient.ServicePrefix) {
 			t.Fatalf("parsePath(%q) took off %q, want %q", p, sc.prefix, built)
 		}
 		for _, seg := range strings.Split(sc.rest, "/") {
@@ -65,7 +66,7 @@ func FuzzParsePath(f *testing.F) {
 				t.Fatalf("parsePath(%q) let through rest %q with a %q segment", p, sc.rest, seg)
 			}
 		}
-		again, ok, err := parsePath(Path(sc.shard, sc.cluster) + sc.rest)
+		again, ok, err := parsePath(cacheclient.Path(sc.shard, sc.cluster) + sc.rest)
 		if err != nil || !ok || again.shard != sc.shard || again.cluster != sc.cluster || again.rest != sc.rest {
 			t.Fatalf("parsePath of the rebuilt path = %+v %v %v, want %+v", again, ok, err, sc)
 		}

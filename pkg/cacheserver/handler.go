@@ -29,6 +29,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/mediatypes"
 )
 
@@ -52,7 +53,7 @@ var verbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", 
 
 // resourceHandlers serve one resource.
 type resourceHandlers struct {
-	kind  Kind
+	kind  cacheclient.Kind
 	verbs map[string]http.HandlerFunc
 }
 
@@ -81,7 +82,7 @@ func newAPIs(c apisConfig) (*apis, error) {
 		}
 	}()
 	resourceLists := map[schema.GroupVersion][]metav1.APIResource{}
-	for _, k := range Kinds {
+	for _, k := range cacheclient.Kinds {
 		h, err := a.newResourceHandlers(c, k)
 		if err != nil {
 			return nil, err
@@ -117,7 +118,7 @@ func newAPIs(c apisConfig) (*apis, error) {
 	return a, nil
 }
 
-func (a *apis) newResourceHandlers(c apisConfig, k Kind) (*resourceHandlers, error) {
+func (a *apis) newResourceHandlers(c apisConfig, k cacheclient.Kind) (*resourceHandlers, error) {
 	gv := k.Resource.GroupVersion()
 	storage, err := newReplicaREST(k, c.restOptions, rest.NewDefaultTableConvertor(k.Resource.GroupResource()))
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,73 +13,29 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
+	"github.com/shardplane/shardplane/pkg/clusterpath"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
-
-const (
-	// ServicePrefix starts every URL of the cache server's API.
-	ServicePrefix = "/services/cache"
-	// ShardAnnotationKey names the shard a replica came from; the cache
-	// server sets it (with kcp.io/cluster) on every object it stores.
-	ShardAnnotationKey = "kcp.io/shard"
-
-	shardsPrefix = "/shards/"
-)
-
-// Shard names the shard a replica came from: a shard name, or
-// WildcardShard for all shards (list and watch only).
-type Shard string
-
-// WildcardShard addresses the replicas of all shards.
-const WildcardShard Shard = "*"
-
-// IsWildcard tells whether s addresses all shards.
-func (s Shard) IsWildcard() bool { return s == WildcardShard }
-
-// shardName is kcp's shape of a shard name in a cache server path.
-var shardName = regexp.MustCompile(`^[a-z0-9-:]{1,61}$`)
-
-// ValidateShard returns an error a user can act on when s is neither a
-// shard name nor the wildcard.
-func ValidateShard(s string) error {
-	if s == string(WildcardShard) || shardName.MatchString(s) {
-		return nil
-	}
-	return fmt.Errorf("invalid shard %q: must be * or 1 to 61 lower-case alphanumerics, '-' or ':'", s)
-}
-
-// Path returns the URL path of the API of the replicas of one shard and one
-// logical cluster (either may be the wildcard):
-// /services/cache/shards/<shard>/clusters/<cluster>.
-func Path(shard Shard, cluster logicalcluster.Name) string {
-	return ServicePrefix + shardsPrefix + string(shard) + cluster.RequestPath()
-}
-
-// URL returns base (a server URL, with or without a trailing slash)
-// followed by Path(shard, cluster): the host of a client that reads or
-// writes those replicas.
-func URL(base string, shard Shard, cluster logicalcluster.Name) string {
-	return strings.TrimSuffix(base, "/") + Path(shard, cluster)
-}
 
 type shardKey struct{}
 
 // WithShard returns a copy of ctx that carries the shard of a request.
-func WithShard(ctx context.Context, s Shard) context.Context {
+func WithShard(ctx context.Context, s cacheclient.Shard) context.Context {
 	return context.WithValue(ctx, shardKey{}, s)
 }
 
 // ShardFromContext returns the shard a request addresses, and false when
 // the context carries none.
-func ShardFromContext(ctx context.Context) (Shard, bool) {
-	s, ok := ctx.Value(shardKey{}).(Shard)
+func ShardFromContext(ctx context.Context) (cacheclient.Shard, bool) {
+	s, ok := ctx.Value(shardKey{}).(cacheclient.Shard)
 	return s, ok && s != ""
 }
 
 // scope is what a request path addresses: a shard and a logical cluster
 // (either may be the wildcard) and the path below them.
 type scope struct {
-	shard   Shard
+	shard   cacheclient.Shard
 	cluster logicalcluster.Name
 	rest    string
 	// prefix is what was taken off the path.
@@ -88,7 +43,8 @@ type scope struct {
 }
 
 // isProcessPath tells whether p is a process-wide endpoint, served without
-// a shard and a cluster: health, metrics and profiles.
+// a shard and a cluster: health, metrics and profiles. It is not
+// clusterpath.IsShardLevelPath: it lists what is served unscoped, health too.
 func isProcessPath(p string) bool {
 	for _, root := range []string{"/healthz", "/livez", "/readyz", "/metrics", debugPath} {
 		if p == root || strings.HasPrefix(p, root+"/") {
@@ -98,19 +54,13 @@ func isProcessPath(p string) bool {
 	return false
 }
 
-// isShardLevelPath tells whether p serves process-wide data that no shard
-// or cluster scope may reach (kcp answers 501 for them).
-func isShardLevelPath(p string) bool {
-	return p == "/metrics" || strings.HasPrefix(p, "/metrics/") || p == "/debug" || strings.HasPrefix(p, "/debug/")
-}
-
 // parsePath splits a request path into its shard, cluster and the rest.
 // /services/cache may be left off. ok is false (with a nil error) for the
 // process-wide paths, which have no scope.
 func parsePath(p string) (s scope, ok bool, err error) {
 	trimmed := p
-	if trimmed == ServicePrefix || strings.HasPrefix(trimmed, ServicePrefix+"/") {
-		trimmed = strings.TrimPrefix(trimmed, ServicePrefix)
+	if trimmed == cacheclient.ServicePrefix || strings.HasPrefix(trimmed, cacheclient.ServicePrefix+"/") {
+		trimmed = strings.TrimPrefix(trimmed, cacheclient.ServicePrefix)
 		if trimmed == "" {
 			trimmed = "/"
 		}
@@ -118,38 +68,36 @@ func parsePath(p string) (s scope, ok bool, err error) {
 	if isProcessPath(trimmed) {
 		return scope{}, false, nil
 	}
-	if !strings.HasPrefix(trimmed, shardsPrefix) {
-		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no shard: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+	if !strings.HasPrefix(trimmed, cacheclient.ShardsPrefix) {
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no shard: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, cacheclient.ServicePrefix))
 	}
-	after := strings.TrimPrefix(trimmed, shardsPrefix)
+	after := strings.TrimPrefix(trimmed, cacheclient.ShardsPrefix)
 	i := strings.IndexByte(after, '/')
 	if i < 0 {
-		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, cacheclient.ServicePrefix))
 	}
 	shard, below := after[:i], after[i:]
-	if err := ValidateShard(shard); err != nil {
+	if err := cacheclient.ValidateShard(shard); err != nil {
 		return scope{}, false, apierrors.NewBadRequest(err.Error())
 	}
 	if !strings.HasPrefix(below, logicalcluster.ClustersPrefix) {
-		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, ServicePrefix))
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q addresses no logical cluster: the cache server serves %s/shards/<shard or *>/clusters/<cluster or *>/...", p, cacheclient.ServicePrefix))
 	}
-	after = strings.TrimPrefix(below, logicalcluster.ClustersPrefix)
-	cluster, rest, prefix := after, "/", p
-	if i := strings.IndexByte(after, '/'); i >= 0 {
-		cluster, rest = after[:i], after[i:]
+	segment, rest, _ := logicalcluster.SplitRequestPath(below)
+	prefix := p
+	if below != logicalcluster.RequestPath(segment) {
 		prefix = p[:len(p)-len(rest)]
 	}
-	if cluster != string(logicalcluster.Wildcard) {
-		if err := logicalcluster.ValidateName(cluster); err != nil {
-			return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("%v (the cache server addresses logical clusters by name, never by workspace path)", err))
-		}
+	cluster, err := logicalcluster.ParseNameOrWildcard(segment)
+	if err != nil {
+		return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("%v (the cache server addresses logical clusters by name, never by workspace path)", err))
 	}
 	for _, seg := range strings.Split(rest, "/") {
 		if seg == ".." || seg == "." {
 			return scope{}, false, apierrors.NewBadRequest(fmt.Sprintf("path %q must not contain %q segments", p, seg))
 		}
 	}
-	return scope{shard: Shard(shard), cluster: logicalcluster.Name(cluster), rest: rest, prefix: prefix}, true, nil
+	return scope{shard: cacheclient.Shard(shard), cluster: cluster, rest: rest, prefix: prefix}, true, nil
 }
 
 // withScope takes /services/cache/shards/<shard>/clusters/<cluster> off
@@ -171,17 +119,17 @@ func withScope(handler http.Handler, s runtime.NegotiatedSerializer) http.Handle
 			return
 		}
 		if !ok {
-			if strings.HasPrefix(req.URL.Path, ServicePrefix+"/") {
+			if strings.HasPrefix(req.URL.Path, cacheclient.ServicePrefix+"/") {
 				req = req.Clone(req.Context())
-				stripPrefix(req, ServicePrefix)
+				stripPrefix(req, cacheclient.ServicePrefix)
 			}
 			handler.ServeHTTP(w, req)
 			return
 		}
-		if isShardLevelPath(sc.rest) {
+		if clusterpath.IsShardLevelPath(sc.rest) {
 			responsewriters.ErrorNegotiated(&apierrors.StatusError{ErrStatus: metav1.Status{
 				Status: metav1.StatusFailure, Code: http.StatusNotImplemented, Reason: "NotImplemented",
-				Message: fmt.Sprintf("%s is a process-wide endpoint, not available at shard or cluster scope: request it without %s/shards/<shard>/clusters/<cluster>", sc.rest, ServicePrefix),
+				Message: fmt.Sprintf("%s is a process-wide endpoint, not available at shard or cluster scope: request it without %s/shards/<shard>/clusters/<cluster>", sc.rest, cacheclient.ServicePrefix),
 			}}, s, schema.GroupVersion{}, w, req)
 			return
 		}
@@ -214,7 +162,7 @@ func withWildcardVerbs(handler http.Handler, s runtime.NegotiatedSerializer) htt
 		shard, _ := ShardFromContext(req.Context())
 		cluster, _ := logicalcluster.ClusterFromContext(req.Context())
 		if shard.IsWildcard() || cluster.IsWildcard() {
-			if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest && info.Verb != "list" && info.Verb != "watch" {
+			if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest && !logicalcluster.WildcardAllows(info.Verb) {
 				err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb)
 				err.ErrStatus.Message = fmt.Sprintf("%s across all shards or all logical clusters (*) is not supported: only list and watch are; name the shard and the cluster of the replica", info.Verb)
 				responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)

@@ -5,13 +5,14 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func TestPathsNameShardAndClusterOrAreRefused(t *testing.T) {
 	for _, tc := range []struct {
 		path           string
-		shard          Shard
+		shard          cacheclient.Shard
 		cluster        logicalcluster.Name
 		rest           string
 		unscoped, fail bool
@@ -59,7 +60,7 @@ func TestScopeFilterStripsThePrefixAndSetsTheContext(t *testing.T) {
 	h := withScope(http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) { got = req }), codecs)
 	for _, tc := range []struct {
 		uri, path, requestURI string
-		shard                 Shard
+		shard                 cacheclient.Shard
 		cluster               logicalcluster.Name
 		code                  int
 	}{
@@ -100,11 +101,11 @@ func TestScopeFilterStripsThePrefixAndSetsTheContext(t *testing.T) {
 }
 
 func TestURLNamesShardAndCluster(t *testing.T) {
-	if got, want := URL("https://cache:6443/", "s1", logicalcluster.Wildcard), "https://cache:6443/services/cache/shards/s1/clusters/*"; got != want {
+	if got, want := cacheclient.URL("https://cache:6443/", "s1", logicalcluster.Wildcard), "https://cache:6443/services/cache/shards/s1/clusters/*"; got != want {
 		t.Errorf("URL = %q, want %q", got, want)
 	}
-	sc, ok, err := parsePath(Path(WildcardShard, "root") + "/apis")
-	if err != nil || !ok || sc.shard != WildcardShard || sc.cluster != "root" {
+	sc, ok, err := parsePath(cacheclient.Path(cacheclient.WildcardShard, "root") + "/apis")
+	if err != nil || !ok || sc.shard != cacheclient.WildcardShard || sc.cluster != "root" {
 		t.Errorf("Path does not parse back: %+v %t %v", sc, ok, err)
 	}
 }

@@ -24,6 +24,8 @@ import (
 	storeerr "k8s.io/apiserver/pkg/storage/errors"
 	"k8s.io/apiserver/pkg/storage/names"
 	"k8s.io/apiserver/pkg/util/dryrun"
+
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 )
 
 // replicaStrategy stores replicas as their writers send them: object
@@ -34,7 +36,7 @@ type replicaStrategy struct {
 	namespaced bool
 }
 
-func newReplicaStrategy(k Kind) replicaStrategy {
+func newReplicaStrategy(k cacheclient.Kind) replicaStrategy {
 	return replicaStrategy{ObjectTyper: crdserverscheme.NewUnstructuredObjectTyper(), NameGenerator: names.SimpleNameGenerator, namespaced: k.Namespaced}
 }
 
@@ -174,7 +176,7 @@ var (
 	_ rest.CollectionDeleter = &replicaREST{}
 )
 
-func newReplicaREST(k Kind, optsGetter generic.RESTOptionsGetter, table rest.TableConvertor) (*replicaREST, error) {
+func newReplicaREST(k cacheclient.Kind, optsGetter generic.RESTOptionsGetter, table rest.TableConvertor) (*replicaREST, error) {
 	strategy := newReplicaStrategy(k)
 	gvk, listGVK := k.GroupVersionKind(), k.ListGroupVersionKind()
 	store := &genericregistry.Store{

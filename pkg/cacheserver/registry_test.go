@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 )
 
 func TestCreateKeepsTheUIDAndCreationTimeTheWriterSent(t *testing.T) {
@@ -33,7 +35,7 @@ func TestCreateKeepsTheUIDAndCreationTimeTheWriterSent(t *testing.T) {
 		obj.SetGeneration(3)
 		w := *sent
 		w.record(obj)
-		newReplicaStrategy(Kinds[0]).PrepareForCreate(withWrittenMeta(context.Background(), &w), obj)
+		newReplicaStrategy(cacheclient.Kinds[0]).PrepareForCreate(withWrittenMeta(context.Background(), &w), obj)
 		if obj.GetUID() != "u-1" || !obj.GetCreationTimestamp().Time.Equal(sent.created.Time) || obj.GetGeneration() != 3 {
 			t.Errorf("%s: uid %q created %v generation %d, want the writer's", tc.contentType, obj.GetUID(), obj.GetCreationTimestamp(), obj.GetGeneration())
 		}
@@ -41,7 +43,7 @@ func TestCreateKeepsTheUIDAndCreationTimeTheWriterSent(t *testing.T) {
 }
 
 func TestUpdateKeepsTheGenerationTheWriterSent(t *testing.T) {
-	s := newReplicaStrategy(Kinds[0])
+	s := newReplicaStrategy(cacheclient.Kinds[0])
 	old := &unstructured.Unstructured{}
 	old.SetGeneration(2)
 	for _, tc := range []struct {
@@ -62,7 +64,7 @@ func TestUpdateKeepsTheGenerationTheWriterSent(t *testing.T) {
 }
 
 func TestReplicaMetadataIsValidated(t *testing.T) {
-	s := newReplicaStrategy(Kind{Namespaced: true})
+	s := newReplicaStrategy(cacheclient.Kind{Namespaced: true})
 	obj := &unstructured.Unstructured{}
 	obj.SetName("a/b")
 	if errs := s.Validate(context.Background(), obj); len(errs) == 0 {

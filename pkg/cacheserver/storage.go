@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
@@ -87,9 +88,9 @@ func replicaKey(prefix string, obj runtime.Object) (string, error) {
 		return "", err
 	}
 	a := m.GetAnnotations()
-	shard, cluster := a[ShardAnnotationKey], a[logicalcluster.AnnotationKey]
+	shard, cluster := a[cacheclient.ShardAnnotationKey], a[logicalcluster.AnnotationKey]
 	if shard == "" || cluster == "" {
-		return "", fmt.Errorf("replica %s/%s lacks the %s or %s annotation", m.GetNamespace(), m.GetName(), ShardAnnotationKey, logicalcluster.AnnotationKey)
+		return "", fmt.Errorf("replica %s/%s lacks the %s or %s annotation", m.GetNamespace(), m.GetName(), cacheclient.ShardAnnotationKey, logicalcluster.AnnotationKey)
 	}
 	key := strings.TrimSuffix(prefix, "/") + "/" + shard + "/" + cluster + "/"
 	if ns := m.GetNamespace(); ns != "" {
@@ -114,7 +115,7 @@ func newReplicaStorage(s storage.Interface, prefix string) *replicaStorage {
 
 // origin is the shard and cluster of a request.
 type origin struct {
-	shard   Shard
+	shard   cacheclient.Shard
 	cluster logicalcluster.Name
 }
 
@@ -238,13 +239,13 @@ func setOrigin(obj runtime.Object, o origin) error {
 		m.SetManagedFields(nil)
 	}
 	a := m.GetAnnotations()
-	if a[ShardAnnotationKey] == string(o.shard) && a[logicalcluster.AnnotationKey] == string(o.cluster) {
+	if a[cacheclient.ShardAnnotationKey] == string(o.shard) && a[logicalcluster.AnnotationKey] == string(o.cluster) {
 		return nil
 	}
 	if a == nil {
 		a = make(map[string]string, 2)
 	}
-	a[ShardAnnotationKey] = string(o.shard)
+	a[cacheclient.ShardAnnotationKey] = string(o.shard)
 	a[logicalcluster.AnnotationKey] = string(o.cluster)
 	m.SetAnnotations(a)
 	return nil

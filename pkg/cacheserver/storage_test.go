@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -54,7 +55,7 @@ func (r *recordingStorage) Watch(_ context.Context, key string, opts storage.Lis
 	return w, nil
 }
 
-func ctxFor(s Shard, c logicalcluster.Name) context.Context {
+func ctxFor(s cacheclient.Shard, c logicalcluster.Name) context.Context {
 	return logicalcluster.WithCluster(WithShard(context.Background(), s), c)
 }
 
@@ -63,7 +64,7 @@ func replica(shard, cluster, namespace, name string) *unstructured.Unstructured 
 	u := &unstructured.Unstructured{}
 	u.SetName(name)
 	u.SetNamespace(namespace)
-	u.SetAnnotations(map[string]string{ShardAnnotationKey: shard, logicalcluster.AnnotationKey: cluster})
+	u.SetAnnotations(map[string]string{cacheclient.ShardAnnotationKey: shard, logicalcluster.AnnotationKey: cluster})
 	return u
 }
 
@@ -71,7 +72,7 @@ func TestKeysPutShardThenClusterAfterTheResourcePrefix(t *testing.T) {
 	const prefix = "/rbac.authorization.k8s.io/roles"
 	for _, tc := range []struct {
 		name      string
-		shard     Shard
+		shard     cacheclient.Shard
 		cluster   logicalcluster.Name
 		key       string
 		recursive bool
@@ -134,7 +135,7 @@ func TestCreateRecordsTheOriginOverWhatTheWriterSent(t *testing.T) {
 	}
 	created := rec.created.(*unstructured.Unstructured)
 	a := created.GetAnnotations()
-	if a[ShardAnnotationKey] != "s1" || a[logicalcluster.AnnotationKey] != "c1" {
+	if a[cacheclient.ShardAnnotationKey] != "s1" || a[logicalcluster.AnnotationKey] != "c1" {
 		t.Errorf("annotations %v, want shard s1 and cluster c1", a)
 	}
 	if mf := created.GetManagedFields(); mf != nil {
@@ -159,7 +160,7 @@ func TestWildcardShardListsSelectTheClusterAndNamespace(t *testing.T) {
 	}
 	var got []string
 	for _, item := range list.Items {
-		got = append(got, item.GetAnnotations()[ShardAnnotationKey]+"/"+item.GetName())
+		got = append(got, item.GetAnnotations()[cacheclient.ShardAnnotationKey]+"/"+item.GetName())
 	}
 	if len(got) != 2 || got[0] != "s1/x" || got[1] != "s3/y" {
 		t.Errorf("listed %v, want s1/x and s3/y (cluster c1, namespace a)", got)
@@ -172,7 +173,7 @@ func TestWildcardShardListsSelectTheClusterAndNamespace(t *testing.T) {
 	got = nil
 	for e := range w.ResultChan() {
 		u := e.Object.(*unstructured.Unstructured)
-		got = append(got, u.GetAnnotations()[ShardAnnotationKey]+"/"+u.GetName())
+		got = append(got, u.GetAnnotations()[cacheclient.ShardAnnotationKey]+"/"+u.GetName())
 	}
 	if len(got) != 1 || got[0] != "s2/x" {
 		t.Errorf("watched %v, want s2/x (cluster c2)", got)

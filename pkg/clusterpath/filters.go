@@ -1,6 +1,5 @@
-// Package clusterpath finds the logical cluster of a request: it parses
-// /clusters/<name|path|*>/... (the shard, the front-proxy and the
-// virtual-workspace server address logical clusters the same way) and
+// Package clusterpath finds the logical cluster of a request: with the
+// /clusters/<name|path|*>/... layout that package logicalcluster owns, it
 // provides the HTTP filters that put the cluster into the request context,
 // guard wildcard and unresolved requests, and resolve identity-qualified
 // wildcard requests for the kinds the shard serves itself.
@@ -24,8 +23,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-const clustersPrefix = logicalcluster.ClustersPrefix
-
 // PathResolver maps a multi-segment workspace path to the logical cluster
 // hosted on this shard, and false when this shard hosts none.
 type PathResolver func(logicalcluster.Path) (logicalcluster.Name, bool)
@@ -42,7 +39,7 @@ type unresolvedPathKey struct{}
 // leak) and WithUnresolvedPaths answers 404 to the privileged.
 func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve PathResolver) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if !strings.HasPrefix(req.URL.Path, clustersPrefix) {
+		if !strings.HasPrefix(req.URL.Path, logicalcluster.ClustersPrefix) {
 			cluster := logicalcluster.SystemAdmin
 			if isMetricsPath(req.URL.Path) {
 				// Scrapers are authorized by root's RBAC (system:kcp:metrics-reader).
@@ -51,12 +48,12 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve P
 			handler.ServeHTTP(w, req.WithContext(logicalcluster.WithCluster(req.Context(), cluster)))
 			return
 		}
-		segment, rest, err := Split(req.URL.Path, req.URL.RawPath)
+		segment, rest, err := logicalcluster.ParseRequestPath(req.URL.Path, req.URL.RawPath)
 		if err != nil {
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)
 			return
 		}
-		if isShardLevelPath(rest) {
+		if IsShardLevelPath(rest) {
 			responsewriters.ErrorNegotiated(shardLevelPathError(rest), s, schema.GroupVersion{}, w, req)
 			return
 		}
@@ -75,7 +72,7 @@ func WithCluster(handler http.Handler, s runtime.NegotiatedSerializer, resolve P
 		req = req.WithContext(logicalcluster.WithCluster(ctx, cluster))
 		u := *req.URL
 		req.URL = &u
-		prefix := clustersPrefix + string(segment)
+		prefix := segment.RequestPath()
 		req.URL.Path = rest
 		if req.URL.RawPath != "" {
 			req.URL.RawPath = strings.TrimPrefix(req.URL.RawPath, prefix)
@@ -98,9 +95,9 @@ func isMetricsPath(p string) bool {
 	return p == "/metrics" || strings.HasPrefix(p, "/metrics/")
 }
 
-// isShardLevelPath tells whether p serves shard-wide data (metrics,
+// IsShardLevelPath tells whether p serves shard-wide data (metrics,
 // profiles, log verbosity) that no workspace may reach under its prefix.
-func isShardLevelPath(p string) bool {
+func IsShardLevelPath(p string) bool {
 	return isMetricsPath(p) || p == "/debug" || strings.HasPrefix(p, "/debug/")
 }
 
@@ -117,52 +114,6 @@ func shardLevelPathError(p string) *apierrors.StatusError {
 func UnresolvedPath(ctx context.Context) (logicalcluster.Path, bool) {
 	p, ok := ctx.Value(unresolvedPathKey{}).(logicalcluster.Path)
 	return p, ok
-}
-
-// Split validates the cluster segment of a /clusters/ path and
-// returns it (a name, a path or the wildcard) and the remaining path.
-func Split(path, rawPath string) (logicalcluster.Path, string, error) {
-	after := strings.TrimPrefix(path, clustersPrefix)
-	name, rest := after, "/"
-	if i := strings.IndexByte(after, '/'); i >= 0 {
-		name, rest = after[:i], after[i:]
-	}
-	if rawPath != "" {
-		// The prefix and the name are stripped from the raw path as they
-		// are spelled in the path: an encoded character in either would
-		// leave the raw path and the request URI naming another path.
-		rawAfter, ok := strings.CutPrefix(rawPath, clustersPrefix)
-		if !ok {
-			return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q must spell %s without encoded characters", rawPath, clustersPrefix))
-		}
-		if i := strings.IndexByte(rawAfter, '/'); i >= 0 {
-			rawAfter = rawAfter[:i]
-		}
-		if strings.Contains(rawAfter, "%") {
-			return "", "", apierrors.NewBadRequest(fmt.Sprintf("logical cluster name %q must not contain encoded characters", rawAfter))
-		}
-	}
-	if name == "" {
-		return "", "", apierrors.NewBadRequest("logical cluster name must not be empty in /clusters/<name>/")
-	}
-	for _, seg := range strings.Split(rest, "/") {
-		if seg == ".." || seg == "." {
-			return "", "", apierrors.NewBadRequest(fmt.Sprintf("path %q must not contain %q segments", path, seg))
-		}
-	}
-	// kcp serves nothing below a second /clusters/ segment: 404, like any
-	// other path the server does not know.
-	if rest == "/clusters" || strings.HasPrefix(rest, clustersPrefix) {
-		return "", "", apierrors.NewNotFound(schema.GroupResource{}, path)
-	}
-	if name == string(logicalcluster.Wildcard) {
-		return logicalcluster.Wildcard.Path(), rest, nil
-	}
-	p, err := logicalcluster.ParsePath(name)
-	if err != nil {
-		return "", "", apierrors.NewBadRequest(err.Error())
-	}
-	return p, rest, nil
 }
 
 // serveOpenAPIV3Root serves the OpenAPI v3 discovery document with links
@@ -205,7 +156,7 @@ func WithWildcardVerbs(handler http.Handler, s runtime.NegotiatedSerializer) htt
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, _ := logicalcluster.ClusterFromContext(req.Context())
 		if cluster.IsWildcard() {
-			if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest && info.Verb != "list" && info.Verb != "watch" {
+			if info, ok := genericapirequest.RequestInfoFrom(req.Context()); ok && info.IsResourceRequest && !logicalcluster.WildcardAllows(info.Verb) {
 				err := apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb)
 				err.ErrStatus.Message = fmt.Sprintf("%s across all logical clusters (/clusters/*) is not supported: only list and watch are", info.Verb)
 				responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{}, w, req)

@@ -3,71 +3,13 @@ package clusterpath
 import (
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
-
-func TestSplitClusterPath(t *testing.T) {
-	for _, tc := range []struct {
-		url         string
-		wantSegment string
-		wantRest    string
-		wantErr     bool
-		wantStatus  int32
-	}{
-		{"/clusters/root/api/v1/namespaces", "root", "/api/v1/namespaces", false, 0},
-		{"/clusters/root", "root", "/", false, 0},
-		{"/clusters/*/api/v1/configmaps", "*", "/api/v1/configmaps", false, 0},
-		{"/clusters/system:admin/apis", "system:admin", "/apis", false, 0},
-		{"/clusters/root:org:team/api", "root:org:team", "/api", false, 0},
-		{"/clusters//api", "", "", true, 0},
-		{"/clusters/../api", "", "", true, 0},
-		{"/clusters/./api", "", "", true, 0},
-		{"/clusters/a/../b/api", "", "", true, 0},
-		{"/clusters/a/./api", "", "", true, 0},
-		{"/clusters/a%2Fb/api", "", "", true, 0},
-		{"/clusters/a%3Ab/api", "", "", true, 0},
-		{"/cluster%73/a/api", "", "", true, 0},
-		{"/clusters/a/clusters/b/api", "", "", true, http.StatusNotFound},
-		{"/clusters/a/clusters/a/api/v1/configmaps", "", "", true, http.StatusNotFound},
-		{"/clusters/a/clusters", "", "", true, http.StatusNotFound},
-		{"/clusters/Bad_Name/api", "", "", true, 0},
-		{"/clusters/-a/api", "", "", true, 0},
-		{"/clusters/root::org/api", "", "", true, 0},
-		{"/clusters/root:/api", "", "", true, 0},
-		{"/clusters/" + strings.Repeat("a", 64) + "/api", "", "", true, 0},
-	} {
-		t.Run(tc.url, func(t *testing.T) {
-			u, err := url.Parse(tc.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seg, rest, err := Split(u.Path, u.RawPath)
-			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("want error, got segment %q rest %q", seg, rest)
-				}
-				want := tc.wantStatus
-				if want == 0 {
-					want = http.StatusBadRequest
-				}
-				if status, ok := err.(apierrors.APIStatus); !ok || status.Status().Code != want {
-					t.Fatalf("want HTTP %d, got %v", want, err)
-				}
-				return
-			}
-			if err != nil || string(seg) != tc.wantSegment || rest != tc.wantRest {
-				t.Fatalf("got %q %q %v, want %q %q", seg, rest, err, tc.wantSegment, tc.wantRest)
-			}
-		})
-	}
-}
 
 func TestWithClusterStripsPrefixAndSetsContext(t *testing.T) {
 	resolve := func(p logicalcluster.Path) (logicalcluster.Name, bool) {

@@ -73,7 +73,7 @@ func requestFor(target string) (*http.Request, bool) {
 	return req, err == nil
 }
 
-// FuzzWithCluster checks Split and the WithCluster filter on request
+// FuzzWithCluster checks logicalcluster.ParseRequestPath and the WithCluster filter on request
 // targets: they never panic, refuse with an API error, and what they let
 // through addresses a valid cluster with a consistent, stripped request.
 func FuzzWithCluster(f *testing.F) {
@@ -93,18 +93,18 @@ func FuzzWithCluster(f *testing.F) {
 			return
 		}
 		path, rawPath := req.URL.Path, req.URL.RawPath
-		prefixed := strings.HasPrefix(path, clustersPrefix)
+		prefixed := strings.HasPrefix(path, logicalcluster.ClustersPrefix)
 		var segment logicalcluster.Path
 		var rest string
 		splitOK := false
 		if prefixed {
 			var err error
-			segment, rest, err = Split(path, rawPath)
+			segment, rest, err = logicalcluster.ParseRequestPath(path, rawPath)
 			if err == nil {
 				splitOK = true
 				checkSplit(t, path, segment, rest)
 			} else if status, ok := err.(apierrors.APIStatus); !ok || (status.Status().Code != http.StatusBadRequest && status.Status().Code != http.StatusNotFound) {
-				t.Fatalf("Split(%q, %q) error %v is not a 400 or 404 API error", path, rawPath, err)
+				t.Fatalf("ParseRequestPath(%q, %q) error %v is not a 400 or 404 API error", path, rawPath, err)
 			}
 		}
 
@@ -120,7 +120,7 @@ func FuzzWithCluster(f *testing.F) {
 			if rec.Code < 400 {
 				t.Fatalf("%q was neither served nor refused: code %d", target, rec.Code)
 			}
-			if prefixed && splitOK && !isShardLevelPath(rest) {
+			if prefixed && splitOK && !IsShardLevelPath(rest) {
 				t.Fatalf("%q split into %q %q but was refused: %d %s", target, segment, rest, rec.Code, rec.Body.String())
 			}
 			return
@@ -135,8 +135,8 @@ func FuzzWithCluster(f *testing.F) {
 			}
 			return
 		}
-		if !splitOK || isShardLevelPath(rest) {
-			t.Fatalf("%q reached the handler although Split refuses it or it is shard-level", target)
+		if !splitOK || IsShardLevelPath(rest) {
+			t.Fatalf("%q reached the handler although ParseRequestPath refuses it or it is shard-level", target)
 		}
 		if inner.URL.Path != rest {
 			t.Fatalf("%q reached the handler as %q, want %q", target, inner.URL.Path, rest)
@@ -158,30 +158,30 @@ func FuzzWithCluster(f *testing.F) {
 	})
 }
 
-// checkSplit checks what Split returned for path without an error.
+// checkSplit checks what ParseRequestPath returned for path without an error.
 func checkSplit(t *testing.T, path string, segment logicalcluster.Path, rest string) {
 	t.Helper()
 	if segment != logicalcluster.Wildcard.Path() {
 		if _, err := logicalcluster.ParsePath(string(segment)); err != nil {
-			t.Fatalf("Split(%q) returned invalid segment %q: %v", path, segment, err)
+			t.Fatalf("ParseRequestPath(%q) returned invalid segment %q: %v", path, segment, err)
 		}
 	}
 	if !strings.HasPrefix(rest, "/") {
-		t.Fatalf("Split(%q) returned rest %q without a leading slash", path, rest)
+		t.Fatalf("ParseRequestPath(%q) returned rest %q without a leading slash", path, rest)
 	}
 	if built := segment.RequestPath() + rest; built != path && !(rest == "/" && built == path+"/") {
-		t.Fatalf("Split(%q) = %q %q, which builds %q", path, segment, rest, built)
+		t.Fatalf("ParseRequestPath(%q) = %q %q, which builds %q", path, segment, rest, built)
 	}
 	for _, seg := range strings.Split(rest, "/") {
 		if seg == "." || seg == ".." {
-			t.Fatalf("Split(%q) let through rest %q with a %q segment", path, rest, seg)
+			t.Fatalf("ParseRequestPath(%q) let through rest %q with a %q segment", path, rest, seg)
 		}
 	}
-	if rest == "/clusters" || strings.HasPrefix(rest, clustersPrefix) {
-		t.Fatalf("Split(%q) let through a nested cluster path %q", path, rest)
+	if rest == "/clusters" || strings.HasPrefix(rest, logicalcluster.ClustersPrefix) {
+		t.Fatalf("ParseRequestPath(%q) let through a nested cluster path %q", path, rest)
 	}
-	again, againRest, err := Split(segment.RequestPath()+rest, "")
+	again, againRest, err := logicalcluster.ParseRequestPath(segment.RequestPath()+rest, "")
 	if err != nil || again != segment || againRest != rest {
-		t.Fatalf("Split of the rebuilt path %q = %q %q %v, want %q %q", segment.RequestPath()+rest, again, againRest, err, segment, rest)
+		t.Fatalf("ParseRequestPath of the rebuilt path %q = %q %q %v, want %q %q", segment.RequestPath()+rest, again, againRest, err, segment, rest)
 	}
 }

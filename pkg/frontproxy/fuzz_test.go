@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shardplane/shardplane/pkg/clusterpath"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-// FuzzSplitClusterPath checks that the front-proxy splits /clusters/
-// paths into what they spell, and the same way as the shards do for
+// FuzzSplitClusterPath checks that the front-proxy's split of /clusters/
+// paths (logicalcluster.SplitRequestPath) gives what they spell, and the
+// same as the shards' strict parse (logicalcluster.ParseRequestPath) for
 // every path a shard accepts: a request is routed to the workspace that
 // then serves it.
 func FuzzSplitClusterPath(f *testing.F) {
@@ -27,17 +28,17 @@ func FuzzSplitClusterPath(f *testing.F) {
 		if !strings.HasPrefix(p, ClustersPath) {
 			return
 		}
-		path, rest, ok := splitClusterPath(p)
+		path, rest, ok := logicalcluster.SplitRequestPath(p)
 		if !strings.HasPrefix(rest, "/") {
-			t.Fatalf("splitClusterPath(%q) returned rest %q without a leading slash", p, rest)
+			t.Fatalf("SplitRequestPath(%q) returned rest %q without a leading slash", p, rest)
 		}
 		if ok != (path != "") || strings.Contains(path, "/") {
-			t.Fatalf("splitClusterPath(%q) = %q %q %v", p, path, rest, ok)
+			t.Fatalf("SplitRequestPath(%q) = %q %q %v", p, path, rest, ok)
 		}
 		if built := ClustersPath + path + rest; ok && built != p && built != p+"/" {
-			t.Fatalf("splitClusterPath(%q) = %q %q, which builds %q", p, path, rest, built)
+			t.Fatalf("SplitRequestPath(%q) = %q %q, which builds %q", p, path, rest, built)
 		}
-		segment, shardRest, err := clusterpath.Split(p, "")
+		segment, shardRest, err := logicalcluster.ParseRequestPath(p, "")
 		if err == nil && (!ok || path != string(segment) || rest != shardRest) {
 			t.Fatalf("the front-proxy splits %q into %q %q %v, a shard into %q %q", p, path, rest, ok, segment, shardRest)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // PathMapping routes the requests below a path to a backend (docs/api.md,
@@ -28,8 +30,9 @@ type PathMapping struct {
 	ExtraHeaderPrefix string `json:"extra_header_prefix,omitempty"`
 }
 
-// ClustersPath is the mapping path that turns on routing by the index.
-const ClustersPath = "/clusters/"
+// ClustersPath is the mapping path that turns on routing by the index: the
+// prefix of every logical cluster's API.
+const ClustersPath = logicalcluster.ClustersPrefix
 
 // route is a loaded mapping: its backend and the transport that presents
 // the mapping's client certificate.

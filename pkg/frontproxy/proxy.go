@@ -147,7 +147,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
 			return
 		}
-		path, rest, ok := splitClusterPath(req.URL.Path)
+		path, rest, ok := logicalcluster.SplitRequestPath(req.URL.Path)
 		switch {
 		case ok && path == string(logicalcluster.Wildcard):
 			responsewriters.ErrorNegotiated(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("requests across all logical clusters (/clusters/*) are not served by the front-proxy")),
@@ -181,7 +181,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		fwd.shard = target.Shard
 		setShardLabel(req.Context(), target.Shard)
-		fwd.target = withPath(target.BaseURL, "/clusters/"+string(target.Cluster)+rest)
+		fwd.target = withPath(target.BaseURL, target.Cluster.RequestPath()+rest)
 		innerPath = rest
 	} else {
 		fwd.target = withPath(r.backend, req.URL.Path)
@@ -292,7 +292,7 @@ func setIdentity(h http.Header, r *route, u user.Info, passToken bool) {
 func (p *proxy) match(path string) *route {
 	for _, r := range p.routes {
 		if r.Path == ClustersPath {
-			if strings.HasPrefix(path, ClustersPath) {
+			if strings.HasPrefix(path, logicalcluster.ClustersPrefix) {
 				return r
 			}
 			continue
@@ -310,16 +310,6 @@ func withPath(base *url.URL, path string) *url.URL {
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
 	u.RawPath = ""
 	return &u
-}
-
-// splitClusterPath splits /clusters/<path>/<rest>.
-func splitClusterPath(p string) (path, rest string, ok bool) {
-	trimmed := strings.TrimPrefix(p, ClustersPath)
-	path, rest, _ = strings.Cut(trimmed, "/")
-	if path == "" {
-		return "", "/" + rest, false
-	}
-	return path, "/" + rest, true
 }
 
 // denyAccess answers a path that is unknown, or that the user may not

@@ -112,17 +112,3 @@ func TestSetIdentityReplacesClientHeadersAndDropsPrivilegedGroups(t *testing.T) 
 		t.Errorf("pass-through headers = %v", h)
 	}
 }
-
-func TestSplitClusterPath(t *testing.T) {
-	for _, tc := range []struct{ in, path, rest string }{
-		{"/clusters/root:org/api/v1/namespaces", "root:org", "/api/v1/namespaces"},
-		{"/clusters/root", "root", "/"},
-		{"/clusters/*/api", "*", "/api"},
-		{"/clusters//api", "", "/api"},
-	} {
-		path, rest, ok := splitClusterPath(tc.in)
-		if path != tc.path || rest != tc.rest || ok != (tc.path != "") {
-			t.Errorf("splitClusterPath(%s) = %q %q %v", tc.in, path, rest, ok)
-		}
-	}
-}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -58,10 +58,8 @@ func isWatch(method, path, rawQuery string) bool {
 		return false
 	}
 	// Mapped paths (/services/<x>/clusters/<c>/...) address a cluster too.
-	if i := strings.Index(path, ClustersPath); i > 0 {
-		if _, rest, ok := splitClusterPath(path[i:]); ok {
-			path = rest
-		}
+	if before, cluster, rest, found := logicalcluster.CutRequestPath(path); found && before != "" && cluster != "" {
+		path = rest
 	}
 	info, err := requestInfos.NewRequestInfo(&http.Request{Method: method, URL: &url.URL{Path: path, RawQuery: rawQuery}})
 	return err == nil && info.Verb == "watch"

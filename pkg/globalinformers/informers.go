@@ -31,7 +31,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -90,7 +90,7 @@ func metaOf(obj interface{}) (metav1.Object, error) {
 func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 	i := &Informers{}
 	all := rest.CopyConfig(cacheServer)
-	all.Host = cacheserver.URL(cacheServer.Host, cacheserver.WildcardShard, logicalcluster.Wildcard)
+	all.Host = cacheclient.URL(cacheServer.Host, cacheclient.WildcardShard, logicalcluster.Wildcard)
 	rbac, err := kubernetes.NewForConfig(all)
 	if err != nil {
 		return nil, err

@@ -69,3 +69,36 @@ func FuzzParsePath(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitRequestPath checks that building a request path and splitting
+// it gives back the cluster and the rest, and that every path the strict
+// parser accepts splits the same way.
+func FuzzSplitRequestPath(f *testing.F) {
+	for _, s := range [][2]string{
+		{"root", "/api/v1/namespaces"}, {"root:org:team", "/apis/apps/v1/deployments"}, {"*", "/api"},
+		{"system:admin", "/"}, {"", "/api"}, {"a/b", "/api"}, {"..", "/api"}, {"root", ""},
+		{"root", "/clusters/other/api"}, {"ü", "/x"}, {"root", "/../metrics"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, cluster, rest string) {
+		built := RequestPath(cluster) + rest
+		c, r, ok := SplitRequestPath(built)
+		if cluster != "" && !strings.Contains(cluster, "/") && strings.HasPrefix(rest, "/") {
+			if !ok || c != cluster || r != rest {
+				t.Fatalf("SplitRequestPath(%q) = %q %q %v, want %q %q", built, c, r, ok, cluster, rest)
+			}
+		}
+		if ok && RequestPath(c)+r != built && RequestPath(c)+r != built+"/" {
+			t.Fatalf("SplitRequestPath(%q) = %q %q, which builds %q", built, c, r, RequestPath(c)+r)
+		}
+		before, cc, cr, found := CutRequestPath("/services/x" + built)
+		if !found || before != "/services/x" || cc != c || cr != r {
+			t.Fatalf("CutRequestPath(/services/x%s) = %q %q %q %v, want %q %q", built, before, cc, cr, found, c, r)
+		}
+		p, pr, err := ParseRequestPath(built, "")
+		if err == nil && (!ok || string(p) != c || pr != r) {
+			t.Fatalf("ParseRequestPath(%q) = %q %q, SplitRequestPath %q %q %v", built, p, pr, c, r, ok)
+		}
+	})
+}

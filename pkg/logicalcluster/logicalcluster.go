@@ -146,20 +146,6 @@ func (p Path) Base() string {
 // Join returns p with name appended as a new segment.
 func (p Path) Join(name string) Path { return Path(string(p) + separator + name) }
 
-// ClustersPrefix starts the URL path of every logical cluster's API.
-const ClustersPrefix = "/clusters/"
-
-// RequestPath returns /clusters/<p>: the URL path under which the API of a
-// logical cluster (by name, path or the wildcard) is served.
-func (p Path) RequestPath() string { return ClustersPrefix + string(p) }
-
-// RequestPath returns /clusters/<n>.
-func (n Name) RequestPath() string { return n.Path().RequestPath() }
-
-// URL returns base (a server URL, with or without a trailing slash)
-// followed by /clusters/<p>.
-func (p Path) URL(base string) string { return strings.TrimSuffix(base, "/") + p.RequestPath() }
-
 type contextKey struct{}
 
 // WithCluster returns a copy of ctx that carries the logical cluster name.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -27,6 +28,6 @@ func LoadConfig(path string) (*rest.Config, error) {
 
 // BaseURL strips a /clusters/<name or path> suffix from a server URL.
 func BaseURL(server string) string {
-	base, _, _ := strings.Cut(server, "/clusters/")
+	base, _, _, _ := logicalcluster.CutRequestPath(server)
 	return strings.TrimSuffix(base, "/")
 }

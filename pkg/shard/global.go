@@ -23,6 +23,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/controllers/replication"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
@@ -96,7 +97,7 @@ func withEmbeddedCache(handler http.Handler, cache *cacheserver.Server) http.Han
 	}
 	cacheHandler := cache.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, cacheserver.ServicePrefix+"/") || r.URL.Path == cacheserver.ServicePrefix {
+		if strings.HasPrefix(r.URL.Path, cacheclient.ServicePrefix+"/") || r.URL.Path == cacheclient.ServicePrefix {
 			cacheHandler.ServeHTTP(w, r)
 			return
 		}
@@ -300,13 +301,13 @@ func (remoteChecks) EvaluateConditions(context.Context, authorizer.ConditionsAwa
 // APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC to
 // the cache server, and the labeler that marks the RBAC other shards need.
 func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller, *replication.Labeler, error) {
-	kind := func(resource string) cacheserver.Kind {
-		for _, k := range cacheserver.Kinds {
+	kind := func(resource string) cacheclient.Kind {
+		for _, k := range cacheclient.Kinds {
 			if k.Resource.Resource == resource {
 				return k
 			}
 		}
-		panic("cacheserver.Kinds lacks " + resource)
+		panic("cacheclient.Kinds lacks " + resource)
 	}
 	i := c.Informers
 	sources := []replication.Source{

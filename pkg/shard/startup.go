@@ -3,7 +3,6 @@ package shard
 import (
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,10 +42,6 @@ func withSyncedCaches(handler http.Handler, s runtime.NegotiatedSerializer, sync
 // intoWorkspace tells whether p addresses one workspace (not the wildcard,
 // not a system:* logical cluster).
 func intoWorkspace(p string) bool {
-	rest, ok := strings.CutPrefix(p, logicalcluster.ClustersPrefix)
-	if !ok {
-		return false
-	}
-	segment, _, _ := strings.Cut(rest, "/")
-	return segment != "" && segment != string(logicalcluster.Wildcard) && !logicalcluster.Path(segment).IsSystem()
+	segment, _, ok := logicalcluster.SplitRequestPath(p)
+	return ok && segment != string(logicalcluster.Wildcard) && !logicalcluster.Path(segment).IsSystem()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
 	"github.com/shardplane/shardplane/pkg/virtual/framework/builtin"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // virtualWorkspacesOptions are the flags of the virtual workspaces the
@@ -58,7 +59,7 @@ func withVirtualWorkspaces(handler, views http.Handler) http.Handler {
 		return handler
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if path, ok := framework.TrimShardPrefix(r.URL.Path); ok && framework.ViewName(path) != "cache" {
+		if path, ok := viewurl.TrimShardPrefix(r.URL.Path); ok && viewurl.ViewName(path) != "cache" {
 			views.ServeHTTP(w, r)
 			return
 		}

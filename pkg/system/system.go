@@ -336,12 +336,12 @@ func (s *System) prepare() error {
 // by the index, with the front-proxy's client certificate and every
 // shard's serving certificate.
 func (s *System) writeMapping() error {
-	mapping := fmt.Sprintf(`- path: /clusters/
+	mapping := fmt.Sprintf(`- path: %s
   backend: %s
   backend_server_ca: %s
   proxy_client_cert: %s
   proxy_client_key: %s
-`, s.ShardURL("root"), s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
+`, logicalcluster.ClustersPrefix, s.ShardURL("root"), s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
 	mapping += s.virtualWorkspacesMapping()
 	return os.WriteFile(s.dir.Path("mapping.yaml"), []byte(mapping), 0o644)
 }

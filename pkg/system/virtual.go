@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // externalAdminKubeconfig reaches every workspace through the front-proxy
@@ -58,7 +59,7 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 
 // virtualWorkspacesMapping routes the front-proxy's /services/ to the root
 // shard's virtual workspace server and /shards/<shard>/ to each shard's,
-// which is how status fields name them (framework.ShardServerURL).
+// which is how status fields name them (viewurl.ShardServerURL).
 func (s *System) virtualWorkspacesMapping() string {
 	route := func(path, backend string) string {
 		return fmt.Sprintf(`- path: %s
@@ -68,9 +69,9 @@ func (s *System) virtualWorkspacesMapping() string {
   proxy_client_key: %s
 `, path, backend, s.dir.Path("shards-ca.crt"), s.dir.Path(proxyClientCert+".crt"), s.dir.Path(proxyClientCert+".key"))
 	}
-	out := route("/services/", s.VirtualWorkspacesURL(ShardName(0)))
+	out := route(viewurl.ServicesPrefix, s.VirtualWorkspacesURL(ShardName(0)))
 	for i := 0; i < s.o.Shards; i++ {
-		out += route("/shards/"+ShardName(i)+"/", s.VirtualWorkspacesURL(ShardName(i)))
+		out += route(viewurl.ShardsPrefix+ShardName(i)+"/", s.VirtualWorkspacesURL(ShardName(i)))
 	}
 	return out
 }

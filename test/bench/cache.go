@@ -40,7 +40,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
@@ -351,7 +351,7 @@ func (c *cacheRun) connect() error {
 		return err
 	}
 	c.cache = rest.CopyConfig(cfg)
-	c.cache.Host = cacheserver.URL(cfg.Host, cacheserver.WildcardShard, logicalcluster.Wildcard)
+	c.cache.Host = cacheclient.URL(cfg.Host, cacheclient.WildcardShard, logicalcluster.Wildcard)
 	if c.cacheHTTP, err = rest.HTTPClientFor(cfg); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // virtualOptions are the flags of --mode=virtual (issue 17): an export
@@ -121,7 +121,7 @@ func runVirtual(ctx context.Context, o options) (results, error) {
 	direct := rest.CopyConfig(t.masters)
 	direct.Host = logicalcluster.Wildcard.Path().URL(direct.Host)
 	view := vw.config(t.admin.BearerToken)
-	view.Host = logicalcluster.Wildcard.Path().URL(apiexport.URL(view.Host, br.provider, benchResource))
+	view.Host = logicalcluster.Wildcard.Path().URL(viewurl.APIExportURL(view.Host, br.provider, benchResource))
 	identityRes := gizmos
 	identityRes.Resource += ":" + br.identity
 	step(fmt.Sprintf("timing %d wildcard LISTs of %d objects directly and through the view", o.virtual.lists, r.VirtualObjects))

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -53,7 +54,7 @@ func apiExport(name string, uid types.UID) *unstructured.Unstructured {
 // origin returns the shard and cluster a replica reads back with.
 func origin(u unstructured.Unstructured) string {
 	a := u.GetAnnotations()
-	return a[cacheserver.ShardAnnotationKey] + "/" + a[logicalcluster.AnnotationKey]
+	return a[cacheclient.ShardAnnotationKey] + "/" + a[logicalcluster.AnnotationKey]
 }
 
 // named returns the items with one of the names, as shard/cluster/name.
@@ -71,13 +72,13 @@ func named(items []unstructured.Unstructured, names ...string) []string {
 func TestCacheServerStoresReplicasPerShardAndCluster(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	s1, s2 := cacheserver.Shard(uniqueName("s1-")), cacheserver.Shard(uniqueName("s2-"))
+	s1, s2 := cacheclient.Shard(uniqueName("s1-")), cacheclient.Shard(uniqueName("s2-"))
 	c1, c2 := logicalcluster.Name(uniqueName("c1-")), logicalcluster.Name(uniqueName("c2-"))
 	name := uniqueName("export-")
 
 	// The same name in two shards and clusters: two replicas.
 	for _, at := range []struct {
-		shard   cacheserver.Shard
+		shard   cacheclient.Shard
 		cluster logicalcluster.Name
 		uid     types.UID
 	}{{s1, c1, "00000000-0000-0000-0000-0000000000c1"}, {s2, c2, "00000000-0000-0000-0000-0000000000c2"}} {
@@ -97,13 +98,13 @@ func TestCacheServerStoresReplicasPerShardAndCluster(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		shard   cacheserver.Shard
+		shard   cacheclient.Shard
 		cluster logicalcluster.Name
 		want    []string
 	}{
-		{cacheserver.WildcardShard, logicalcluster.Wildcard, []string{fmt.Sprintf("%s/%s/%s", s1, c1, name), fmt.Sprintf("%s/%s/%s", s2, c2, name)}},
+		{cacheclient.WildcardShard, logicalcluster.Wildcard, []string{fmt.Sprintf("%s/%s/%s", s1, c1, name), fmt.Sprintf("%s/%s/%s", s2, c2, name)}},
 		{s1, logicalcluster.Wildcard, []string{fmt.Sprintf("%s/%s/%s", s1, c1, name)}},
-		{cacheserver.WildcardShard, c2, []string{fmt.Sprintf("%s/%s/%s", s2, c2, name)}},
+		{cacheclient.WildcardShard, c2, []string{fmt.Sprintf("%s/%s/%s", s2, c2, name)}},
 		{s1, c1, []string{fmt.Sprintf("%s/%s/%s", s1, c1, name)}},
 		{s1, c2, nil},
 	} {
@@ -167,12 +168,12 @@ func TestCacheServerStoresReplicasPerShardAndCluster(t *testing.T) {
 func TestCacheServerWatchSeesUpdatesAndDeletes(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	shard := cacheserver.Shard(uniqueName("s-"))
+	shard := cacheclient.Shard(uniqueName("s-"))
 	cluster, other := logicalcluster.Name(uniqueName("c-")), logicalcluster.Name(uniqueName("o-"))
 	name := uniqueName("export-")
 	writes := dynamicClient(t, writer, shard, cluster).Resource(apiExports)
 
-	watchAll := dynamicClient(t, reader, cacheserver.WildcardShard, cluster).Resource(apiExports)
+	watchAll := dynamicClient(t, reader, cacheclient.WildcardShard, cluster).Resource(apiExports)
 	list, err := watchAll.List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +247,7 @@ func TestCacheServerWatchSeesUpdatesAndDeletes(t *testing.T) {
 func TestCacheServerRefusesWritesFromNonWriters(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+	shard, cluster := cacheclient.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
 	for _, user := range []string{reader, stranger} {
 		_, err := dynamicClient(t, user, shard, cluster).Resource(apiExports).Create(ctx, apiExport(uniqueName("export-"), ""), metav1.CreateOptions{})
 		if !apierrors.IsForbidden(err) {
@@ -268,7 +269,7 @@ func TestCacheServerRefusesWritesFromNonWriters(t *testing.T) {
 func TestCacheServerPathsNameShardAndCluster(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+	shard, cluster := cacheclient.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
 	// raw GETs a path as a user ("" for no credentials).
 	raw := func(user, path string) (int, string) {
 		client, err := rest.HTTPClientFor(config(t, user, shard, cluster))
@@ -310,9 +311,9 @@ func TestCacheServerPathsNameShardAndCluster(t *testing.T) {
 
 	// Across a wildcard, only list and watch.
 	for _, at := range []struct {
-		shard   cacheserver.Shard
+		shard   cacheclient.Shard
 		cluster logicalcluster.Name
-	}{{cacheserver.WildcardShard, cluster}, {shard, logicalcluster.Wildcard}} {
+	}{{cacheclient.WildcardShard, cluster}, {shard, logicalcluster.Wildcard}} {
 		exports := dynamicClient(t, writer, at.shard, at.cluster).Resource(apiExports)
 		if _, err := exports.Create(ctx, apiExport(uniqueName("export-"), ""), metav1.CreateOptions{}); !apierrors.IsMethodNotSupported(err) {
 			t.Errorf("create in %s/%s: %v, want 405", at.shard, at.cluster, err)
@@ -327,7 +328,7 @@ func TestCacheServerPathsNameShardAndCluster(t *testing.T) {
 // server, so it does not run in parallel with the others.
 func TestCacheServerKeepsReplicasAcrossRestart(t *testing.T) {
 	ctx := testContext(t)
-	shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+	shard, cluster := cacheclient.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
 	name := uniqueName("export-")
 	const uid = "00000000-0000-0000-0000-00000000aaaa"
 	if _, err := dynamicClient(t, writer, shard, cluster).Resource(apiExports).Create(ctx, apiExport(name, uid), metav1.CreateOptions{}); err != nil {
@@ -356,7 +357,7 @@ func TestCacheServerListsReplicasOfOneNameFromEveryClusterAfterARestart(t *testi
 	name := uniqueName("same-")
 	var origins []string
 	for i := range 3 {
-		shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+		shard, cluster := cacheclient.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
 		uid := types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i+1))
 		if _, err := dynamicClient(t, writer, shard, cluster).Resource(apiExports).Create(ctx, apiExport(name, uid), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -369,7 +370,7 @@ func TestCacheServerListsReplicasOfOneNameFromEveryClusterAfterARestart(t *testi
 	if err := cache.proc.Start(); err != nil {
 		t.Fatalf("restart the cache server: %v\n%s", err, cache.proc.LogTail(40))
 	}
-	list, err := dynamicClient(t, reader, cacheserver.WildcardShard, logicalcluster.Wildcard).Resource(apiExports).List(ctx, metav1.ListOptions{})
+	list, err := dynamicClient(t, reader, cacheclient.WildcardShard, logicalcluster.Wildcard).Resource(apiExports).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,13 +394,13 @@ func TestCacheServerListsReplicasOfOneNameFromEveryClusterAfterARestart(t *testi
 func TestCacheServerKubeconfigsOfTheRootDirectoryWrite(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	shard, cluster := cacheserver.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
+	shard, cluster := cacheclient.Shard(uniqueName("s-")), logicalcluster.Name(uniqueName("c-"))
 	for _, file := range []string{"admin.kubeconfig", cacheserver.WriterKubeconfigFile} {
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cache.rootDir, file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg.Host = cacheserver.URL(cfg.Host, shard, cluster)
+		cfg.Host = cacheclient.URL(cfg.Host, shard, cluster)
 		client, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/test/e2e/framework"
@@ -131,7 +131,7 @@ func baseURL() string { return fmt.Sprintf("https://127.0.0.1:%d", cache.port) }
 // config is a token user's client of the replicas of one shard and one
 // cluster (either may be the wildcard), trusting the serving certificate
 // the admin kubeconfig carries.
-func config(t *testing.T, user string, shard cacheserver.Shard, cluster logicalcluster.Name) *rest.Config {
+func config(t *testing.T, user string, shard cacheclient.Shard, cluster logicalcluster.Name) *rest.Config {
 	t.Helper()
 	admin, err := clientcmd.BuildConfigFromFlags("", filepath.Join(cache.rootDir, "admin.kubeconfig"))
 	if err != nil {
@@ -141,7 +141,7 @@ func config(t *testing.T, user string, shard cacheserver.Shard, cluster logicalc
 		t.Fatalf("admin kubeconfig names %s, want %s", admin.Host, baseURL())
 	}
 	return &rest.Config{
-		Host:            cacheserver.URL(admin.Host, shard, cluster),
+		Host:            cacheclient.URL(admin.Host, shard, cluster),
 		BearerToken:     cache.tokens[user],
 		TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData},
 		QPS:             -1,
@@ -149,7 +149,7 @@ func config(t *testing.T, user string, shard cacheserver.Shard, cluster logicalc
 	}
 }
 
-func dynamicClient(t *testing.T, user string, shard cacheserver.Shard, cluster logicalcluster.Name) *dynamic.DynamicClient {
+func dynamicClient(t *testing.T, user string, shard cacheclient.Shard, cluster logicalcluster.Name) *dynamic.DynamicClient {
 	t.Helper()
 	c, err := dynamic.NewForConfig(config(t, user, shard, cluster))
 	if err != nil {

@@ -26,7 +26,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -169,7 +169,7 @@ func cacheReplicas(ctx context.Context, t *testing.T, shard string, cluster logi
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Host = cacheserver.URL(sys.CacheURL(t), cacheserver.Shard(shard), cluster)
+	cfg.Host = cacheclient.URL(sys.CacheURL(t), cacheclient.Shard(shard), cluster)
 	d, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

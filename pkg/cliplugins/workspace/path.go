@@ -30,17 +30,16 @@ func ParseServerURL(server string) (ServerURL, error) {
 	if u.Scheme == "" || u.Host == "" {
 		return ServerURL{}, fmt.Errorf("server URL %q is not an absolute URL", server)
 	}
-	i := strings.Index(u.Path, logicalcluster.ClustersPrefix)
-	if i < 0 {
+	before, segment, _, found := logicalcluster.CutRequestPath(u.Path)
+	if !found {
 		u.Path = strings.TrimSuffix(u.Path, "/")
 		return ServerURL{Base: u.String()}, nil
 	}
-	rest := u.Path[i+len(logicalcluster.ClustersPrefix):]
-	p, err := logicalcluster.ParsePath(strings.SplitN(rest, "/", 2)[0])
+	p, err := logicalcluster.ParsePath(segment)
 	if err != nil {
 		return ServerURL{}, fmt.Errorf("server URL %q: %w", server, err)
 	}
-	u.Path = u.Path[:i]
+	u.Path = before
 	u.RawPath = ""
 	return ServerURL{Base: u.String(), Path: p}, nil
 }

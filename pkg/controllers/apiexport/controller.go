@@ -58,7 +58,7 @@ func New(exports *wildcardinformer.Informer, kcp *kcpclient.Client, core rest.In
 		identity: &identityReconciler{
 			getSecret: func(ctx context.Context, cluster logicalcluster.Name, namespace, name string) (*corev1.Secret, error) {
 				secret := &corev1.Secret{}
-				err := core.Get().AbsPath("/clusters", string(cluster), "api/v1/namespaces", namespace, "secrets", name).Do(ctx).Into(secret)
+				err := core.Get().AbsPath(cluster.RequestPath(), "api/v1/namespaces", namespace, "secrets", name).Do(ctx).Into(secret)
 				if apierrors.IsNotFound(err) {
 					return nil, nil
 				}
@@ -66,12 +66,12 @@ func New(exports *wildcardinformer.Informer, kcp *kcpclient.Client, core rest.In
 			},
 			createSecret: func(ctx context.Context, cluster logicalcluster.Name, secret *corev1.Secret) error {
 				ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: secret.Namespace}}
-				err := core.Post().AbsPath("/clusters", string(cluster), "api/v1/namespaces").Body(ns).Do(ctx).Error()
+				err := core.Post().AbsPath(cluster.RequestPath(), "api/v1/namespaces").Body(ns).Do(ctx).Error()
 				if err != nil && !apierrors.IsAlreadyExists(err) {
 					return err
 				}
 				secret.APIVersion, secret.Kind = "v1", "Secret"
-				return core.Post().AbsPath("/clusters", string(cluster), "api/v1/namespaces", secret.Namespace, "secrets").Body(secret).Do(ctx).Error()
+				return core.Post().AbsPath(cluster.RequestPath(), "api/v1/namespaces", secret.Namespace, "secrets").Body(secret).Do(ctx).Error()
 			},
 			newKey: func() (string, error) {
 				key := make([]byte, 32)

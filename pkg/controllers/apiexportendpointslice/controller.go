@@ -10,7 +10,7 @@
 // bindings of serves empty lists). With one shard this is exactly the
 // shards with bindings.
 //
-// Which URL for a shard: framework.ShardServerURL — spec.virtualWorkspaceURL
+// Which URL for a shard: viewurl.ShardServerURL — spec.virtualWorkspaceURL
 // when it was set apart from the base URL; otherwise, when the shard has an
 // external URL of its own (a front-proxy), <externalURL>/shards/<shard>,
 // which the front-proxy maps to that shard's virtual workspace server;

@@ -10,8 +10,7 @@ import (
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
-	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // endpointsReconciler computes status.endpoints and the conditions
@@ -44,7 +43,7 @@ func (r *endpointsReconciler) reconcile(cluster logicalcluster.Name, slice *apis
 		if s.Name == r.shardName && !r.hasBindings(exportCluster, ref.Name) {
 			continue
 		}
-		endpoints = append(endpoints, apisv1alpha1.APIExportEndpoint{URL: apiexport.URL(framework.ShardServerURL(s), exportCluster, ref.Name)})
+		endpoints = append(endpoints, apisv1alpha1.APIExportEndpoint{URL: viewurl.APIExportURL(viewurl.ShardServerURL(s), exportCluster, ref.Name)})
 	}
 	slice.Status.APIExportEndpoints = endpoints
 	setTrue(slice, apisv1alpha1.APIExportEndpointSliceURLsReady)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -31,7 +31,7 @@ func BenchmarkInitialReplication(b *testing.B) {
 			cluster := logicalcluster.Name(fmt.Sprintf("c%d", j%clusters))
 			s.exports.set(cluster, newExport(fmt.Sprintf("e%d", j), types.UID(fmt.Sprintf("%d-%d", i, j)), "example.io"))
 		}
-		cfg.Host = cacheserver.URL(cache.url, cacheserver.Shard(s.name), logicalcluster.Wildcard)
+		cfg.Host = cacheclient.URL(cache.url, cacheclient.Shard(s.name), logicalcluster.Wildcard)
 		d, err := dynamic.NewForConfig(cfg)
 		if err != nil {
 			b.Fatal(err)

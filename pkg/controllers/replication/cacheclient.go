@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -25,7 +25,7 @@ import (
 // and watches them back. Every request passes through reachability, which
 // tells whether the cache server answers.
 type cacheClient struct {
-	shard cacheserver.Shard
+	shard cacheclient.Shard
 	// rest addresses the cache server's base URL; paths carry the shard
 	// and the cluster of each replica.
 	rest rest.Interface
@@ -42,7 +42,7 @@ const (
 	defaultBurst = 1000
 )
 
-func newCacheClient(config *rest.Config, shard cacheserver.Shard) (*cacheClient, error) {
+func newCacheClient(config *rest.Config, shard cacheclient.Shard) (*cacheClient, error) {
 	reach := newReachability()
 	c := dynamic.ConfigFor(config)
 	if c.QPS == 0 {
@@ -58,7 +58,7 @@ func newCacheClient(config *rest.Config, shard cacheserver.Shard) (*cacheClient,
 		return nil, fmt.Errorf("cache server client: %w", err)
 	}
 	wildcard := rest.CopyConfig(c)
-	wildcard.Host = cacheserver.URL(c.Host, shard, logicalcluster.Wildcard)
+	wildcard.Host = cacheclient.URL(c.Host, shard, logicalcluster.Wildcard)
 	replicas, err := dynamic.NewForConfigAndClient(wildcard, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("cache server client: %w", err)
@@ -68,9 +68,9 @@ func newCacheClient(config *rest.Config, shard cacheserver.Shard) (*cacheClient,
 
 // path returns the segments of the URL path of a kind's replicas in one
 // cluster (and namespace), followed by name when it is not empty.
-func (c *cacheClient) path(kind cacheserver.Kind, cluster logicalcluster.Name, namespace, name string) []string {
+func (c *cacheClient) path(kind cacheclient.Kind, cluster logicalcluster.Name, namespace, name string) []string {
 	gvr := kind.Resource
-	p := []string{cacheserver.Path(c.shard, cluster)}
+	p := []string{cacheclient.Path(c.shard, cluster)}
 	if gvr.Group == "" {
 		p = append(p, "api", gvr.Version)
 	} else {
@@ -86,7 +86,7 @@ func (c *cacheClient) path(kind cacheserver.Kind, cluster logicalcluster.Name, n
 	return p
 }
 
-func (c *cacheClient) create(ctx context.Context, kind cacheserver.Kind, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
+func (c *cacheClient) create(ctx context.Context, kind cacheclient.Kind, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
 	body, err := obj.MarshalJSON()
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (c *cacheClient) create(ctx context.Context, kind cacheserver.Kind, cluster
 	return c.rest.Post().AbsPath(c.path(kind, cluster, obj.GetNamespace(), "")...).Body(body).Do(ctx).Error()
 }
 
-func (c *cacheClient) update(ctx context.Context, kind cacheserver.Kind, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
+func (c *cacheClient) update(ctx context.Context, kind cacheclient.Kind, cluster logicalcluster.Name, obj *unstructured.Unstructured) error {
 	body, err := obj.MarshalJSON()
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func (c *cacheClient) update(ctx context.Context, kind cacheserver.Kind, cluster
 
 // delete deletes a replica if its uid is still uid, so that a replica
 // written a moment ago by another worker is never deleted by mistake.
-func (c *cacheClient) delete(ctx context.Context, kind cacheserver.Kind, cluster logicalcluster.Name, namespace, name string, uid types.UID) error {
+func (c *cacheClient) delete(ctx context.Context, kind cacheclient.Kind, cluster logicalcluster.Name, namespace, name string, uid types.UID) error {
 	opts := metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -118,7 +118,7 @@ func (c *cacheClient) delete(ctx context.Context, kind cacheserver.Kind, cluster
 
 // listWatch lists and watches a kind's replicas of the shard, in all
 // clusters.
-func (c *cacheClient) listWatch(kind cacheserver.Kind) cache.ListerWatcher {
+func (c *cacheClient) listWatch(kind cacheclient.Kind) cache.ListerWatcher {
 	res := c.replicas.Resource(kind.Resource)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {

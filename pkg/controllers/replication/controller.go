@@ -28,7 +28,7 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/rest"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -38,7 +38,7 @@ import (
 type Source struct {
 	// Kind is the kind as the cache server serves it; the informer's
 	// objects are in its version.
-	Kind cacheserver.Kind
+	Kind cacheclient.Kind
 	// Informer is the shard's own wildcard informer of the kind (typed or
 	// unstructured objects, keyed by wildcardinformer.KeyFunc).
 	Informer *wildcardinformer.Informer
@@ -68,13 +68,13 @@ type replicatedKind struct {
 // writer). It registers handlers on the sources' informers: call it before
 // they run.
 func New(shard string, cache *rest.Config, sources []Source) (*Controller, error) {
-	if err := cacheserver.ValidateShard(shard); err != nil || cacheserver.Shard(shard).IsWildcard() {
+	if err := cacheclient.ValidateShard(shard); err != nil || cacheclient.Shard(shard).IsWildcard() {
 		return nil, fmt.Errorf("replication: invalid shard name %q: must be 1 to 61 lower-case alphanumerics, '-' or ':'", shard)
 	}
 	if cache == nil {
 		return nil, fmt.Errorf("replication: no cache server configuration")
 	}
-	client, err := newCacheClient(cache, cacheserver.Shard(shard))
+	client, err := newCacheClient(cache, cacheclient.Shard(shard))
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (c *Controller) newReconciler(shard string, k *replicatedKind) *replicaReco
 }
 
 // kindKey names a kind in queue keys: <resource>.<group>.
-func kindKey(k cacheserver.Kind) string { return k.Resource.GroupResource().String() }
+func kindKey(k cacheclient.Kind) string { return k.Resource.GroupResource().String() }
 
 // keySeparator separates the kind from the object's key in queue keys; a
 // logical cluster name never contains it.

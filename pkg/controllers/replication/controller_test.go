@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-func kindOf(resource string) cacheserver.Kind {
-	for _, k := range cacheserver.Kinds {
+func kindOf(resource string) cacheclient.Kind {
+	for _, k := range cacheclient.Kinds {
 		if k.Resource.Resource == resource {
 			return k
 		}
@@ -99,7 +99,7 @@ func newRole(name string, uid types.UID, replicate string) *rbacv1.ClusterRole {
 
 // replicaIs returns a check that the replica of a kind's object holds
 // what check wants; nil wants no replica.
-func replicaIs(t *testing.T, cache *testCache, shard string, kind cacheserver.Kind, cluster logicalcluster.Name, name string, check func(*unstructured.Unstructured) error) func() error {
+func replicaIs(t *testing.T, cache *testCache, shard string, kind cacheclient.Kind, cluster logicalcluster.Name, name string, check func(*unstructured.Unstructured) error) func() error {
 	return func() error {
 		u, err := cache.replica(t, shard, kind, cluster, name)
 		switch {
@@ -121,8 +121,8 @@ func replicaIs(t *testing.T, cache *testCache, shard string, kind cacheserver.Ki
 func copyOf(s *testShard, cluster logicalcluster.Name, local metav1.Object, field string, content interface{}) func(*unstructured.Unstructured) error {
 	return func(u *unstructured.Unstructured) error {
 		a := u.GetAnnotations()
-		if a[cacheserver.ShardAnnotationKey] != s.name || a[logicalcluster.AnnotationKey] != string(cluster) {
-			return fmt.Errorf("replica names origin %q %q, want %q %q", a[cacheserver.ShardAnnotationKey], a[logicalcluster.AnnotationKey], s.name, cluster)
+		if a[cacheclient.ShardAnnotationKey] != s.name || a[logicalcluster.AnnotationKey] != string(cluster) {
+			return fmt.Errorf("replica names origin %q %q, want %q %q", a[cacheclient.ShardAnnotationKey], a[logicalcluster.AnnotationKey], s.name, cluster)
 		}
 		if u.GetUID() != local.GetUID() {
 			return fmt.Errorf("replica uid %q, want %q", u.GetUID(), local.GetUID())
@@ -212,7 +212,7 @@ func TestSystemClustersAndUnmarkedRBACAreNotReplicated(t *testing.T) {
 	eventually(t, "marked role replicated", replicaIs(t, cache, s.name, roleKind, cluster, "marked", copyOf(s, cluster, marked, "rules", marked.Rules)))
 
 	for _, c := range []struct {
-		kind    cacheserver.Kind
+		kind    cacheclient.Kind
 		cluster logicalcluster.Name
 		name    string
 	}{{exportKind, logicalcluster.SystemAdmin, "system-widgets"}, {roleKind, logicalcluster.SystemAdmin, "system-binder"}, {roleKind, cluster, "unmarked"}} {

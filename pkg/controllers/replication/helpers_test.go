@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -288,9 +289,9 @@ func startCache(t testing.TB) *testCache {
 
 // replica reads a shard's replica directly from the cache server; nil
 // when there is none.
-func (c *testCache) replica(t testing.TB, shard string, kind cacheserver.Kind, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
+func (c *testCache) replica(t testing.TB, shard string, kind cacheclient.Kind, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
 	cfg := rest.CopyConfig(c.writer)
-	cfg.Host = cacheserver.URL(c.url, cacheserver.Shard(shard), cluster)
+	cfg.Host = cacheclient.URL(c.url, cacheclient.Shard(shard), cluster)
 	d, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -20,7 +20,7 @@ import (
 // re-created when the object's uid changed, or updated when it differs.
 type replicaReconciler struct {
 	shard string
-	kind  cacheserver.Kind
+	kind  cacheclient.Kind
 
 	// getLocal returns the shard's object and whether it exists.
 	getLocal func(cluster logicalcluster.Name, namespace, name string) (interface{}, bool, error)

@@ -8,14 +8,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 // newReplica returns what the cache server should hold of a local object:
 // a copy in the kind's version, without resourceVersion and managedFields,
 // annotated with the shard and the logical cluster it comes from.
-func newReplica(obj interface{}, kind cacheserver.Kind, shard string, cluster logicalcluster.Name) (*unstructured.Unstructured, error) {
+func newReplica(obj interface{}, kind cacheclient.Kind, shard string, cluster logicalcluster.Name) (*unstructured.Unstructured, error) {
 	var u *unstructured.Unstructured
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
@@ -37,7 +37,7 @@ func newReplica(obj interface{}, kind cacheserver.Kind, shard string, cluster lo
 	if a == nil {
 		a = make(map[string]string, 2)
 	}
-	a[cacheserver.ShardAnnotationKey] = shard
+	a[cacheclient.ShardAnnotationKey] = shard
 	a[logicalcluster.AnnotationKey] = string(cluster)
 	u.SetAnnotations(a)
 	return u, nil
@@ -53,7 +53,7 @@ func replicaUpToDate(want, have *unstructured.Unstructured) bool {
 	if !equalStrings(want.GetLabels(), have.GetLabels(), nil) {
 		return false
 	}
-	origin := map[string]bool{cacheserver.ShardAnnotationKey: true, logicalcluster.AnnotationKey: true}
+	origin := map[string]bool{cacheclient.ShardAnnotationKey: true, logicalcluster.AnnotationKey: true}
 	if !equalStrings(want.GetAnnotations(), have.GetAnnotations(), origin) {
 		return false
 	}

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -34,10 +34,10 @@ func TestNewReplicaIsACleanCopyNamingItsOrigin(t *testing.T) {
 		t.Errorf("uid %q generation %d, want the object's", u.GetUID(), u.GetGeneration())
 	}
 	a := u.GetAnnotations()
-	if a[cacheserver.ShardAnnotationKey] != "shard-1" || a[logicalcluster.AnnotationKey] != "c1" || a["note"] != "x" {
+	if a[cacheclient.ShardAnnotationKey] != "shard-1" || a[logicalcluster.AnnotationKey] != "c1" || a["note"] != "x" {
 		t.Errorf("annotations %v", a)
 	}
-	if role.Annotations[cacheserver.ShardAnnotationKey] != "" || role.ResourceVersion != "42" {
+	if role.Annotations[cacheclient.ShardAnnotationKey] != "" || role.ResourceVersion != "42" {
 		t.Errorf("the informer's object was changed: %+v", role.ObjectMeta)
 	}
 }
@@ -50,7 +50,7 @@ func TestReplicaUpToDateComparesContentNotBookkeeping(t *testing.T) {
 			"metadata": map[string]interface{}{
 				"name": "b", "uid": "u", "resourceVersion": "7", "generation": int64(1),
 				"labels":      map[string]interface{}{"a": "1"},
-				"annotations": map[string]interface{}{"x": "y", cacheserver.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"},
+				"annotations": map[string]interface{}{"x": "y", cacheclient.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"},
 			},
 			"roleRef":  map[string]interface{}{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "r"},
 			"subjects": []interface{}{map[string]interface{}{"kind": "User", "name": "alice"}},
@@ -71,7 +71,7 @@ func TestReplicaUpToDateComparesContentNotBookkeeping(t *testing.T) {
 		{"creationTimestamp", func(h *unstructured.Unstructured) { h.SetCreationTimestamp(metav1.Now()) }, true},
 		{"origin annotations missing", func(h *unstructured.Unstructured) { h.SetAnnotations(map[string]string{"x": "y"}) }, true},
 		{"origin annotations differ", func(h *unstructured.Unstructured) {
-			h.SetAnnotations(map[string]string{"x": "y", cacheserver.ShardAnnotationKey: "other", logicalcluster.AnnotationKey: "c9"})
+			h.SetAnnotations(map[string]string{"x": "y", cacheclient.ShardAnnotationKey: "other", logicalcluster.AnnotationKey: "c9"})
 		}, true},
 		{"integer read back as float", func(h *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(h.Object, float64(2), "spec", "replicas")
@@ -80,10 +80,10 @@ func TestReplicaUpToDateComparesContentNotBookkeeping(t *testing.T) {
 		{"label changed", func(h *unstructured.Unstructured) { h.SetLabels(map[string]string{"a": "2"}) }, false},
 		{"label removed", func(h *unstructured.Unstructured) { h.SetLabels(nil) }, false},
 		{"annotation changed", func(h *unstructured.Unstructured) {
-			h.SetAnnotations(map[string]string{"x": "z", cacheserver.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"})
+			h.SetAnnotations(map[string]string{"x": "z", cacheclient.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"})
 		}, false},
 		{"annotation added", func(h *unstructured.Unstructured) {
-			h.SetAnnotations(map[string]string{"x": "y", "new": "1", cacheserver.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"})
+			h.SetAnnotations(map[string]string{"x": "y", "new": "1", cacheclient.ShardAnnotationKey: "s1", logicalcluster.AnnotationKey: "c1"})
 		}, false},
 		{"spec changed", func(h *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(h.Object, int64(3), "spec", "replicas")

@@ -9,8 +9,7 @@ import (
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/virtual/framework"
-	"github.com/shardplane/shardplane/pkg/virtual/initializingworkspaces"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // virtualWorkspacesReconciler lists in status.virtualWorkspaces, for every
@@ -38,16 +37,16 @@ func (r virtualWorkspacesReconciler) reconcile(wt *tenancyv1alpha1.WorkspaceType
 	sort.Slice(shards, func(i, j int) bool { return shards[i].Name < shards[j].Name })
 	var urls []tenancyv1alpha1.VirtualWorkspace
 	for _, s := range shards {
-		base := framework.ShardServerURL(s)
+		base := viewurl.ShardServerURL(s)
 		if wt.Spec.Initializer {
 			urls = append(urls, tenancyv1alpha1.VirtualWorkspace{
-				URL:  initializingworkspaces.Initializing.URL(base, string(tenancyv1alpha1.InitializerForType(wt))),
+				URL:  viewurl.URL(base, viewurl.InitializingView, string(tenancyv1alpha1.InitializerForType(wt))),
 				Type: tenancyv1alpha1.VirtualWorkspaceTypeInitializing,
 			})
 		}
 		if wt.Spec.Terminator {
 			urls = append(urls, tenancyv1alpha1.VirtualWorkspace{
-				URL:  initializingworkspaces.Terminating.URL(base, string(tenancyv1alpha1.TerminatorForType(wt))),
+				URL:  viewurl.URL(base, viewurl.TerminatingView, string(tenancyv1alpha1.TerminatorForType(wt))),
 				Type: tenancyv1alpha1.VirtualWorkspaceTypeTerminating,
 			})
 		}

@@ -27,20 +27,15 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // Name is the view's name, the segment after /services/.
-const Name = "apiexport"
+const Name = viewurl.APIExportView
 
 // Prefix is the path of the view.
-const Prefix = framework.ServicesPrefix + Name + "/"
-
-// URL is the view of an export on a virtual workspace server whose base URL
-// is base: <base>/services/apiexport/<cluster>/<export>.
-func URL(base string, cluster logicalcluster.Name, export string) string {
-	return strings.TrimSuffix(base, "/") + Prefix + string(cluster) + "/" + export
-}
+const Prefix = viewurl.ServicesPrefix + Name + "/"
 
 // Config is what the view needs of the shard it serves.
 type Config struct {
@@ -118,20 +113,17 @@ var requestInfos = &apirequest.RequestInfoFactory{APIPrefixes: sets.NewString("a
 
 // parse splits /services/apiexport/<cluster>/<export>/clusters/<c>/<rest>.
 func parse(req *http.Request) (*request, bool) {
-	parts := strings.SplitN(strings.TrimPrefix(req.URL.Path, Prefix), "/", 5)
-	if len(parts) < 4 || parts[2] != "clusters" {
+	exportCluster, after, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, Prefix), "/")
+	exportName, after, _ := strings.Cut(after, "/")
+	clusterSegment, rest, ok := logicalcluster.SplitRequestPath("/" + after)
+	if !ok || logicalcluster.ValidateName(exportCluster) != nil || exportName == "" {
 		return nil, false
 	}
-	r := &request{exportCluster: logicalcluster.Name(parts[0]), exportName: parts[1], cluster: logicalcluster.Name(parts[3]), rest: "/"}
-	if len(parts) == 5 {
-		r.rest += parts[4]
-	}
-	if logicalcluster.ValidateName(string(r.exportCluster)) != nil || r.exportName == "" {
+	cluster, err := logicalcluster.ParseNameOrWildcard(clusterSegment)
+	if err != nil {
 		return nil, false
 	}
-	if !r.cluster.IsWildcard() && logicalcluster.ValidateName(string(r.cluster)) != nil {
-		return nil, false
-	}
+	r := &request{exportCluster: logicalcluster.Name(exportCluster), exportName: exportName, cluster: cluster, rest: rest}
 	inner := req.Clone(req.Context())
 	inner.URL.Path = r.rest
 	inner.URL.RawPath = ""
@@ -160,7 +152,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	gr := schema.GroupResource{Group: r.info.APIGroup, Resource: r.info.Resource}
-	if r.cluster.IsWildcard() && r.info.Verb != "list" && r.info.Verb != "watch" {
+	if r.cluster.IsWildcard() && !logicalcluster.WildcardAllows(r.info.Verb) {
 		err := apierrors.NewMethodNotSupported(gr, r.info.Verb)
 		err.ErrStatus.Message = fmt.Sprintf("%s is not supported in the `*` logical cluster: name a logical cluster", r.info.Verb)
 		framework.Error(w, req, err)

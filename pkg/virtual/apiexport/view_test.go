@@ -325,10 +325,3 @@ func TestDiscoveryShowsTheExportsResourcesOnly(t *testing.T) {
 		t.Errorf("discovery in a workspace without a binding: status %d, want 404", rec.Code)
 	}
 }
-
-func TestURLNamesTheView(t *testing.T) {
-	got := URL("https://proxy:6443/shards/root/", "abc", "e")
-	if want := "https://proxy:6443/shards/root/services/apiexport/abc/e"; got != want {
-		t.Errorf("URL = %s, want %s", got, want)
-	}
-}

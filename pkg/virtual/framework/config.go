@@ -21,6 +21,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
 	"github.com/shardplane/shardplane/pkg/version"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -142,7 +143,7 @@ var publicPaths = sets.New("/healthz", "/livez", "/readyz", "/version")
 func (pathAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if !a.IsResourceRequest() {
 		p := a.GetPath()
-		if Serves(p) || publicPaths.Has(p) || strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/") {
+		if viewurl.Serves(p) || publicPaths.Has(p) || strings.HasPrefix(p, "/healthz/") || strings.HasPrefix(p, "/livez/") || strings.HasPrefix(p, "/readyz/") {
 			return authorizer.DecisionAllow, "", nil
 		}
 	}

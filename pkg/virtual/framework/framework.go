@@ -1,7 +1,7 @@
 // Package framework serves virtual workspaces: views below
 // /services/<name>/ that answer from a shard's data instead of storing any
 // (docs/architecture.md, "Virtual workspaces"). It owns what every view shares:
-// the URL layout, authentication of the caller, the error answers, and the
+// routing by the URL layout of package viewurl, authentication of the caller, the error answers, and the
 // server skeleton of the standalone virtual-workspaces binary (options.go,
 // config.go, server.go). A view is an http.Handler that receives the full
 // /services/<name>/... path with the caller in the request context
@@ -21,53 +21,17 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/klog/v2"
 
-	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-)
-
-const (
-	// ServicesPrefix starts the path of every view: /services/<name>/...
-	ServicesPrefix = "/services/"
-	// ShardsPrefix may precede ServicesPrefix: /shards/<shard>/services/...
-	// is how a front-proxy in front of many virtual workspace servers
-	// reaches one shard's (its mapping routes /shards/<shard>/ there); the
-	// server drops the prefix.
-	ShardsPrefix = "/shards/"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // Views maps the name of a view (the segment after /services/) to its
 // handler; a nil handler is a view that is not served.
 type Views map[string]http.Handler
 
-// Serves tells whether path is below a view: /services/... or
-// /shards/<shard>/services/...
-func Serves(path string) bool {
-	_, ok := TrimShardPrefix(path)
-	return ok
-}
-
-// TrimShardPrefix returns path without a leading /shards/<shard>, and
-// whether what is left starts with ServicesPrefix.
-func TrimShardPrefix(path string) (string, bool) {
-	if rest, ok := strings.CutPrefix(path, ShardsPrefix); ok {
-		_, after, found := strings.Cut(rest, "/")
-		if !found {
-			return "", false
-		}
-		path = "/" + after
-	}
-	return path, strings.HasPrefix(path, ServicesPrefix)
-}
-
-// ViewName returns the name of the view of a /services/<name>/... path.
-func ViewName(path string) string {
-	name, _, _ := strings.Cut(strings.TrimPrefix(path, ServicesPrefix), "/")
-	return name
-}
-
 // ServeHTTP routes a request to its view, dropping a /shards/<shard>
 // prefix first; unknown views answer 404.
 func (v Views) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	path, ok := TrimShardPrefix(req.URL.Path)
+	path, ok := viewurl.TrimShardPrefix(req.URL.Path)
 	if !ok {
 		NotFound(w, req, req.URL.Path)
 		return
@@ -79,7 +43,7 @@ func (v Views) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		req.URL.RawPath = strings.TrimPrefix(req.URL.RawPath, prefix)
 		req.RequestURI = strings.TrimPrefix(req.RequestURI, prefix)
 	}
-	h := v[ViewName(path)]
+	h := v[viewurl.ViewName(path)]
 	if h == nil {
 		NotFound(w, req, path)
 		return
@@ -115,22 +79,4 @@ func Error(w http.ResponseWriter, req *http.Request, err error) {
 // NotFound answers 404 for a path no view serves.
 func NotFound(w http.ResponseWriter, req *http.Request, path string) {
 	Error(w, req, apierrors.NewNotFound(schema.GroupResource{}, path))
-}
-
-// ShardServerURL is the base URL of a shard's virtual workspace server, as
-// the URLs of views in status fields (APIExportEndpointSlice endpoints,
-// WorkspaceType virtualWorkspaces) name it: spec.virtualWorkspaceURL when
-// it was set apart from the base URL; <externalURL>/shards/<shard> when
-// the shard is reached through a front-proxy (whose mapping routes that
-// prefix to the shard's server); the base URL otherwise (the shard serves
-// the views in-process).
-func ShardServerURL(s *corev1alpha1.Shard) string {
-	base := strings.TrimSuffix(s.Spec.BaseURL, "/")
-	if vw := strings.TrimSuffix(s.Spec.VirtualWorkspaceURL, "/"); vw != "" && vw != base {
-		return vw
-	}
-	if ext := strings.TrimSuffix(s.Spec.ExternalURL, "/"); ext != "" && ext != base {
-		return ext + ShardsPrefix + s.Name
-	}
-	return base
 }

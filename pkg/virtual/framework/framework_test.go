@@ -12,34 +12,14 @@ import (
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 
-	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
-
-func TestTrimShardPrefix(t *testing.T) {
-	for _, tc := range []struct {
-		path, want string
-		ok         bool
-	}{
-		{"/services/apiexport/a/b", "/services/apiexport/a/b", true},
-		{"/shards/root/services/apiexport/a/b", "/services/apiexport/a/b", true},
-		{"/shards/root", "", false},
-		{"/shards/root/clusters/x", "/clusters/x", false},
-		{"/clusters/root/api", "/clusters/root/api", false},
-	} {
-		got, ok := TrimShardPrefix(tc.path)
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("TrimShardPrefix(%s) = %s, %v; want %s, %v", tc.path, got, ok, tc.want, tc.ok)
-		}
-	}
-}
 
 func TestViewsRouteByNameBelowAShardPrefix(t *testing.T) {
 	var got string
@@ -163,24 +143,5 @@ func TestWatchesThroughViewsAreLongRunning(t *testing.T) {
 	req = httptest.NewRequest(http.MethodGet, "/services/apiexport/a/b/clusters/*/apis/g/v/r", nil)
 	if longRunning(req, &apirequest.RequestInfo{IsResourceRequest: false, Path: req.URL.Path, Verb: "get"}) {
 		t.Errorf("list through a view is long-running")
-	}
-}
-
-func TestShardServerURL(t *testing.T) {
-	shard := func(name, base, external, vw string) *corev1alpha1.Shard {
-		return &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1alpha1.ShardSpec{BaseURL: base, ExternalURL: external, VirtualWorkspaceURL: vw}}
-	}
-	for _, tc := range []struct {
-		shard *corev1alpha1.Shard
-		want  string
-	}{
-		{shard("root", "https://s:1", "https://s:1", "https://s:1"), "https://s:1"},
-		{shard("root", "https://s:1/", "", ""), "https://s:1"},
-		{shard("root", "https://s:1", "https://proxy:6443", "https://s:1"), "https://proxy:6443/shards/root"},
-		{shard("b", "https://s:2", "https://proxy:6443", "https://vw-b:7444"), "https://vw-b:7444"},
-	} {
-		if got := ShardServerURL(tc.shard); got != tc.want {
-			t.Errorf("%+v: %s, want %s", tc.shard.Spec, got, tc.want)
-		}
 	}
 }

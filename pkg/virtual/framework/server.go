@@ -10,6 +10,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -27,8 +28,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	gs.Handler.NonGoRestfulMux.HandlePrefix(ServicesPrefix, c.Mounted.Views)
-	gs.Handler.NonGoRestfulMux.HandlePrefix(ShardsPrefix, c.Mounted.Views)
+	gs.Handler.NonGoRestfulMux.HandlePrefix(viewurl.ServicesPrefix, c.Mounted.Views)
+	gs.Handler.NonGoRestfulMux.HandlePrefix(viewurl.ShardsPrefix, c.Mounted.Views)
 	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("virtual-workspaces-informers", c.Mounted.Informers...)); err != nil {
 		return nil, err
 	}

@@ -127,16 +127,14 @@ func (h *handler) parse(urlPath string) (target, error) {
 	if _, err := logicalcluster.ParsePath(string(typeCluster)); err != nil || len(validation.IsDNS1123Label(typeName)) > 0 {
 		return target{}, apierrors.NewBadRequest(fmt.Sprintf("%s %q: want <workspace of the type>:<type name>", h.lifecycle.noun(), name))
 	}
-	clusterName, rest, _ := strings.Cut(strings.TrimPrefix("/"+after, logicalcluster.ClustersPrefix), "/")
-	cluster := logicalcluster.Name(clusterName)
-	if !cluster.IsWildcard() {
-		if err := logicalcluster.ValidateName(clusterName); err != nil {
-			return target{}, apierrors.NewBadRequest(fmt.Sprintf("logical cluster %q: %v", clusterName, err))
-		}
+	clusterName, rest, _ := logicalcluster.SplitRequestPath("/" + after)
+	cluster, err := logicalcluster.ParseNameOrWildcard(clusterName)
+	if err != nil {
+		return target{}, apierrors.NewBadRequest(fmt.Sprintf("logical cluster %q: %v", clusterName, err))
 	}
 	// The path is matched and proxied as cleaned: no spelling of the
 	// LogicalCluster's path slips past its checks.
-	cleaned := path.Clean("/" + rest)
+	cleaned := path.Clean(rest)
 	if strings.HasSuffix(rest, "/") && cleaned != "/" {
 		cleaned += "/"
 	}

@@ -19,13 +19,11 @@
 package initializingworkspaces
 
 import (
-	"path"
 	"slices"
-	"strings"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
-	"github.com/shardplane/shardplane/pkg/virtual/framework"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
 
 // Lifecycle selects the view: the workspaces being initialized or those
@@ -45,12 +43,12 @@ func (l Lifecycle) ServiceName() string { return string(l) + "workspaces" }
 
 // PathPrefix is the path below which the view of every initializer
 // (terminator) is served, with a trailing slash.
-func (l Lifecycle) PathPrefix() string { return framework.ServicesPrefix + l.ServiceName() + "/" }
+func (l Lifecycle) PathPrefix() string { return viewurl.ServicesPrefix + l.ServiceName() + "/" }
 
 // URL returns the view of one initializer (terminator) on the server at
 // base: <base>/services/<lifecycle>workspaces/<name>.
 func (l Lifecycle) URL(base, name string) string {
-	return strings.TrimSuffix(base, "/") + path.Join("/", framework.ServicesPrefix, l.ServiceName(), name)
+	return viewurl.URL(base, l.ServiceName(), name)
 }
 
 // verb is what a user needs on the WorkspaceType.

@@ -1,4 +1,4 @@
-package cacheserver
+package cacheclient
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"

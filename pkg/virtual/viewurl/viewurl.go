@@ -1,0 +1,89 @@
+// Package viewurl is the URL layout of the virtual workspaces (views):
+// /services/<view>/..., optionally behind /shards/<shard>, the names of the
+// views, and the URLs that status fields publish. Controllers that publish
+// view URLs import this package, not the views themselves.
+package viewurl
+
+import (
+	"path"
+	"strings"
+
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+const (
+	// ServicesPrefix starts the path of every view: /services/<name>/...
+	ServicesPrefix = "/services/"
+	// ShardsPrefix may precede ServicesPrefix: /shards/<shard>/services/...
+	// is how a front-proxy in front of many virtual workspace servers
+	// reaches one shard's (its mapping routes /shards/<shard>/ there); the
+	// server drops the prefix.
+	ShardsPrefix = "/shards/"
+)
+
+// The names of the views, the segment after /services/.
+const (
+	// APIExportView is the view of an APIExport's owner.
+	APIExportView = "apiexport"
+	// InitializingView lists the workspaces that wait for an initializer.
+	InitializingView = "initializingworkspaces"
+	// TerminatingView lists the workspaces that wait for a terminator.
+	TerminatingView = "terminatingworkspaces"
+)
+
+// Serves tells whether path is below a view: /services/... or
+// /shards/<shard>/services/...
+func Serves(path string) bool {
+	_, ok := TrimShardPrefix(path)
+	return ok
+}
+
+// TrimShardPrefix returns path without a leading /shards/<shard>, and
+// whether what is left starts with ServicesPrefix.
+func TrimShardPrefix(path string) (string, bool) {
+	if rest, ok := strings.CutPrefix(path, ShardsPrefix); ok {
+		_, after, found := strings.Cut(rest, "/")
+		if !found {
+			return "", false
+		}
+		path = "/" + after
+	}
+	return path, strings.HasPrefix(path, ServicesPrefix)
+}
+
+// ViewName returns the name of the view of a /services/<name>/... path.
+func ViewName(path string) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(path, ServicesPrefix), "/")
+	return name
+}
+
+// URL returns the view of one name (an initializer, a terminator) on the
+// server at base: <base>/services/<view>/<name>, cleaned.
+func URL(base, view, name string) string {
+	return strings.TrimSuffix(base, "/") + path.Join("/", ServicesPrefix, view, name)
+}
+
+// APIExportURL is the view of an export on a virtual workspace server whose
+// base URL is base: <base>/services/apiexport/<cluster>/<export>.
+func APIExportURL(base string, cluster logicalcluster.Name, export string) string {
+	return strings.TrimSuffix(base, "/") + ServicesPrefix + APIExportView + "/" + string(cluster) + "/" + export
+}
+
+// ShardServerURL is the base URL of a shard's virtual workspace server, as
+// the URLs of views in status fields (APIExportEndpointSlice endpoints,
+// WorkspaceType virtualWorkspaces) name it: spec.virtualWorkspaceURL when
+// it was set apart from the base URL; <externalURL>/shards/<shard> when
+// the shard is reached through a front-proxy (whose mapping routes that
+// prefix to the shard's server); the base URL otherwise (the shard serves
+// the views in-process).
+func ShardServerURL(s *corev1alpha1.Shard) string {
+	base := strings.TrimSuffix(s.Spec.BaseURL, "/")
+	if vw := strings.TrimSuffix(s.Spec.VirtualWorkspaceURL, "/"); vw != "" && vw != base {
+		return vw
+	}
+	if ext := strings.TrimSuffix(s.Spec.ExternalURL, "/"); ext != "" && ext != base {
+		return ext + ShardsPrefix + s.Name
+	}
+	return base
+}
