@@ -23,19 +23,6 @@ var belowServers = []string{"pkg/virtual/viewurl"}
 // edge is one import, by paths relative to the module.
 type edge struct{ from, to string }
 
-// movingOut are upward edges allowed for now. TEMPORARY: they are removed
-// when the cache server's and the views' URL helpers land in
-// pkg/cacheclient and pkg/virtual/viewurl (issue 38); delete each entry
-// then, and this list with the last one.
-var movingOut = map[edge]bool{
-	{"pkg/controllers/replication", "pkg/cacheserver"}:                      true,
-	{"pkg/globalinformers", "pkg/cacheserver"}:                              true,
-	{"pkg/controllers/apiexportendpointslice", "pkg/virtual/apiexport"}:     true,
-	{"pkg/controllers/apiexportendpointslice", "pkg/virtual/framework"}:     true,
-	{"pkg/controllers/workspacetype", "pkg/virtual/framework"}:              true,
-	{"pkg/controllers/workspacetype", "pkg/virtual/initializingworkspaces"}: true,
-}
-
 // in tells whether package p is root or below it.
 func in(p, root string) bool { return p == root || strings.HasPrefix(p, root+"/") }
 
@@ -141,17 +128,12 @@ func TestImportsRunOneWay(t *testing.T) {
 			}
 			e := edge{from, to}
 			seen[e] = true
-			if why := upward(from, to); why != "" && !movingOut[e] {
+			if why := upward(from, to); why != "" {
 				t.Errorf("%s imports %s: %s", from, to, why)
 			}
 		}
 	}
 	if packages == 0 || !seen[edge{"pkg/shard", "pkg/storage"}] {
 		t.Fatalf("go list read %d packages, and not pkg/shard's import of pkg/storage: the test reads the wrong tree", packages)
-	}
-	for e := range movingOut {
-		if !seen[e] {
-			t.Logf("movingOut allows %s → %s, which is gone: delete the entry", e.from, e.to)
-		}
 	}
 }
