@@ -3,31 +3,16 @@ package shard
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/user"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
-	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
-	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
-	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/controllers/admissionpolicystatus"
@@ -42,7 +27,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/pkg/registry/content"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -104,39 +88,27 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
-	create, err := c.inProcessCreator()
-	if err != nil {
-		return err
-	}
 	// The apiserver's identity lease lives in kube-system of system:admin:
 	// create it before serving instead of racing the namespaces controller.
 	systemCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := create(systemCtx, logicalcluster.SystemAdmin, lccontroller.NamespaceObjects(bootstrap.SystemNamespaces...)...); err != nil {
+	if err := c.inProcess.Create(systemCtx, logicalcluster.SystemAdmin, lccontroller.NamespaceObjects(bootstrap.SystemNamespaces...)...); err != nil {
 		klog.Background().Error(err, "Creating the system namespaces failed; the system namespaces controller creates them later")
 	}
 	kcp := c.Informers.kcp
 	namespaces := nscontroller.New(c.Informers.namespaces, loopback, kcp.deleting)
-	logicalClusters := lccontroller.New(kcp.logicalClusters, c.Informers.namespaces, local, loopback, c.Options.ExternalURL,
-		func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error) {
-			return c.content.Delete(ctx, cluster, resourceVersion)
-		})
 	ca := c.rootCA
-	logicalClusters.BootstrapInProcess(create, func(namespace string) []runtime.Object {
-		return sacontroller.NamespaceObjects(namespace, ca)
+	logicalClusters := lccontroller.New(lccontroller.Config{
+		LogicalClusters: kcp.logicalClusters, Namespaces: c.Informers.namespaces,
+		// Most workspaces have an APIBinding, whose finalizer holds their deletion.
+		RequeueOnDeletionOf: []*wildcardinformer.Informer{kcp.apiBindings},
+		KCP:                 local, Loopback: loopback, ExternalURL: c.Options.ExternalURL,
+		DeleteContent: c.content.Delete,
+		InProcess:     c.inProcess,
+		NamespaceObjects: func(namespace string) []runtime.Object {
+			return sacontroller.NamespaceObjects(namespace, ca)
+		},
 	})
-	writeStatus, err := c.inProcessLogicalClusterWriter("logicalclusters/status")
-	if err != nil {
-		return err
-	}
-	logicalClusters.BootstrapStatusInProcess(writeStatus)
-	writeFinalizers, err := c.inProcessLogicalClusterWriter("logicalclusters")
-	if err != nil {
-		return err
-	}
-	logicalClusters.DeletionInProcess(writeFinalizers)
-	// Most workspaces have an APIBinding, whose finalizer holds their deletion.
-	logicalClusters.RequeueOnDeletionOf(kcp.apiBindings)
 	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
 	loopbackClient, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
@@ -163,7 +135,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		Types:            c.Informers.workspaceTypes(),
 		Client:           local,
 		GlobalAPIExports: c.Informers.globals().apiExports, GlobalWorkspaceTypes: c.Informers.globals().workspaceTypes,
-		CreateLocal: create,
+		InProcess: c.inProcess,
 	})
 	if err != nil {
 		return err
@@ -172,18 +144,13 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
-	deleteLogicalCluster, err := c.inProcessLogicalClusterDeleter()
-	if err != nil {
-		return err
-	}
 	workspaces := wscontroller.New(wscontroller.Config{
 		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
-		Types:                     c.Informers.workspaceTypes(),
-		Local:                     local,
-		ShardClient:               c.shardClient,
-		ShardName:                 c.Options.ShardName,
-		CreateLocal:               create,
-		DeleteLocalLogicalCluster: deleteLogicalCluster,
+		Types:       c.Informers.workspaceTypes(),
+		Local:       local,
+		ShardClient: c.shardClient,
+		ShardName:   c.Options.ShardName,
+		InProcess:   c.inProcess,
 	})
 
 	replicator, labeler, err := c.newReplication(loopback)
@@ -268,181 +235,4 @@ func (c *Server) rootReady() error {
 		return fmt.Errorf("root logical cluster not ready yet")
 	}
 	return nil
-}
-
-// inProcessResources are the kinds inProcessCreator creates, with their
-// resources: a new logical cluster's LogicalCluster, what its bootstrap
-// creates, its default APIBindings, and the shard's system namespaces.
-var inProcessResources = map[schema.GroupVersionKind]schema.GroupVersionResource{
-	corev1.SchemeGroupVersion.WithKind("Namespace"):            corev1.SchemeGroupVersion.WithResource("namespaces"),
-	corev1.SchemeGroupVersion.WithKind("ServiceAccount"):       corev1.SchemeGroupVersion.WithResource("serviceaccounts"),
-	corev1.SchemeGroupVersion.WithKind("ConfigMap"):            corev1.SchemeGroupVersion.WithResource("configmaps"),
-	rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"):   rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"),
-	apisv1alpha2.SchemeGroupVersion.WithKind("APIBinding"):     apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"),
-	corev1alpha1.SchemeGroupVersion.WithKind("LogicalCluster"): corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters"),
-}
-
-// inProcessCreator returns a function that creates objects of
-// inProcessResources in a logical cluster through the REST storages, as
-// the shard itself (system:masters), leaving existing ones alone, all at
-// once: no HTTP round trip, TLS, encoding, authorization or admission, for
-// objects of a new cluster, which no admission plugin of that cluster has a
-// say on yet, and of the shard's own system clusters before it serves. The
-// objects are defaulted as a decoded request body would be.
-func (c *Server) inProcessCreator() (func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, error) {
-	storages := map[schema.GroupVersionResource]rest.Creater{}
-	for _, gvr := range inProcessResources {
-		creater, ok := c.storageOf(gvr).(rest.Creater)
-		if !ok {
-			return nil, fmt.Errorf("no storage of %s to create in-process", gvr)
-		}
-		storages[gvr] = creater
-	}
-	createOne := func(ctx context.Context, cluster logicalcluster.Name, obj runtime.Object) error {
-		gvks, _, err := legacyscheme.Scheme.ObjectKinds(obj)
-		if err != nil {
-			return err
-		}
-		gvr, ok := inProcessResources[gvks[0]]
-		if !ok {
-			return fmt.Errorf("%s is not created in-process", gvks[0])
-		}
-		storage := storages[gvr]
-		accessor, err := meta.Accessor(obj)
-		if err != nil {
-			return err
-		}
-		external := obj.DeepCopyObject()
-		legacyscheme.Scheme.Default(external)
-		internal := storage.New()
-		if reflect.TypeOf(internal) == reflect.TypeOf(external) {
-			internal = external // kcp's kinds are stored as served
-		} else if err := legacyscheme.Scheme.Convert(external, internal, nil); err != nil {
-			return fmt.Errorf("convert %s: %w", gvks[0].Kind, err)
-		}
-		ns, name := accessor.GetNamespace(), accessor.GetName()
-		ctx = asShard(ctx, cluster, "create", gvr, ns, name)
-		if _, err := storage.Create(ctx, internal, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create %s %s/%s in %s: %w", gvks[0].Kind, ns, name, cluster, err)
-		}
-		return nil
-	}
-	return func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error {
-		g, ctx := errgroup.WithContext(ctx)
-		for _, obj := range objs {
-			g.Go(func() error { return createOne(ctx, cluster, obj) })
-		}
-		return g.Wait()
-	}, nil
-}
-
-// inProcessExists returns a function that tells whether an object of the
-// core group (serviceaccounts or configmaps) exists in a logical cluster,
-// read through its REST storage from etcd as the shard itself: no HTTP
-// round trip for a question only the shard's own controllers ask.
-func (c *Server) inProcessExists() (func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error), error) {
-	getters := map[string]rest.Getter{}
-	for _, resource := range []string{"serviceaccounts", "configmaps"} {
-		getter, ok := c.storageOf(corev1.SchemeGroupVersion.WithResource(resource)).(rest.Getter)
-		if !ok {
-			return nil, fmt.Errorf("no storage of %s to read in-process", resource)
-		}
-		getters[resource] = getter
-	}
-	return func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error) {
-		getter, ok := getters[resource]
-		if !ok {
-			return false, fmt.Errorf("no storage of %s to read in-process", resource)
-		}
-		ctx = asShard(ctx, cluster, "get", corev1.SchemeGroupVersion.WithResource(resource), namespace, name)
-		_, err := getter.Get(ctx, name, &metav1.GetOptions{})
-		switch {
-		case err == nil:
-			return true, nil
-		case apierrors.IsNotFound(err):
-			return false, nil
-		default:
-			return false, err
-		}
-	}, nil
-}
-
-// inProcessLogicalClusterWriter returns a function that writes a
-// LogicalCluster through the REST storage of resource, "logicalclusters"
-// or "logicalclusters/status", as the shard itself (system:masters): no
-// HTTP round trip, encoding, audit or admission, for the writes that only
-// the system makes while nobody else reaches the cluster: the status
-// write that ends a new cluster's Scheduling, and the finalizers of a
-// cluster being deleted. The write is conditional on lc's
-// resourceVersion, as a PUT is. When it removes the last finalizer of a
-// deleted LogicalCluster, it deletes it and returns it as it was last.
-func (c *Server) inProcessLogicalClusterWriter(resource string) (func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error), error) {
-	gvr := corev1alpha1.SchemeGroupVersion.WithResource(resource)
-	updater, ok := c.storageOf(gvr).(rest.Updater)
-	if !ok {
-		return nil, fmt.Errorf("no storage of %s to write in-process", gvr)
-	}
-	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
-		ctx = asShard(ctx, cluster, "update", gvr, "", lc.Name)
-		obj, _, err := updater.Update(ctx, lc.Name, rest.DefaultUpdatedObjectInfo(lc.DeepCopy()), nil, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
-		if err != nil {
-			return nil, err
-		}
-		updated, ok := obj.(*corev1alpha1.LogicalCluster)
-		if !ok {
-			return nil, fmt.Errorf("in-process write of %s returned %T", gvr, obj)
-		}
-		return updated, nil
-	}, nil
-}
-
-// inProcessLogicalClusterDeleter returns a function that deletes the
-// LogicalCluster of a logical cluster through its REST storage as the
-// shard itself (system:masters), as the workspace controller's DELETE did
-// without options: no HTTP round trip, encoding, audit or admission, for a
-// write that only the system makes (the admission of LogicalClusters lets
-// nobody else delete a workspace's LogicalCluster). Its deletion finalizer
-// keeps it until the cluster's content is gone.
-func (c *Server) inProcessLogicalClusterDeleter() (func(ctx context.Context, cluster logicalcluster.Name) error, error) {
-	gvr := corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters")
-	deleter, ok := c.storageOf(gvr).(rest.GracefulDeleter)
-	if !ok {
-		return nil, fmt.Errorf("no storage of %s to delete in-process", gvr)
-	}
-	return func(ctx context.Context, cluster logicalcluster.Name) error {
-		ctx = asShard(ctx, cluster, "delete", gvr, "", corev1alpha1.LogicalClusterName)
-		_, _, err := deleter.Delete(ctx, corev1alpha1.LogicalClusterName, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{})
-		return err
-	}, nil
-}
-
-// storageOf returns the REST storage of gvr, whose resource may name a
-// subresource ("logicalclusters/status"), or nil.
-func (c *Server) storageOf(gvr schema.GroupVersionResource) rest.Storage {
-	for _, g := range c.apiGroups {
-		if g.PrioritizedVersions[0].Group != gvr.Group {
-			continue
-		}
-		if s, ok := g.VersionedResourcesStorageMap[gvr.Version][gvr.Resource]; ok {
-			return s
-		}
-	}
-	return nil
-}
-
-// shardUser is who the shard's in-process requests come from.
-var shardUser = &user.DefaultInfo{Name: user.APIServerUser, Groups: []string{user.SystemPrivilegedGroup}}
-
-// asShard returns ctx for an in-process request of verb on gvr (whose
-// resource may name a subresource) in a namespace of cluster, as the shard
-// itself. Validation reads what is being written from the request info;
-// RBAC's escalation check, who writes it.
-func asShard(ctx context.Context, cluster logicalcluster.Name, verb string, gvr schema.GroupVersionResource, namespace, name string) context.Context {
-	resource, subresource, _ := strings.Cut(gvr.Resource, "/")
-	ctx = logicalcluster.WithCluster(genericapirequest.WithNamespace(ctx, namespace), cluster)
-	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: verb, APIGroup: gvr.Group, APIVersion: gvr.Version,
-		Resource: resource, Subresource: subresource, Namespace: namespace, Name: name,
-	})
-	return genericapirequest.WithUser(ctx, shardUser)
 }

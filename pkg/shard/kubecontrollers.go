@@ -41,15 +41,14 @@ func (c *Server) startKubeControllers(ctx context.Context) error {
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
 	ca := c.rootCA
-	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca, c.Informers.kcp.deleting)
+	sa, err := sacontroller.New(sacontroller.Config{
+		Namespaces: c.Informers.namespaces, ServiceAccounts: serviceAccounts, ConfigMaps: configMaps,
+		Loopback: loopback, CABundle: ca, ClusterDeleting: c.Informers.kcp.deleting,
+		Stored: c.inProcess,
+	})
 	if err != nil {
 		return fmt.Errorf("service account controller: %w", err)
 	}
-	exists, err := c.inProcessExists()
-	if err != nil {
-		return err
-	}
-	sa.ReadStored(exists)
 
 	informers := []*wildcardinformer.Informer{serviceAccounts, configMaps}
 	tokens, err := c.legacyTokensController(loopback, ca)

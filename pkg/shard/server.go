@@ -20,6 +20,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
@@ -32,6 +33,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/listencoder"
+	"github.com/shardplane/shardplane/pkg/loopback"
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/registry"
 	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
@@ -109,8 +111,9 @@ type Server struct {
 	content *content.Deleter
 	// shardClients are the clients of shards' base URLs, by URL.
 	shardClients sync.Map
-	// apiGroups are the installed built-in API groups (in-process creates).
-	apiGroups []*genericapiserver.APIGroupInfo
+	// inProcess calls the installed built-in API groups' storages as the
+	// shard itself.
+	inProcess *loopback.Client
 }
 
 // Run serves until ctx is done: the secure port and, in memory, the
@@ -179,8 +182,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {
 		return nil, err
 	}
-	s.apiGroups = groups
-	c.Informers.storage.install(s.storageOf)
+	s.inProcess = loopback.NewClient(legacyscheme.Scheme, groups)
+	c.Informers.storage.install(s.inProcess.Storage)
 	gs := server.GenericAPIServer
 	var staticV2 func() (*spec.Swagger, error)
 	if config := completed.Generic.OpenAPIConfig; config != nil {
