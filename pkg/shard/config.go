@@ -24,6 +24,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
@@ -260,7 +261,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
 	namespaces := namespaceGetter{informer: informers.namespaces, client: loopback.CoreV1().RESTClient()}
 	types := informers.workspaceTypes()
-	otherWorkspaces := informers.inOtherShardsWorkspaces(genericConfig.Authorization.Authorizer, rbacAuthorizer)
+	otherWorkspaces := othershards.New(genericConfig.Authorization.Authorizer, rbacAuthorizer, informers.hosted)
 	// Webhooks and admission policies run per logical cluster, in
 	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
 	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission}

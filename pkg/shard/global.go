@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/controllers/replication"
@@ -242,58 +239,6 @@ func (i wildcardInformers) globals() globalInformers {
 		apiExports: i.global.APIExports, apiResourceSchemas: i.global.APIResourceSchemas, workspaceTypes: i.global.WorkspaceTypes,
 		clusterRoles: i.global.ClusterRoles, clusterRoleBindings: i.global.ClusterRoleBindings,
 	}
-}
-
-// inOtherShardsWorkspaces returns the authorizer admission checks
-// permissions in another workspace with ("use" of a WorkspaceType, "bind"
-// of an APIExport). Checks in a workspace this shard hosts go to chain.
-// Checks in one it does not host are judged as its shard would judge them,
-// with its RBAC replicated to the cache server: system:masters and
-// system:kcp:admin may, everyone else needs "access" to the workspace and
-// the permission itself.
-func (i wildcardInformers) inOtherShardsWorkspaces(chain authorizer.Authorizer, rbac authorizer.Authorizer) authorizer.Authorizer {
-	return remoteChecks{chain: chain, rbac: rbac, hosted: i.hosted}
-}
-
-// remoteChecks judges requests in workspaces other shards host by their
-// replicated RBAC.
-type remoteChecks struct {
-	chain, rbac authorizer.Authorizer
-	hosted      func(logicalcluster.Name) bool
-}
-
-func (r remoteChecks) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
-	cluster, _ := logicalcluster.ClusterFromContext(ctx)
-	if cluster == "" || r.hosted(cluster) {
-		return r.chain.Authorize(ctx, attr)
-	}
-	u := attr.GetUser()
-	if u == nil {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
-	}
-	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == identities.KCPAdminGroup {
-			return authorizer.DecisionAllow, "", nil
-		}
-	}
-	if cluster.IsSystem() {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
-	}
-	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/"}
-	if d, _, err := r.rbac.Authorize(ctx, access); err != nil || d != authorizer.DecisionAllow {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, err
-	}
-	return r.rbac.Authorize(ctx, attr)
-}
-
-// ConditionsAwareAuthorize converts the unconditional decision.
-func (r remoteChecks) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
-	return authorizer.ConditionsAwareDecisionFromParts(r.Authorize(ctx, attr))
-}
-
-// EvaluateConditions is not supported.
-func (remoteChecks) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
-	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }
 
 // newReplication returns the controller that replicates this shard's
