@@ -3,11 +3,13 @@ package shard
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -79,8 +81,17 @@ func (c *Server) logicalClusterAdminConfig(shardName string) (*restclient.Config
 	}, nil
 }
 
-// addControllers registers the bootstrap and the shard's controllers as
-// post-start hooks. Every controller serves all logical clusters.
+// controllerClients are what the shard's controllers reach it with.
+type controllerClients struct {
+	// loopback is the in-memory loopback configuration, not rate limited.
+	loopback *restclient.Config
+	// kcp reads and writes kcp's objects through loopback.
+	kcp *kcpclient.Client
+}
+
+// addControllers installs the shard's controllers, each one or small group
+// with its own post-start hook and readiness check, and root's bootstrap.
+// Every controller serves all logical clusters.
 func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	loopback := restclient.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
 	loopback.QPS, loopback.Burst = -1, 0
@@ -88,42 +99,132 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
-	// The apiserver's identity lease lives in kube-system of system:admin:
-	// create it before serving instead of racing the namespaces controller.
-	systemCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c.createSystemNamespaces()
+	clients := controllerClients{loopback: loopback, kcp: local}
+	for _, install := range []func(*genericapiserver.GenericAPIServer, controllerClients) error{
+		c.installNamespaceController,
+		c.installLogicalClusterController,
+		c.installWorkspaceTypeController,
+		c.installAPIExportControllers,
+		c.installAPIBindingControllers,
+		c.installAdmissionPolicyStatusController,
+		c.installWorkspaceController,
+		c.installReplication,
+		c.installGlobal,
+		c.installKubeControllers,
+		c.installRootBootstrap,
+	} {
+		if err := install(gs, clients); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createSystemNamespaces creates the namespaces of system:admin before the
+// shard serves: the apiserver's identity lease lives in its kube-system,
+// and would otherwise race the namespaces controller.
+func (c *Server) createSystemNamespaces() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.inProcess.Create(systemCtx, logicalcluster.SystemAdmin, lccontroller.NamespaceObjects(bootstrap.SystemNamespaces...)...); err != nil {
+	if err := c.inProcess.Create(ctx, logicalcluster.SystemAdmin, lccontroller.NamespaceObjects(bootstrap.SystemNamespaces...)...); err != nil {
 		klog.Background().Error(err, "Creating the system namespaces failed; the system namespaces controller creates them later")
 	}
-	kcp := c.Informers.kcp
-	namespaces := nscontroller.New(c.Informers.namespaces, loopback, kcp.deleting)
-	ca := c.rootCA
+}
+
+// addController adds a post-start hook and a readiness check, both named
+// name: once the informers have listed, the hook runs start, and the check
+// is ready once start returned, or red for good with its error.
+func (c *Server) addController(gs *genericapiserver.GenericAPIServer, name string, start func(context.Context) error) error {
+	started := newStartupCheck(name)
+	if err := gs.AddReadyzChecks(started); err != nil {
+		return err
+	}
+	return c.afterInformers(gs, name, func(ctx context.Context) { started.run(ctx, "start "+name, start) })
+}
+
+// afterInformers adds a post-start hook named name that runs run in the
+// background once the informers have listed.
+func (c *Server) afterInformers(gs *genericapiserver.GenericAPIServer, name string, run func(context.Context)) error {
+	return gs.AddPostStartHook(name, func(hc genericapiserver.PostStartHookContext) error {
+		go func() {
+			ctx := klog.NewContext(hc, klog.Background().WithName(name))
+			if err := c.waitForInformers(ctx); err == nil {
+				run(ctx)
+			}
+		}()
+		return nil
+	})
+}
+
+// runner is a controller: Run runs its workers until ctx is done.
+type runner interface {
+	Run(ctx context.Context, workers int)
+}
+
+// running returns a start function that runs each controller with its
+// workers in the background. The workspace controllers' work waits on
+// round trips, not CPU: many workers keep a burst of thousands of
+// workspaces moving.
+func running(controllers map[runner]int) func(context.Context) error {
+	return func(ctx context.Context) error {
+		for controller, workers := range controllers {
+			go controller.Run(ctx, workers)
+		}
+		return nil
+	}
+}
+
+func (c *Server) installNamespaceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	namespaces := nscontroller.New(c.Informers.namespaces, cl.loopback, c.Informers.kcp.deleting)
+	return c.addController(gs, "shardplane-namespace-controller", running(map[runner]int{namespaces: 32}))
+}
+
+func (c *Server) installLogicalClusterController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	kcp, ca := c.Informers.kcp, c.rootCA
 	logicalClusters := lccontroller.New(lccontroller.Config{
 		LogicalClusters: kcp.logicalClusters, Namespaces: c.Informers.namespaces,
 		// Most workspaces have an APIBinding, whose finalizer holds their deletion.
 		RequeueOnDeletionOf: []*wildcardinformer.Informer{kcp.apiBindings},
-		KCP:                 local, Loopback: loopback, ExternalURL: c.Options.ExternalURL,
+		KCP:                 cl.kcp, Loopback: cl.loopback, ExternalURL: c.Options.ExternalURL,
 		DeleteContent: c.content.Delete,
 		InProcess:     c.inProcess,
 		NamespaceObjects: func(namespace string) []runtime.Object {
 			return sacontroller.NamespaceObjects(namespace, ca)
 		},
 	})
-	workspaceTypes := wtcontroller.New(kcp.workspaceTypes, local, wtcontroller.WithShards(c.Informers.shardInformer()))
-	loopbackClient, err := kubernetes.NewForConfig(loopback)
+	return c.addController(gs, "shardplane-logicalcluster-controller", running(map[runner]int{logicalClusters: 32}))
+}
+
+func (c *Server) installWorkspaceTypeController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	workspaceTypes := wtcontroller.New(c.Informers.kcp.workspaceTypes, cl.kcp, wtcontroller.WithShards(c.Informers.shardInformer()))
+	return c.addController(gs, "shardplane-workspacetype-controller", running(map[runner]int{workspaceTypes: 2}))
+}
+
+// installAPIExportControllers installs the controllers of APIExports'
+// identities and of their endpoint slices.
+func (c *Server) installAPIExportControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	loopbackClient, err := kubernetes.NewForConfig(cl.loopback)
 	if err != nil {
 		return err
 	}
-	apiExports := apiexportcontroller.New(kcp.apiExports, local, loopbackClient.CoreV1().RESTClient())
-	endpointSlices, err := c.newEndpointSliceController(loopback, local)
+	apiExports := apiexportcontroller.New(c.Informers.kcp.apiExports, cl.kcp, loopbackClient.CoreV1().RESTClient())
+	endpointSlices, err := c.newEndpointSliceController(cl.loopback, cl.kcp)
 	if err != nil {
 		return err
 	}
+	return c.addController(gs, "shardplane-apiexport-controllers", running(map[runner]int{apiExports: 4, endpointSlices: 2}))
+}
+
+// installAPIBindingControllers installs the controllers of APIBindings and
+// of the default APIBindings of new workspaces.
+func (c *Server) installAPIBindingControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	kcp, globals := c.Informers.kcp, c.Informers.globals()
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
-		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: local,
+		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: cl.kcp,
 		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
-		GlobalAPIExports: c.Informers.globals().apiExports, GlobalAPIResourceSchemas: c.Informers.globals().apiResourceSchemas,
+		GlobalAPIExports: globals.apiExports, GlobalAPIResourceSchemas: globals.apiResourceSchemas,
 		Hosted: c.Informers.hosted, CacheUnreachable: c.Informers.global.Reachable,
 	})
 	if err != nil {
@@ -133,83 +234,89 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		LogicalClusters: kcp.logicalClusters, APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, WorkspaceTypes: kcp.workspaceTypes,
 		ResolvePath:      c.Informers.resolveAnyPath,
 		Types:            c.Informers.workspaceTypes(),
-		Client:           local,
-		GlobalAPIExports: c.Informers.globals().apiExports, GlobalWorkspaceTypes: c.Informers.globals().workspaceTypes,
+		Client:           cl.kcp,
+		GlobalAPIExports: globals.apiExports, GlobalWorkspaceTypes: globals.workspaceTypes,
 		InProcess: c.inProcess,
 	})
 	if err != nil {
 		return err
 	}
-	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, loopback)
+	return c.addController(gs, "shardplane-apibinding-controllers", func(ctx context.Context) error {
+		go func() {
+			// Naming conflicts with CRDs are only seen once they are listed.
+			// Binding is a status write per binding, like the workspace
+			// controllers' work: with a few workers the queue, not the
+			// writes, limited a burst (test/bench --bindings).
+			if wildcardinformer.WaitForSync(ctx, c.apiExtensions.crds) == nil {
+				apiBindings.Run(ctx, 32)
+			}
+		}()
+		go defaultAPIBindings.Run(ctx, 32)
+		return nil
+	})
+}
+
+func (c *Server) installAdmissionPolicyStatusController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, cl.loopback)
 	if err != nil {
 		return err
 	}
+	return c.addController(gs, "shardplane-admissionpolicystatus-controller", running(map[runner]int{policyStatus: 2}))
+}
+
+func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	kcp := c.Informers.kcp
 	workspaces := wscontroller.New(wscontroller.Config{
 		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
 		Types:       c.Informers.workspaceTypes(),
-		Local:       local,
+		Local:       cl.kcp,
 		ShardClient: c.shardClient,
 		ShardName:   c.Options.ShardName,
 		InProcess:   c.inProcess,
 	})
+	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
+}
 
-	replicator, labeler, err := c.newReplication(loopback)
+// installReplication installs the replication to the cache server and the
+// labeler of the RBAC other shards need. Replication waits for the cache
+// server, never for long: a shard serves while it is away.
+func (c *Server) installReplication(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	replicator, labeler, err := c.newReplication(cl.loopback)
 	if err != nil {
 		return err
 	}
-	if err := c.addGlobal(gs); err != nil {
+	return c.addController(gs, "shardplane-replication", running(map[runner]int{replicator: 8, labeler: 32}))
+}
+
+// installKubeControllers installs the Kubernetes controllers every logical
+// cluster needs (kubecontrollers.go).
+func (c *Server) installKubeControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	return c.addController(gs, "shardplane-kube-controllers", func(ctx context.Context) error {
+		return c.startKubeControllers(ctx, cl.loopback)
+	})
+}
+
+// installRootBootstrap bootstraps root on the root shard, retrying until it
+// succeeds; the shard is not ready before root is.
+func (c *Server) installRootBootstrap(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	if err := gs.AddReadyzChecks(healthz.NamedCheck("shardplane-root-bootstrapped", func(*http.Request) error { return c.rootReady() })); err != nil {
 		return err
+	}
+	if c.Options.ShardName != corev1alpha1.RootShard {
+		return nil
 	}
 	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
-	started := newStartupCheck("shardplane-controllers")
-	if err := gs.AddReadyzChecks(started); err != nil {
-		return err
-	}
-	return gs.AddPostStartHook("shardplane-bootstrap-and-controllers", func(hc genericapiserver.PostStartHookContext) error {
-		go func() {
-			ctx := klog.NewContext(hc, klog.Background().WithName("controllers"))
-			if err := c.waitForInformers(ctx); err != nil {
-				return
+	return c.afterInformers(gs, "shardplane-root-bootstrap", func(ctx context.Context) {
+		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+			if err := bootstrap.Root(ctx, cl.loopback, shard, c.Options.rootIdentities); err != nil {
+				klog.FromContext(ctx).Error(err, "Bootstrapping root failed, retrying")
+				return false, nil
 			}
-			// Their work waits on round trips, not CPU: many workers keep a
-			// burst of thousands of workspaces moving.
-			go namespaces.Run(ctx, 32)
-			go logicalClusters.Run(ctx, 32)
-			go workspaces.Run(ctx, 32)
-			go workspaceTypes.Run(ctx, 2)
-			go apiExports.Run(ctx, 4)
-			go endpointSlices.Run(ctx, 2)
-			go func() {
-				// Naming conflicts with CRDs are only seen once they are listed.
-				// Binding is a status write per binding, like the workspace
-				// controllers' work: with a few workers the queue, not the
-				// writes, limited a burst (test/bench --bindings).
-				if wildcardinformer.WaitForSync(ctx, c.apiExtensions.crds) == nil {
-					apiBindings.Run(ctx, 32)
-				}
-			}()
-			go defaultAPIBindings.Run(ctx, 32)
-			go policyStatus.Run(ctx, 2)
-			// Replication waits for the cache server, never for long: a
-			// shard serves while it is away.
-			go replicator.Run(ctx, 8)
-			go labeler.Run(ctx, 32)
-			started.run(ctx, "start Kubernetes controllers", c.startKubeControllers)
-			if c.Options.ShardName != corev1alpha1.RootShard {
-				return
-			}
-			err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-				if err := bootstrap.Root(ctx, loopback, shard, c.Options.rootIdentities); err != nil {
-					klog.FromContext(ctx).Error(err, "Bootstrapping root failed, retrying")
-					return false, nil
-				}
-				return true, nil
-			})
-			if err == nil {
-				klog.FromContext(ctx).Info("Bootstrapped root", "shard", shard.Name)
-			}
-		}()
-		return nil
+			return true, nil
+		})
+		if err == nil {
+			klog.FromContext(ctx).Info("Bootstrapped root", "shard", shard.Name)
+		}
 	})
 }
 

@@ -185,9 +185,9 @@ func (c *Server) globalShardReady(systemAdmin *atomic.Bool) healthz.HealthChecke
 	})
 }
 
-// addGlobal runs the informers of the cache server's replicas and, on a
+// installGlobal runs the informers of the cache server's replicas and, on a
 // shard without root, the registration of this shard's Shard in root.
-func (c *Server) addGlobal(gs *genericapiserver.GenericAPIServer) error {
+func (c *Server) installGlobal(gs *genericapiserver.GenericAPIServer, _ controllerClients) error {
 	var systemAdmin atomic.Bool
 	if err := gs.AddReadyzChecks(c.globalShardReady(&systemAdmin)); err != nil {
 		return err

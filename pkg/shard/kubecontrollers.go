@@ -21,9 +21,7 @@ import (
 // secrets, resource quotas), each one instance
 // for all clusters. Called once the wildcard informers have synced; the
 // controllers' own informers sync in the background.
-func (c *Server) startKubeControllers(ctx context.Context) error {
-	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
-	loopback.QPS, loopback.Burst = -1, 0
+func (c *Server) startKubeControllers(ctx context.Context, loopback *rest.Config) error {
 	// The CRD informer is the one the CRD server runs.
 	crds := c.apiExtensions.crds
 	saLW, cmLW := sacontroller.ListWatches(c.Informers.storage.core)
