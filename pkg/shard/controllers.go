@@ -176,7 +176,7 @@ func running(controllers map[runner]int) func(context.Context) error {
 }
 
 func (c *Server) installNamespaceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
-	namespaces := nscontroller.New(c.Informers.namespaces, cl.loopback, c.Informers.kcp.deleting)
+	namespaces := nscontroller.New(nscontroller.Config{Namespaces: c.Informers.namespaces, Loopback: cl.loopback, ClusterDeleting: c.Informers.kcp.deleting})
 	return c.addController(gs, "shardplane-namespace-controller", running(map[runner]int{namespaces: 32}))
 }
 
@@ -197,7 +197,7 @@ func (c *Server) installLogicalClusterController(gs *genericapiserver.GenericAPI
 }
 
 func (c *Server) installWorkspaceTypeController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
-	workspaceTypes := wtcontroller.New(c.Informers.kcp.workspaceTypes, cl.kcp, wtcontroller.WithShards(c.Informers.shardInformer()))
+	workspaceTypes := wtcontroller.New(wtcontroller.Config{WorkspaceTypes: c.Informers.kcp.workspaceTypes, KCP: cl.kcp, Shards: c.Informers.shardInformer()})
 	return c.addController(gs, "shardplane-workspacetype-controller", running(map[runner]int{workspaceTypes: 2}))
 }
 
@@ -208,7 +208,7 @@ func (c *Server) installAPIExportControllers(gs *genericapiserver.GenericAPIServ
 	if err != nil {
 		return err
 	}
-	apiExports := apiexportcontroller.New(c.Informers.kcp.apiExports, cl.kcp, loopbackClient.CoreV1().RESTClient())
+	apiExports := apiexportcontroller.New(apiexportcontroller.Config{APIExports: c.Informers.kcp.apiExports, KCP: cl.kcp, Core: loopbackClient.CoreV1().RESTClient()})
 	endpointSlices, err := c.newEndpointSliceController(cl.loopback, cl.kcp)
 	if err != nil {
 		return err
@@ -257,7 +257,7 @@ func (c *Server) installAPIBindingControllers(gs *genericapiserver.GenericAPISer
 }
 
 func (c *Server) installAdmissionPolicyStatusController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
-	policyStatus, err := admissionpolicystatus.New(c.Informers.admission.ValidatingPolicies, cl.loopback)
+	policyStatus, err := admissionpolicystatus.New(admissionpolicystatus.Config{Policies: c.Informers.admission.ValidatingPolicies, Loopback: cl.loopback})
 	if err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 	if err != nil {
 		return nil, nil, err
 	}
-	replicator, err := replication.New(c.Options.ShardName, cacheConfig, sources)
+	replicator, err := replication.New(replication.Config{ShardName: c.Options.ShardName, Cache: cacheConfig, Sources: sources})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,7 +275,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 	if err != nil {
 		return nil, nil, err
 	}
-	labeler, err := replication.NewLabeler(i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, rbacClient.RbacV1().RESTClient())
+	labeler, err := replication.NewLabeler(replication.LabelerConfig{ClusterRoles: i.rbac.ClusterRoles, ClusterRoleBindings: i.rbac.ClusterRoleBindings, Client: rbacClient.RbacV1().RESTClient()})
 	if err != nil {
 		return nil, nil, err
 	}

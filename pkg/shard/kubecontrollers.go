@@ -28,13 +28,13 @@ func (c *Server) startKubeControllers(ctx context.Context, loopback *rest.Config
 	serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
 	configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
 
-	gc, err := garbagecollector.New(loopback, crds)
+	gc, err := garbagecollector.New(garbagecollector.Config{Loopback: loopback, CRDs: crds})
 	if err != nil {
 		return fmt.Errorf("garbage collector: %w", err)
 	}
 	// The quota informer runs already; the controller looks at every quota
 	// once when it starts.
-	quotas, err := rqcontroller.New(c.Informers.resourceQuotas, crds, loopback)
+	quotas, err := rqcontroller.New(rqcontroller.Config{Quotas: c.Informers.resourceQuotas, CRDs: crds, Loopback: loopback})
 	if err != nil {
 		return fmt.Errorf("resource quota controller: %w", err)
 	}
@@ -98,7 +98,7 @@ func (c *Server) legacyTokensController(loopback *rest.Config, ca []byte) (*lega
 		return nil, err
 	}
 	secrets := wildcardinformer.New(sacontroller.TokenSecretsListWatch(c.Informers.storage.core), &corev1.Secret{}, "wildcard-serviceaccount-token-secrets")
-	controller, err := sacontroller.NewTokensController(secrets, loopback, ca, generator)
+	controller, err := sacontroller.NewTokensController(sacontroller.TokensConfig{Secrets: secrets, Loopback: loopback, CABundle: ca, Generator: generator})
 	if err != nil {
 		return nil, err
 	}
