@@ -60,7 +60,9 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installWorkspaceController,
 		c.installReplication,
 		c.installGlobal,
-		c.installKubeControllers,
+		c.installGarbageCollector,
+		c.installResourceQuotaController,
+		c.installServiceAccountControllers,
 		c.installRootBootstrap,
 	} {
 		if err := install(gs, clients); err != nil {
@@ -235,14 +237,6 @@ func (c *Server) installReplication(gs *genericapiserver.GenericAPIServer, cl co
 		return err
 	}
 	return c.addController(gs, "shardplane-replication", running(map[runner]int{replicator: 8, labeler: 32}))
-}
-
-// installKubeControllers installs the Kubernetes controllers every logical
-// cluster needs (kubecontrollers.go).
-func (c *Server) installKubeControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
-	return c.addController(gs, "shardplane-kube-controllers", func(ctx context.Context) error {
-		return c.startKubeControllers(ctx, cl.loopback)
-	})
 }
 
 // installRootBootstrap bootstraps root on the root shard, retrying until it
