@@ -2,7 +2,9 @@
 // informers and admission) in memory: the requests go through the same
 // handler chain as those on the secure port, but over an in-process
 // listener instead of TLS over a TCP socket whose both ends the process pays
-// for. Nothing outside the process can reach the listener.
+// for. Nothing outside the process can reach the listener. Client calls
+// the server's REST storages directly, with the one request context
+// builder (WithRequest) every in-process call uses.
 package loopback
 
 import (

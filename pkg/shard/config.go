@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/webhook"
@@ -24,8 +25,8 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
-	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
 
 	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
@@ -38,21 +39,15 @@ import (
 	"github.com/shardplane/shardplane/pkg/admission/systemstatus"
 	admissionwebhook "github.com/shardplane/shardplane/pkg/admission/webhook"
 	wsadmission "github.com/shardplane/shardplane/pkg/admission/workspace"
-	"github.com/shardplane/shardplane/pkg/applypatch"
 	"github.com/shardplane/shardplane/pkg/authentication/admin"
-	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
 	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
-	"github.com/shardplane/shardplane/pkg/clusterpath"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
-	"github.com/shardplane/shardplane/pkg/panics"
-	"github.com/shardplane/shardplane/pkg/registry"
 	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
-	"github.com/shardplane/shardplane/pkg/responsecompression"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/version"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -78,6 +73,9 @@ type Config struct {
 	embeddedCache *cacheserver.Server
 	// loopback serves the shard's own clients in memory.
 	loopback *loopback.Server
+	// virtualWorkspaces serves the views in-process; nil when they are
+	// turned off.
+	virtualWorkspaces http.Handler
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
@@ -163,15 +161,10 @@ func resourceConfig() *serverstorage.ResourceConfig {
 
 // NewConfig builds the generic control plane configuration and makes it
 // cluster-aware: storage keys, authentication of the admin users,
-// authorization, admission and the handler chain.
+// authorization, admission and the handler chain (handler.go).
 func NewConfig(o CompletedOptions) (*Config, error) {
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
-		o.ControlPlane,
-		[]*runtime.Scheme{legacyscheme.Scheme},
-		resourceConfig(),
-		kcpopenapi.GetServedOpenAPIDefinitions,
-		nil,
-	)
+		o.ControlPlane, []*runtime.Scheme{legacyscheme.Scheme}, resourceConfig(), kcpopenapi.GetServedOpenAPIDefinitions, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +174,42 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// the TLS loopback: a handful of watches).
 	inMemory := loopback.New()
 	genericConfig.LoopbackClientConfig = inMemory.ClientConfig(genericConfig.LoopbackClientConfig)
+	config := &Config{Options: o, Informers: newWildcardInformers(&inProcessStorage{}), loopback: inMemory}
+	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
+		return nil, err
+	}
+	if err := configureAuthentication(o, genericConfig); err != nil {
+		return nil, err
+	}
+	if err := config.completeInformers(genericConfig.LoopbackClientConfig); err != nil {
+		return nil, err
+	}
+	rbacAuthorizer, err := config.configureAuthorization(genericConfig)
+	if err != nil {
+		return nil, err
+	}
+	if config.ControlPlane, _, err = controlplaneapiserver.CreateConfig(o.ControlPlane, genericConfig, versionedInformers, nil, storageFactory, webhook.NewDefaultServiceResolver(), nil); err != nil {
+		return nil, err
+	}
+	if err := config.configureAdmission(genericConfig, rbacAuthorizer); err != nil {
+		return nil, err
+	}
+	if config.embeddedCache, err = newEmbeddedCache(o, genericConfig); err != nil {
+		return nil, err
+	}
+	if config.virtualWorkspaces, err = newVirtualWorkspaces(o, genericConfig, config.Informers); err != nil {
+		return nil, err
+	}
+	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
+		return nil, err
+	}
+	genericConfig.BuildHandlerChainFunc = config.buildHandlerChain
+	return config, nil
+}
+
+// configureStorage stores kcp's kinds as JSON in their storage versions,
+// inserts the cluster into every storage key and returns the root CA.
+func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config, storageFactory *serverstorage.DefaultStorageFactory) ([]byte, error) {
 	// kcp's types have no protobuf encoding: store them as JSON.
 	for _, gr := range []schema.GroupResource{
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
@@ -209,71 +238,85 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 		WatchCache: o.ControlPlane.Etcd.EnableWatchCache,
 		Etcd:       o.etcdClient,
 	}
+	return ca, nil
+}
 
+// configureAuthentication puts the cluster-bound service account tokens and
+// the admin tokens before upstream's authenticators.
+func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config) error {
 	serviceAccounts, err := serviceAccountAuthenticator(o)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Requests from the front-proxy: its certificate is verified once per
 	// connection rather than on every request.
 	upstream := proxyauth.Prepend(genericConfig.Authentication.RequestHeaderConfig, genericConfig.Authentication.APIAudiences, genericConfig.Authentication.Authenticator)
 	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream)
+	return nil
+}
 
-	wildcardConfig := rest.CopyConfig(genericConfig.LoopbackClientConfig)
+// completeInformers adds the kcp, global and admission informers to the
+// Kubernetes ones.
+func (c *Config) completeInformers(loopbackConfig *rest.Config) error {
+	wildcardConfig := rest.CopyConfig(loopbackConfig)
 	wildcardConfig.Host = logicalcluster.Wildcard.Path().URL(wildcardConfig.Host)
 	wildcardClient, err := kubernetes.NewForConfig(wildcardConfig)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	informers := newWildcardInformers(&inProcessStorage{})
+	informers := &c.Informers
 	if informers.kcp, err = newKCPInformers(informers.storage); err != nil {
-		return nil, err
+		return err
 	}
-	if informers.global, err = newGlobalInformers(o, genericConfig.LoopbackClientConfig); err != nil {
-		return nil, err
+	if informers.global, err = newGlobalInformers(c.Options, loopbackConfig); err != nil {
+		return err
 	}
-	informers.hostsRoot = o.ShardName == corev1alpha1.RootShard
+	informers.hostsRoot = c.Options.ShardName == corev1alpha1.RootShard
 	global := informers.globals()
 	informers.rbac.GlobalClusterRoles, informers.rbac.GlobalClusterRoleBindings = global.clusterRoles, global.clusterRoleBindings
 	informers.rbac.Hosted = informers.hosted
 	informers.admission = percluster.NewInformers(wildcardClient.AdmissionregistrationV1().RESTClient())
+	return nil
+}
+
+// configureAuthorization installs the authorizer chain and returns its
+// per-cluster RBAC authorizer.
+func (c *Config) configureAuthorization(genericConfig *genericapiserver.Config) (authorizer.Authorizer, error) {
+	informers := c.Informers
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
 	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
-	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer, global.apiExports)
+	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer, informers.globals().apiExports)
 	if err != nil {
 		return nil, err
 	}
 	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, maxPermission, rbacAuthorizer)
-	if err != nil {
-		return nil, err
-	}
+	return rbacAuthorizer, err
+}
 
-	cpConfig, _, err := controlplaneapiserver.CreateConfig(o.ControlPlane, genericConfig, versionedInformers, nil, storageFactory, webhook.NewDefaultServiceResolver(), nil)
-	if err != nil {
-		return nil, err
-	}
-
+// configureAdmission installs the admission chain: kcp's plugins, the
+// per-cluster webhooks and policies, upstream's, then quota.
+func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbacAuthorizer authorizer.Authorizer) error {
 	loopback, err := kubernetes.NewForConfig(genericConfig.LoopbackClientConfig)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	o.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
+	c.Options.serviceAccountTokenGetter.SetClient(loopback.CoreV1().RESTClient().(*rest.RESTClient))
+	informers := c.Informers
 	namespaces := namespaceGetter{informer: informers.namespaces, client: loopback.CoreV1().RESTClient()}
-	types := informers.workspaceTypes()
-	otherWorkspaces := informers.inOtherShardsWorkspaces(genericConfig.Authorization.Authorizer, rbacAuthorizer)
+	otherWorkspaces := othershards.New(genericConfig.Authorization.Authorizer, rbacAuthorizer, informers.hosted)
 	// Webhooks and admission policies run per logical cluster, in
 	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
 	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission}
-	clusterAdmission := []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
+	c.clusterAdmission = []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
 		pathannotation.New(informers.kcp.clusterPath),
 		lcadmission.New(),
 		systemstatus.New(),
-		wsadmission.New(types, informers.kcp.logicalCluster, otherWorkspaces),
+		wsadmission.New(informers.workspaceTypes(), informers.kcp.logicalCluster, otherWorkspaces),
 		apibindingadmission.New(informers.resolveAnyPath, otherWorkspaces),
-		percluster.Reinvoking(clusterAdmission[0], clusterAdmission[1]),
-		clusterAdmission[2], clusterAdmission[3], admissionwebhook.NewServiceReferences(),
+		percluster.Reinvoking(c.clusterAdmission[0], c.clusterAdmission[1]),
+		c.clusterAdmission[2], c.clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)
 	if genericConfig.AdmissionControl != nil {
 		plugins = append(plugins, genericConfig.AdmissionControl)
@@ -281,45 +324,10 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// Quota goes last, as in kube-apiserver: it charges what the others admit.
 	quotas := rqadmission.New(informers.resourceQuotas)
 	if err := quotas.SetLoopback(genericConfig.LoopbackClientConfig); err != nil {
-		return nil, err
+		return err
 	}
-	plugins = append(plugins, quotas)
-	genericConfig.AdmissionControl = plugins
-
-	embeddedCache, err := newEmbeddedCache(o, genericConfig)
-	if err != nil {
-		return nil, err
-	}
-	virtualWorkspaces, err := newVirtualWorkspaces(o, genericConfig, informers)
-	if err != nil {
-		return nil, err
-	}
-	config := &Config{Options: o, ControlPlane: cpConfig, Informers: informers, clusterAdmission: clusterAdmission, embeddedCache: embeddedCache, loopback: inMemory, rootCA: ca}
-	if config.apiExtensions, err = newAPIExtensions(config); err != nil {
-		return nil, err
-	}
-	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
-	// qualify wildcard requests for them; on a shard without root they are
-	// read from the cache server.
-	systemExportIdentity := bootstrap.SystemExportIdentity(informers.kcp.apiExports, informers.global.APIExports)
-	genericConfig.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
-		// kcp's kinds decode no protobuf bodies; core group custom
-		// resources are served below /api too.
-		apiHandler = config.apiExtensions.server.WrapAPIHandler(registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs))
-		apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
-		apiHandler = clusterpath.WithResourceIdentity(apiHandler, c.Serializer, systemExportIdentity)
-		inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, c.Serializer), c.Serializer)
-		// Large GETs and LISTs are gzipped beside their encoding.
-		inner = responsecompression.WithGzip(inner)
-		// Impersonated identities are scoped to the request's cluster
-		// after upstream impersonation and authorization.
-		inner = impersonation.WithScoping(config.withHomeWorkspaces(inner, c))
-		// Recovered here, a handler's panic stays in the timeout filter's
-		// goroutine; server.go recovers those of the filters around it all.
-		chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), c))
-		return withVirtualWorkspaces(withEmbeddedCache(clusterpath.WithCluster(config.apiExtensions.wrapHandler(chain), c.Serializer, informers.kcp.resolvePath), embeddedCache), virtualWorkspaces)
-	}
-	return config, nil
+	genericConfig.AdmissionControl = append(plugins, quotas)
+	return nil
 }
 
 // newWildcardInformers returns the informers of Kubernetes' kinds that

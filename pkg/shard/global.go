@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
@@ -189,9 +186,9 @@ func (c *Server) globalShardReady(systemAdmin *atomic.Bool) healthz.HealthChecke
 	})
 }
 
-// addGlobal runs the informers of the cache server's replicas and, on a
+// installGlobal runs the informers of the cache server's replicas and, on a
 // shard without root, the registration of this shard's Shard in root.
-func (c *Server) addGlobal(gs *genericapiserver.GenericAPIServer) error {
+func (c *Server) installGlobal(gs *genericapiserver.GenericAPIServer, _ controllerClients) error {
 	var systemAdmin atomic.Bool
 	if err := gs.AddReadyzChecks(c.globalShardReady(&systemAdmin)); err != nil {
 		return err
@@ -245,58 +242,6 @@ func (i wildcardInformers) globals() globalInformers {
 	}
 }
 
-// inOtherShardsWorkspaces returns the authorizer admission checks
-// permissions in another workspace with ("use" of a WorkspaceType, "bind"
-// of an APIExport). Checks in a workspace this shard hosts go to chain.
-// Checks in one it does not host are judged as its shard would judge them,
-// with its RBAC replicated to the cache server: system:masters and
-// system:kcp:admin may, everyone else needs "access" to the workspace and
-// the permission itself.
-func (i wildcardInformers) inOtherShardsWorkspaces(chain authorizer.Authorizer, rbac authorizer.Authorizer) authorizer.Authorizer {
-	return remoteChecks{chain: chain, rbac: rbac, hosted: i.hosted}
-}
-
-// remoteChecks judges requests in workspaces other shards host by their
-// replicated RBAC.
-type remoteChecks struct {
-	chain, rbac authorizer.Authorizer
-	hosted      func(logicalcluster.Name) bool
-}
-
-func (r remoteChecks) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
-	cluster, _ := logicalcluster.ClusterFromContext(ctx)
-	if cluster == "" || r.hosted(cluster) {
-		return r.chain.Authorize(ctx, attr)
-	}
-	u := attr.GetUser()
-	if u == nil {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
-	}
-	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == identities.KCPAdminGroup {
-			return authorizer.DecisionAllow, "", nil
-		}
-	}
-	if cluster.IsSystem() {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
-	}
-	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/"}
-	if d, _, err := r.rbac.Authorize(ctx, access); err != nil || d != authorizer.DecisionAllow {
-		return authorizer.DecisionDeny, workspacecontent.DenyReason, err
-	}
-	return r.rbac.Authorize(ctx, attr)
-}
-
-// ConditionsAwareAuthorize converts the unconditional decision.
-func (r remoteChecks) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
-	return authorizer.ConditionsAwareDecisionFromParts(r.Authorize(ctx, attr))
-}
-
-// EvaluateConditions is not supported.
-func (remoteChecks) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
-	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
-}
-
 // newReplication returns the controller that replicates this shard's
 // APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC to
 // the cache server, and the labeler that marks the RBAC other shards need.
@@ -323,7 +268,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 	if err != nil {
 		return nil, nil, err
 	}
-	replicator, err := replication.New(c.Options.ShardName, cacheConfig, sources)
+	replicator, err := replication.New(replication.Config{ShardName: c.Options.ShardName, Cache: cacheConfig, Sources: sources})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -331,7 +276,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 	if err != nil {
 		return nil, nil, err
 	}
-	labeler, err := replication.NewLabeler(i.rbac.ClusterRoles, i.rbac.ClusterRoleBindings, rbacClient.RbacV1().RESTClient())
+	labeler, err := replication.NewLabeler(replication.LabelerConfig{ClusterRoles: i.rbac.ClusterRoles, ClusterRoleBindings: i.rbac.ClusterRoleBindings, Client: rbacClient.RbacV1().RESTClient()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/loopback"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -124,7 +125,7 @@ func (s *inProcessStorage) find(gvr schema.GroupVersionResource) func() wildcard
 
 func (s *inProcessStorage) caller(gvr schema.GroupVersionResource) func(context.Context, string) context.Context {
 	return func(ctx context.Context, verb string) context.Context {
-		return asShard(ctx, logicalcluster.Wildcard, verb, gvr, "", "")
+		return loopback.WithRequest(ctx, logicalcluster.Wildcard, verb, gvr, "", "", loopback.ShardUser)
 	}
 }
 

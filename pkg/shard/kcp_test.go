@@ -16,6 +16,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/loopback"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -68,7 +69,7 @@ func TestKCPInformersListTheInstalledStorageOfAllClustersAsTheShard(t *testing.T
 	if cluster, _ := logicalcluster.ClusterFromContext(listed); cluster != logicalcluster.Wildcard {
 		t.Fatalf("listed in cluster %q, want all", cluster)
 	}
-	if u, ok := genericapirequest.UserFrom(listed); !ok || u.GetName() != shardUser.Name {
+	if u, ok := genericapirequest.UserFrom(listed); !ok || u.GetName() != loopback.ShardUser.GetName() {
 		t.Fatalf("listed as %v, want the shard", u)
 	}
 	if info, ok := genericapirequest.RequestInfoFrom(listed); !ok || info.Verb != "list" || info.Resource != "logicalclusters" {

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/keyutil"
 
@@ -16,66 +17,80 @@ import (
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
-// startKubeControllers starts the Kubernetes controllers that every logical
-// cluster needs (garbage collection, service accounts and their token
-// secrets, resource quotas), each one instance
-// for all clusters. Called once the wildcard informers have synced; the
-// controllers' own informers sync in the background.
-func (c *Server) startKubeControllers(ctx context.Context) error {
-	loopback := rest.CopyConfig(c.ControlPlane.Generic.LoopbackClientConfig)
-	loopback.QPS, loopback.Burst = -1, 0
+// The Kubernetes controllers every logical cluster needs (garbage
+// collection, resource quotas, service accounts and their token secrets),
+// each one instance for all clusters. They are built once the wildcard
+// informers have synced and the shard serves (they discover its
+// resources); their own informers sync in the background.
+
+// installGarbageCollector installs the garbage collector.
+func (c *Server) installGarbageCollector(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	// The CRD informer is the one the CRD server runs.
 	crds := c.apiExtensions.crds
-	saLW, cmLW := sacontroller.ListWatches(c.Informers.storage.core)
-	serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
-	configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
-
-	gc, err := garbagecollector.New(loopback, crds)
-	if err != nil {
-		return fmt.Errorf("garbage collector: %w", err)
-	}
-	// The quota informer runs already; the controller looks at every quota
-	// once when it starts.
-	quotas, err := rqcontroller.New(c.Informers.resourceQuotas, crds, loopback)
-	if err != nil {
-		return fmt.Errorf("resource quota controller: %w", err)
-	}
-	ca := c.rootCA
-	sa, err := sacontroller.New(c.Informers.namespaces, serviceAccounts, configMaps, loopback, ca, c.Informers.kcp.deleting)
-	if err != nil {
-		return fmt.Errorf("service account controller: %w", err)
-	}
-	exists, err := c.inProcessExists()
-	if err != nil {
-		return err
-	}
-	sa.ReadStored(exists)
-
-	informers := []*wildcardinformer.Informer{serviceAccounts, configMaps}
-	tokens, err := c.legacyTokensController(loopback, ca)
-	if err != nil {
-		return fmt.Errorf("service account tokens controller: %w", err)
-	}
-	if tokens != nil {
-		informers = append(informers, tokens.secrets)
-	}
-	for _, inf := range informers {
-		go inf.Run(ctx)
-	}
-	go func() {
-		if err := wildcardinformer.WaitForSync(ctx, append(informers, crds)...); err != nil {
-			return
+	return c.addController(gs, "shardplane-garbage-collector", func(ctx context.Context) error {
+		gc, err := garbagecollector.New(garbagecollector.Config{Loopback: cl.loopback, CRDs: crds})
+		if err != nil {
+			return fmt.Errorf("garbage collector: %w", err)
 		}
-		go gc.Run(ctx, 2)
+		go runWhenSynced(ctx, gc, 2, crds)
+		return nil
+	})
+}
+
+// installResourceQuotaController installs the controller of quota usage.
+func (c *Server) installResourceQuotaController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	crds := c.apiExtensions.crds
+	return c.addController(gs, "shardplane-resourcequota-controller", func(ctx context.Context) error {
+		// The quota informer runs already; the controller looks at every
+		// quota once when it starts.
+		quotas, err := rqcontroller.New(rqcontroller.Config{Quotas: c.Informers.resourceQuotas, CRDs: crds, Loopback: cl.loopback})
+		if err != nil {
+			return fmt.Errorf("resource quota controller: %w", err)
+		}
+		go runWhenSynced(ctx, quotas, 2, crds)
+		return nil
+	})
+}
+
+// installServiceAccountControllers installs the controller of every
+// namespace's service account and root CA config map and, with a signing
+// key, that of secret-based tokens.
+func (c *Server) installServiceAccountControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	return c.addController(gs, "shardplane-serviceaccount-controllers", func(ctx context.Context) error {
+		saLW, cmLW := sacontroller.ListWatches(c.Informers.storage.core)
+		serviceAccounts := wildcardinformer.New(saLW, &corev1.ServiceAccount{}, "wildcard-default-serviceaccounts")
+		configMaps := wildcardinformer.New(cmLW, &corev1.ConfigMap{}, "wildcard-root-ca-configmaps")
+		sa, err := sacontroller.New(sacontroller.Config{
+			Namespaces: c.Informers.namespaces, ServiceAccounts: serviceAccounts, ConfigMaps: configMaps,
+			Loopback: cl.loopback, CABundle: c.rootCA, ClusterDeleting: c.Informers.kcp.deleting,
+			Stored: c.inProcess,
+		})
+		if err != nil {
+			return fmt.Errorf("service account controller: %w", err)
+		}
+		tokens, err := c.legacyTokensController(cl.loopback, c.rootCA)
+		if err != nil {
+			return fmt.Errorf("service account tokens controller: %w", err)
+		}
+		for _, inf := range []*wildcardinformer.Informer{serviceAccounts, configMaps} {
+			go inf.Run(ctx)
+		}
 		// Two creates per new namespace, two namespaces per new workspace:
 		// 2 workers fell behind a burst of workspaces.
-		go sa.Run(ctx, 8)
-		go quotas.Run(ctx, 2)
+		go runWhenSynced(ctx, sa, 8, serviceAccounts, configMaps)
 		if tokens != nil {
-			go tokens.controller.Run(ctx, 2)
+			go tokens.secrets.Run(ctx)
+			go runWhenSynced(ctx, tokens.controller, 2, tokens.secrets)
 		}
-	}()
-	return nil
+		return nil
+	})
+}
+
+// runWhenSynced runs controller with workers once informers have listed.
+func runWhenSynced(ctx context.Context, controller runner, workers int, informers ...*wildcardinformer.Informer) {
+	if wildcardinformer.WaitForSync(ctx, informers...) == nil {
+		controller.Run(ctx, workers)
+	}
 }
 
 // legacyTokens is the tokens controller and its secrets informer.
@@ -101,7 +116,7 @@ func (c *Server) legacyTokensController(loopback *rest.Config, ca []byte) (*lega
 		return nil, err
 	}
 	secrets := wildcardinformer.New(sacontroller.TokenSecretsListWatch(c.Informers.storage.core), &corev1.Secret{}, "wildcard-serviceaccount-token-secrets")
-	controller, err := sacontroller.NewTokensController(secrets, loopback, ca, generator)
+	controller, err := sacontroller.NewTokensController(sacontroller.TokensConfig{Secrets: secrets, Loopback: loopback, CABundle: ca, Generator: generator})
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,13 +12,13 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/apiserver/pkg/server/healthz"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 	"k8s.io/kube-openapi/pkg/validation/spec"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
 	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
@@ -29,10 +28,9 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
-	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/listencoder"
-	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/loopback"
 	"github.com/shardplane/shardplane/pkg/registry"
 	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
 	"github.com/shardplane/shardplane/pkg/registry/content"
@@ -110,8 +108,9 @@ type Server struct {
 	content *content.Deleter
 	// shardClients are the clients of shards' base URLs, by URL.
 	shardClients sync.Map
-	// apiGroups are the installed built-in API groups (in-process creates).
-	apiGroups []*genericapiserver.APIGroupInfo
+	// inProcess calls the installed built-in API groups' storages as the
+	// shard itself.
+	inProcess *loopback.Client
 }
 
 // Run serves until ctx is done: the secure port and, in memory, the
@@ -131,22 +130,11 @@ func (s *Server) Run(ctx context.Context) error {
 	return errors.Join(err, s.loopback.Shutdown(stop), <-inMemory)
 }
 
-// New creates the shard with every API installed and its controllers
-// registered as post-start hooks.
+// New creates the shard with every API installed and its informers,
+// controllers and bootstrap registered as post-start hooks.
 func (c CompletedConfig) New() (*Server, error) {
 	s := &Server{CompletedConfig: c}
 	completed := c.ControlPlane
-	informers := c.Informers.all()
-	build := completed.Generic.BuildHandlerChainFunc
-	completed.Generic.BuildHandlerChainFunc = func(h http.Handler, gc *genericapiserver.Config) http.Handler {
-		synced := func() bool { return wildcardinformer.Synced(informers...) }
-		// Authentication is the first step of a request's own goroutine:
-		// its stack grows there once instead of deep in the chain.
-		gc.Authentication.Authenticator = stackreserve.WithStackReserve(gc.Authentication.Authenticator)
-		// The whole chain, the in-process virtual workspaces included:
-		// config.go recovers the API handler's panics below the filters.
-		return panics.WithRecovery(withSyncedCaches(build(h, gc), gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken))
-	}
 	// The OpenAPI documents are built on their first request (openapi.go),
 	// not by PrepareRun; the v3 settings still give the models of managed
 	// fields.
@@ -155,6 +143,37 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	groups, err := installAPIs(server, completed)
+	if err != nil {
+		return nil, err
+	}
+	s.inProcess = loopback.NewClient(legacyscheme.Scheme, groups)
+	c.Informers.storage.install(s.inProcess.Storage)
+	gs := server.GenericAPIServer
+	if err := c.apiExtensions.install(gs, installOpenAPI(gs, completed.Generic)); err != nil {
+		return nil, err
+	}
+	if s.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
+		return nil, err
+	}
+	for _, install := range []func(*genericapiserver.GenericAPIServer) error{
+		s.installWildcardInformers,
+		s.installClusterRoleAggregation,
+		s.addControllers,
+		s.installAdminKubeconfig,
+	} {
+		if err := install(gs); err != nil {
+			return nil, err
+		}
+	}
+	s.GenericAPIServer = gs
+	return s, nil
+}
+
+// installAPIs installs the built-in API groups the shard serves and kcp's,
+// and returns them (the in-process client and the content deleter work on
+// their storages).
+func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapiserver.CompletedConfig) ([]*genericapiserver.APIGroupInfo, error) {
 	generic := completed.Generic
 	// Resolves a policy's paramKind to the resource whose read permission its
 	// author needs. Resolving has no request context, so it sees the
@@ -181,68 +200,70 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {
 		return nil, err
 	}
-	s.apiGroups = groups
-	c.Informers.storage.install(s.storageOf)
-	gs := server.GenericAPIServer
+	return groups, nil
+}
+
+// installOpenAPI serves the OpenAPI documents, built on their first
+// request, and returns the static v2 document's getter (nil without one).
+func installOpenAPI(gs *genericapiserver.GenericAPIServer, generic genericapiserver.CompletedConfig) func() (*spec.Swagger, error) {
 	var staticV2 func() (*spec.Swagger, error)
-	if config := completed.Generic.OpenAPIConfig; config != nil {
+	if config := generic.OpenAPIConfig; config != nil {
 		v2 := newLazyOpenAPIV2(gs.Handler.GoRestfulContainer, config)
 		v2.install(gs.Handler.NonGoRestfulMux)
 		staticV2 = v2.get
 	}
-	if config := completed.Generic.OpenAPIV3Config; config != nil {
+	if config := generic.OpenAPIV3Config; config != nil {
 		installLazyOpenAPIV3(gs.Handler.GoRestfulContainer, config, gs.Handler.NonGoRestfulMux)
 	}
-	if err := c.apiExtensions.install(gs, staticV2); err != nil {
-		return nil, err
-	}
-	if s.content, err = content.New(append(groups, c.apiExtensions.server.APIGroupInfo())); err != nil {
-		return nil, err
-	}
+	return staticV2
+}
 
-	gs.AddPostStartHookOrDie("shardplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
+// installWildcardInformers runs the wildcard informers and the per-cluster
+// admission plugins' informers; the shard is not ready before they listed.
+func (s *Server) installWildcardInformers(gs *genericapiserver.GenericAPIServer) error {
+	informers := s.Informers.all()
+	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("shardplane-wildcard-informers-synced", informers...)); err != nil {
+		return err
+	}
+	return gs.AddPostStartHook("shardplane-start-wildcard-informers", func(hc genericapiserver.PostStartHookContext) error {
 		for _, inf := range informers {
 			go inf.Run(hc)
 		}
-		for _, p := range c.clusterAdmission {
+		for _, p := range s.clusterAdmission {
 			go p.Run(hc)
 		}
 		return nil
 	})
-	if err := gs.AddReadyzChecks(wildcardinformer.SyncedCheck("shardplane-wildcard-informers-synced", informers...), healthz.NamedCheck("shardplane-root-bootstrapped", func(*http.Request) error { return s.rootReady() })); err != nil {
-		return nil, err
-	}
+}
 
-	// The bootstrap roles admin, edit and view aggregate rules from other
-	// roles; without kube-controller-manager the shard aggregates them.
-	versioned := completed.Extra.VersionedInformers
-	client, err := kubernetes.NewForConfig(generic.LoopbackClientConfig)
+// installClusterRoleAggregation aggregates the rules of the bootstrap roles
+// admin, edit and view from other roles: without kube-controller-manager
+// the shard does it.
+func (s *Server) installClusterRoleAggregation(gs *genericapiserver.GenericAPIServer) error {
+	versioned := s.ControlPlane.Extra.VersionedInformers
+	client, err := kubernetes.NewForConfig(s.ControlPlane.Generic.LoopbackClientConfig)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	aggregation := clusterroleaggregation.NewClusterRoleAggregation(versioned.Rbac().V1().ClusterRoles(), client.RbacV1())
-	gs.AddPostStartHookOrDie("shardplane-clusterrole-aggregation", func(hc genericapiserver.PostStartHookContext) error {
+	return gs.AddPostStartHook("shardplane-clusterrole-aggregation", func(hc genericapiserver.PostStartHookContext) error {
 		versioned.Start(hc.Done())
 		go aggregation.Run(hc, 1)
 		return nil
 	})
+}
 
-	if err := s.addControllers(gs); err != nil {
-		return nil, err
+// installAdminKubeconfig writes admin.kubeconfig once the server listens,
+// with the admin battery.
+func (s *Server) installAdminKubeconfig(gs *genericapiserver.GenericAPIServer) error {
+	batteries, err := s.Options.kcpStart.batteries()
+	if err != nil || !batteries.Has(BatteryAdmin) {
+		return err
 	}
-
-	batteries, err := c.Options.kcpStart.batteries()
-	if err != nil {
-		return nil, err
-	}
-	if batteries.Has(BatteryAdmin) {
-		kubeconfig := c.Options.AdminKubeconfigPath()
-		gs.AddPostStartHookOrDie("shardplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
-			return s.writeAdminKubeconfig(kubeconfig)
-		})
-	}
-	s.GenericAPIServer = gs
-	return s, nil
+	kubeconfig := s.Options.AdminKubeconfigPath()
+	return gs.AddPostStartHook("shardplane-admin-kubeconfig", func(hc genericapiserver.PostStartHookContext) error {
+		return s.writeAdminKubeconfig(kubeconfig)
+	})
 }
 
 // servingCA returns the serving certificate bundle, which clients of this

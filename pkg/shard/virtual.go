@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
+	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/controllers/apiexportendpointslice"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -37,7 +38,7 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 	if !o.virtual.Run {
 		return nil, nil
 	}
-	authz := informers.inOtherShardsWorkspaces(gc.Authorization.Authorizer, clusterrbac.New(informers.rbac))
+	authz := othershards.New(gc.Authorization.Authorizer, clusterrbac.New(informers.rbac), informers.hosted)
 	mounted, err := builtin.New(builtin.Config{
 		Shard:       rest.CopyConfig(gc.LoopbackClientConfig),
 		Authorizer:  authz,

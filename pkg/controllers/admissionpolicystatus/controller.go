@@ -34,9 +34,17 @@ type Controller struct {
 	loop *loop.Loop
 }
 
-// New returns the controller over the wildcard informer of
-// ValidatingAdmissionPolicies; loopback reaches the shard as system:masters.
-func New(policies *wildcardinformer.Informer, loopback *rest.Config) (*Controller, error) {
+// Config is what the controller needs.
+type Config struct {
+	// Policies is the wildcard informer of ValidatingAdmissionPolicies.
+	Policies *wildcardinformer.Informer
+	// Loopback reaches the shard as system:masters.
+	Loopback *rest.Config
+}
+
+// New returns the controller.
+func New(cfg Config) (*Controller, error) {
+	policies, loopback := cfg.Policies, cfg.Loopback
 	httpClient, err := rest.HTTPClientFor(loopback)
 	if err != nil {
 		return nil, err

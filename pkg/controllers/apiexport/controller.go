@@ -39,10 +39,19 @@ type Controller struct {
 	identity     *identityReconciler
 }
 
-// New returns the controller. kcp writes the exports' status and core
-// reads and creates secrets and namespaces; both act as the shard's
-// loopback identity.
-func New(exports *wildcardinformer.Informer, kcp *kcpclient.Client, core rest.Interface) *Controller {
+// Config is what the controller needs.
+type Config struct {
+	// APIExports is the shard's wildcard APIExport informer.
+	APIExports *wildcardinformer.Informer
+	// KCP writes the exports' status and Core reads and creates secrets
+	// and namespaces; both act as the shard's loopback identity.
+	KCP  *kcpclient.Client
+	Core rest.Interface
+}
+
+// New returns the controller.
+func New(cfg Config) *Controller {
+	exports, kcp, core := cfg.APIExports, cfg.KCP, cfg.Core
 	c := &Controller{
 		getAPIExport: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {
 			obj, exists, err := exports.Get(cluster, "", name)

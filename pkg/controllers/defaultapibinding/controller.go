@@ -86,10 +86,15 @@ type Config struct {
 	// not have one, and changes to either requeue waiting clusters. nil
 	// when there are none.
 	GlobalAPIExports, GlobalWorkspaceTypes *wildcardinformer.Informer
-	// CreateLocal creates objects in a logical cluster in-process, leaving
-	// existing ones alone (optional): the bindings of a cluster that is
-	// still Scheduling are created with it.
-	CreateLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	// InProcess, when set, creates the bindings of a cluster that is still
+	// Scheduling through the shard's storages.
+	InProcess Creator
+}
+
+// Creator creates objects in a logical cluster through the shard's REST
+// storages, leaving existing ones alone (loopback.Client).
+type Creator interface {
+	Create(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 }
 
 // Controller reconciles the LogicalClusters of the shard that wait for
@@ -147,10 +152,10 @@ func New(c Config) (*Controller, error) {
 			},
 		},
 	}
-	if c.CreateLocal != nil {
+	if c.InProcess != nil {
 		ctrl.bindings.createInNewCluster = func(ctx context.Context, cluster logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
 			b.APIVersion, b.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
-			return c.CreateLocal(ctx, cluster, b)
+			return c.InProcess.Create(ctx, cluster, b)
 		}
 	}
 	ctrl.loop = loop.New("defaultapibinding", ctrl.reconcile)

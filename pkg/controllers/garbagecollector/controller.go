@@ -73,11 +73,19 @@ type Controller struct {
 	monitors map[schema.GroupResource]*monitor
 }
 
-// New returns the collector. base is the shard's loopback configuration
-// without a cluster; crds is the shard's shared wildcard informer of CRDs.
-// It may be running already: the index added here is filled from what it
-// holds, and Run looks at every CRD once.
-func New(base *rest.Config, crds *wildcardinformer.Informer) (*Controller, error) {
+// Config is what the collector needs.
+type Config struct {
+	// Loopback is the shard's loopback configuration without a cluster.
+	Loopback *rest.Config
+	// CRDs is the shard's shared wildcard informer of CRDs. It may be
+	// running already: the index added here is filled from what it holds,
+	// and Run looks at every CRD once.
+	CRDs *wildcardinformer.Informer
+}
+
+// New returns the collector.
+func New(cfg Config) (*Controller, error) {
+	base, crds := cfg.Loopback, cfg.CRDs
 	if err := crds.AddIndexers(cache.Indexers{byCRDName: func(obj interface{}) ([]string, error) {
 		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
 			return []string{crd.Name}, nil

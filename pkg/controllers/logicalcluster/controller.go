@@ -8,11 +8,13 @@ package logicalcluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -36,12 +38,12 @@ type Controller struct {
 	// existing ones alone, and namespaceObjects are the objects every
 	// namespace holds (its service account and root CA config map); with
 	// both set, a new cluster's bootstrap creates its namespaces, their
-	// objects and the owner's binding in-process (see BootstrapInProcess);
+	// objects and the owner's binding in-process (see useInProcess);
 	// without, its namespaces and the binding through base.
 	createObjects    func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
 	namespaceObjects func(namespace string) []runtime.Object
 	// updateBootstrapStatus writes the status of a cluster that leaves
-	// Scheduling: updateStatus, or in-process (BootstrapStatusInProcess).
+	// Scheduling: updateStatus, or in-process (useInProcess).
 	updateBootstrapStatus func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error
 	// externalURL is written into status.URL: <externalURL>/clusters/<path>.
 	externalURL string
@@ -56,18 +58,49 @@ type Controller struct {
 	written loop.Written
 }
 
+// Config is what the controller needs.
+type Config struct {
+	// LogicalClusters and Namespaces are the shard's wildcard informers.
+	LogicalClusters, Namespaces *wildcardinformer.Informer
+	// RequeueOnDeletionOf are informers of kinds whose objects carry
+	// finalizers (APIBindings): the deletion of one looks at its cluster
+	// again at once, since a cluster being deleted may wait for it.
+	RequeueOnDeletionOf []*wildcardinformer.Informer
+	// KCP writes LogicalClusters through the API; Loopback is the shard's
+	// loopback configuration without a cluster.
+	KCP      *kcpclient.Client
+	Loopback *rest.Config
+	// ExternalURL is written into status.URL: <ExternalURL>/clusters/<path>.
+	ExternalURL string
+	// DeleteContent deletes everything in a cluster but its LogicalCluster,
+	// reading at least at resourceVersion, and reports what finalizers hold.
+	DeleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)
+	// InProcess, when set, takes the writes only the system makes while
+	// nobody else reaches a cluster: a new cluster's bootstrap, the status
+	// write that ends its Scheduling, and a deleted cluster's finalizers.
+	InProcess InProcess
+	// NamespaceObjects are the objects every namespace holds (its service
+	// account and root CA config map), created with a new cluster's
+	// namespaces when InProcess is set.
+	NamespaceObjects func(namespace string) []runtime.Object
+}
+
+// InProcess calls the shard's REST storages as the shard itself
+// (loopback.Client).
+type InProcess interface {
+	Create(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	Update(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error)
+}
+
 // New returns the controller.
-// deleteContent deletes everything in a cluster but its LogicalCluster,
-// reading at least at resourceVersion, and reports what finalizers hold.
-func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.Client, base *rest.Config, externalURL string,
-	deleteContent func(ctx context.Context, cluster logicalcluster.Name, resourceVersion string) (content.Remaining, error)) *Controller {
-	c := &Controller{logicalClusters: logicalClusters, kcp: kcp, base: base, externalURL: externalURL}
+func New(cfg Config) *Controller {
+	c := &Controller{logicalClusters: cfg.LogicalClusters, kcp: cfg.KCP, base: cfg.Loopback, externalURL: cfg.ExternalURL}
 	c.updateBootstrapStatus = c.updateStatus
-	if httpClient, err := rest.HTTPClientFor(base); err == nil {
+	if httpClient, err := rest.HTTPClientFor(cfg.Loopback); err == nil {
 		c.httpClient = httpClient
 	}
 	c.deletion = &deletionReconciler{
-		deleteContent: deleteContent,
+		deleteContent: cfg.DeleteContent,
 		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
 			return c.write(ctx, cluster, lc, "status")
 		},
@@ -76,52 +109,58 @@ func New(logicalClusters, namespaces *wildcardinformer.Informer, kcp *kcpclient.
 		release:  func(cluster logicalcluster.Name) { c.released.Store(cluster, struct{}{}) },
 		now:      time.Now,
 	}
+	if cfg.InProcess != nil {
+		c.useInProcess(cfg.InProcess, cfg.NamespaceObjects)
+	}
 	c.loop = loop.New("logicalcluster", c.reconcile)
-	logicalClusters.AddHandler(c.loop.Handler(nil))
-	logicalClusters.AddHandler(forgetReleased{c})
+	cfg.LogicalClusters.AddHandler(c.loop.Handler(nil))
+	cfg.LogicalClusters.AddHandler(forgetReleased{c})
 	// A namespace going away may unblock a cluster's deletion (deletions of
 	// other objects held by finalizers are caught by the requeue). Other
 	// namespace events, those of every new cluster's bootstrap among them,
 	// concern no LogicalCluster.
-	c.RequeueOnDeletionOf(namespaces)
+	c.requeueOnDeletionOf(cfg.Namespaces)
+	for _, inf := range cfg.RequeueOnDeletionOf {
+		c.requeueOnDeletionOf(inf)
+	}
 	return c
 }
 
-// BootstrapInProcess makes the bootstrap of a new cluster create its
-// namespaces, each namespace's objects (namespaceObjects) and the owner's
-// ClusterRoleBinding with create, in-process. Call before Run.
-func (c *Controller) BootstrapInProcess(create func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error, namespaceObjects func(namespace string) []runtime.Object) {
-	c.createObjects, c.namespaceObjects = create, namespaceObjects
+// useInProcess makes a new cluster's bootstrap create its namespaces, each
+// namespace's objects (namespaceObjects) and the owner's
+// ClusterRoleBinding in-process. The status write that ends Scheduling goes
+// in-process too: until then nobody but the system reaches the cluster, so
+// no admission of that cluster has a say, and the only check of a status
+// write, that it comes from the system, holds. So do the writes of a
+// deleted cluster's finalizers: the system alone drives it from then on,
+// and the admission of LogicalClusters lets the system change any
+// finalizer.
+func (c *Controller) useInProcess(client InProcess, namespaceObjects func(namespace string) []runtime.Object) {
+	c.createObjects, c.namespaceObjects = client.Create, namespaceObjects
+	c.updateBootstrapStatus = c.recorded(inProcessWrite(client, "logicalclusters/status"))
+	c.deletion.update = c.recorded(inProcessWrite(client, "logicalclusters"))
 }
 
-// BootstrapStatusInProcess makes the status write that ends a new
-// cluster's Scheduling (to Initializing or Ready) go through update, an
-// in-process write of the LogicalCluster's status as the shard itself, as
-// the bootstrap's creates do: until that write nobody but the system
-// reaches the cluster, so no admission of that cluster has a say, and the
-// only check of a status write, that it comes from the system, holds. Call
-// before Run.
-func (c *Controller) BootstrapStatusInProcess(update inProcessWrite) {
-	c.updateBootstrapStatus = c.recorded(update)
+// inProcessWrite returns a write of a LogicalCluster through resource
+// ("logicalclusters" or "logicalclusters/status") of client.
+func inProcessWrite(client InProcess, resource string) func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+	gvr := corev1alpha1.SchemeGroupVersion.WithResource(resource)
+	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+		obj, err := client.Update(ctx, cluster, gvr, lc)
+		if err != nil {
+			return nil, err
+		}
+		updated, ok := obj.(*corev1alpha1.LogicalCluster)
+		if !ok {
+			return nil, fmt.Errorf("in-process write of %s returned %T", gvr, obj)
+		}
+		return updated, nil
+	}
 }
-
-// DeletionInProcess makes the writes of a deleted cluster's finalizers
-// (kcp.io/has-terminators, and the removal of the deletion finalizer that
-// lets the LogicalCluster go) go through update, an in-process write of
-// the LogicalCluster as the shard itself: the cluster is being deleted,
-// the system alone drives it from then on, and the admission of
-// LogicalClusters lets the system change any finalizer. Call before Run.
-func (c *Controller) DeletionInProcess(update inProcessWrite) {
-	c.deletion.update = c.recorded(update)
-}
-
-// inProcessWrite writes a LogicalCluster in-process as the shard and
-// returns the stored one.
-type inProcessWrite func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)
 
 // recorded writes through update and, as write does, records the stored
 // resourceVersion, so that reconciles of older copies are skipped.
-func (c *Controller) recorded(update inProcessWrite) func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
+func (c *Controller) recorded(update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)) func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 	return func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) error {
 		updated, err := update(ctx, cluster, lc)
 		if err != nil {
@@ -132,12 +171,9 @@ func (c *Controller) recorded(update inProcessWrite) func(ctx context.Context, c
 	}
 }
 
-// RequeueOnDeletionOf makes the deletion of an object of inf (a wildcard
-// informer of a kind whose objects carry finalizers, such as APIBindings)
-// look at its cluster again at once: a cluster being deleted may have been
-// waiting for it, and would otherwise wait for the requeue. Call before the
-// informers run.
-func (c *Controller) RequeueOnDeletionOf(inf *wildcardinformer.Informer) {
+// requeueOnDeletionOf makes the deletion of an object of inf look at its
+// cluster again at once, if that cluster is being deleted.
+func (c *Controller) requeueOnDeletionOf(inf *wildcardinformer.Informer) {
 	inf.AddHandler(requeueOnDelete{c})
 }
 

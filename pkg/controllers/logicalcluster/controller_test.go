@@ -29,7 +29,7 @@ func TestDeletedObjectRequeuesItsCluster(t *testing.T) {
 		return nil
 	})
 	bindings := wildcardinformer.New(&cache.ListWatch{}, &apisv1alpha2.APIBinding{}, "test-apibindings")
-	c.RequeueOnDeletionOf(bindings)
+	c.requeueOnDeletionOf(bindings)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

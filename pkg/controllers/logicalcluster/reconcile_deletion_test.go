@@ -247,7 +247,7 @@ func TestTerminatorsAreCopiedAndMarked(t *testing.T) {
 }
 
 // TestDeletionWritesFinalizersInProcessWhenGivenTheMeans: with
-// DeletionInProcess, the write that lets an emptied cluster go is made
+// an InProcess client, the write that lets an emptied cluster go is made
 // in-process, not through the API, and a reconcile of a copy older than it
 // is skipped.
 func TestDeletionWritesFinalizersInProcessWhenGivenTheMeans(t *testing.T) {
@@ -258,12 +258,12 @@ func TestDeletionWritesFinalizersInProcessWhenGivenTheMeans(t *testing.T) {
 		return nil
 	}
 	var inProcess []*corev1alpha1.LogicalCluster
-	c.DeletionInProcess(func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
+	c.useInProcess(fakeInProcess{update: func(_ context.Context, _ logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error) {
 		inProcess = append(inProcess, lc.DeepCopy())
 		stored := lc.DeepCopy()
 		stored.ResourceVersion = "11"
 		return stored, nil
-	})
+	}}, nil)
 	lc := deletingCluster()
 	lc.ResourceVersion = "10"
 	if err := c.deletion.reconcile(context.Background(), "abc", lc); err != nil {

@@ -72,7 +72,7 @@ var Namespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem}
 // bootstrapContent creates what every new workspace has: the namespaces
 // default and kube-system and, when the creator is known, a binding of the
 // creator to cluster-admin. The objects do not depend on each other: they
-// are created at once. With BootstrapInProcess they are created in-process
+// are created at once. With Config.InProcess they are created in-process
 // (no HTTP round trip, TLS or encoding for objects no admission plugin of a
 // new cluster has a say on; watchers see them as any other), and so are the
 // namespaces' service accounts and root CA config maps, before the

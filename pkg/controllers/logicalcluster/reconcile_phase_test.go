@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
@@ -24,6 +25,20 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
+
+// fakeInProcess is an InProcess of plain functions.
+type fakeInProcess struct {
+	create func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	update func(ctx context.Context, cluster logicalcluster.Name, lc *corev1alpha1.LogicalCluster) (*corev1alpha1.LogicalCluster, error)
+}
+
+func (f fakeInProcess) Create(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error {
+	return f.create(ctx, cluster, objs...)
+}
+
+func (f fakeInProcess) Update(ctx context.Context, cluster logicalcluster.Name, _ schema.GroupVersionResource, obj runtime.Object) (runtime.Object, error) {
+	return f.update(ctx, cluster, obj.(*corev1alpha1.LogicalCluster))
+}
 
 // bootstrapRecorder records what a cluster's in-process bootstrap creates,
 // in order.
@@ -60,8 +75,8 @@ func namespaceObjects(ns string) []runtime.Object {
 // a new namespace in place.
 func TestBootstrapCreatesNamespaceObjectsAndOwnerBindingBeforeTheNamespaces(t *testing.T) {
 	r := &bootstrapRecorder{}
-	c := &Controller{}
-	c.BootstrapInProcess(r.createObjects, namespaceObjects)
+	c := &Controller{deletion: &deletionReconciler{}}
+	c.useInProcess(fakeInProcess{create: r.createObjects}, namespaceObjects)
 	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName, Annotations: map[string]string{
 		corev1alpha1.ExperimentalWorkspaceOwnerAnnotationKey: `{"username":"alice"}`,
 	}}}
@@ -86,8 +101,8 @@ func TestBootstrapCreatesNamespaceObjectsAndOwnerBindingBeforeTheNamespaces(t *t
 // only after their objects; a failure is retried by the next reconcile.
 func TestBootstrapCreatesNoNamespaceWhoseObjectsFailed(t *testing.T) {
 	r := &bootstrapRecorder{failFirst: errors.New("etcd unavailable")}
-	c := &Controller{}
-	c.BootstrapInProcess(r.createObjects, namespaceObjects)
+	c := &Controller{deletion: &deletionReconciler{}}
+	c.useInProcess(fakeInProcess{create: r.createObjects}, namespaceObjects)
 	lc := &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: corev1alpha1.LogicalClusterName}}
 	if err := c.bootstrapContent(context.Background(), "c1", lc); err == nil {
 		t.Fatal("no error from a failed create")
@@ -156,9 +171,8 @@ func TestOnlyTheWriteThatEndsSchedulingGoesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Controller{kcp: client}
-	c.BootstrapInProcess((&bootstrapRecorder{}).createObjects, namespaceObjects)
-	c.BootstrapStatusInProcess(w.writeInProcess)
+	c := &Controller{kcp: client, deletion: &deletionReconciler{}}
+	c.useInProcess(fakeInProcess{create: (&bootstrapRecorder{}).createObjects, update: w.writeInProcess}, namespaceObjects)
 	key := wildcardinformer.Key("c1", "", corev1alpha1.LogicalClusterName)
 
 	newCluster := func(phase corev1alpha1.LogicalClusterPhaseType, initializers ...corev1alpha1.LogicalClusterInitializer) *corev1alpha1.LogicalCluster {

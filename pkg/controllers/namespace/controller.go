@@ -34,11 +34,22 @@ type Controller struct {
 	clusterDeleting func(logicalcluster.Name) bool
 }
 
-// New returns the controller; it registers a handler on namespaces.
-func New(namespaces *wildcardinformer.Informer, base *rest.Config, clusterDeleting func(logicalcluster.Name) bool) *Controller {
-	c := &Controller{namespaces: namespaces, base: base, clusterDeleting: clusterDeleting}
+// Config is what the controller needs.
+type Config struct {
+	// Namespaces is the shard's wildcard namespace informer.
+	Namespaces *wildcardinformer.Informer
+	// Loopback is the shard's loopback configuration without a cluster.
+	Loopback *rest.Config
+	// ClusterDeleting tells whether a logical cluster is being deleted as a
+	// whole; its namespaces are emptied by that deletion, not here.
+	ClusterDeleting func(logicalcluster.Name) bool
+}
+
+// New returns the controller; it registers a handler on Namespaces.
+func New(cfg Config) *Controller {
+	c := &Controller{namespaces: cfg.Namespaces, base: cfg.Loopback, clusterDeleting: cfg.ClusterDeleting}
 	c.loop = loop.New("namespace-deletion", c.reconcile)
-	namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+	cfg.Namespaces.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
 		ns, ok := obj.(*corev1.Namespace)
 		if !ok || ns.DeletionTimestamp == nil {
 			return "", false

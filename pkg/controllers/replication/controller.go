@@ -63,11 +63,22 @@ type replicatedKind struct {
 	reconciler *replicaReconciler
 }
 
-// New returns a controller that replicates the sources' objects of shard
-// to the cache server at cache (its base URL, with the credentials of a
-// writer). It registers handlers on the sources' informers: call it before
-// they run.
-func New(shard string, cache *rest.Config, sources []Source) (*Controller, error) {
+// Config is what the controller needs.
+type Config struct {
+	// ShardName is the shard whose objects are replicated.
+	ShardName string
+	// Cache is the cache server's base URL, with the credentials of a
+	// writer.
+	Cache *rest.Config
+	// Sources are the kinds replicated, with their informers.
+	Sources []Source
+}
+
+// New returns a controller that replicates the sources' objects of the
+// shard to the cache server. It registers handlers on the sources'
+// informers: call it before they run.
+func New(cfg Config) (*Controller, error) {
+	shard, cache, sources := cfg.ShardName, cfg.Cache, cfg.Sources
 	if err := cacheclient.ValidateShard(shard); err != nil || cacheclient.Shard(shard).IsWildcard() {
 		return nil, fmt.Errorf("replication: invalid shard name %q: must be 1 to 61 lower-case alphanumerics, '-' or ':'", shard)
 	}

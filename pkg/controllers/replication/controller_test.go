@@ -57,10 +57,10 @@ func (s *testShard) start(t testing.TB, cache *testCache) (*Controller, func()) 
 	ctx, cancel := context.WithCancel(context.Background())
 	exports := s.exports.informer(&apisv1alpha2.APIExport{}, "wildcard-apiexports")
 	roles := s.roles.informer(&rbacv1.ClusterRole{}, "wildcard-clusterroles")
-	c, err := New(s.name, cache.writer, []Source{
+	c, err := New(Config{ShardName: s.name, Cache: cache.writer, Sources: []Source{
 		{Kind: exportKind, Informer: exports},
 		{Kind: roleKind, Informer: roles, Filter: MarkedForReplication},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestTwoShardsKeepTheirReplicasApart(t *testing.T) {
 
 func TestNewRefusesAnInvalidShardName(t *testing.T) {
 	for _, name := range []string{"", "*", "Shard_1"} {
-		if _, err := New(name, nil, nil); err == nil {
+		if _, err := New(Config{ShardName: name}); err == nil {
 			t.Errorf("New(%q) accepted the shard name", name)
 		}
 	}

@@ -64,12 +64,20 @@ type Labeler struct {
 	patch func(ctx context.Context, resource string, cluster logicalcluster.Name, name, resourceVersion, value string) error
 }
 
-// NewLabeler returns a labeler over the shard's wildcard ClusterRole and
-// ClusterRoleBinding informers that patches through client (a REST client
-// at the shard's base URL, e.g. a clientset's RbacV1().RESTClient() on the
-// loopback configuration). It registers handlers and an index: call it
+// LabelerConfig is what the labeler needs.
+type LabelerConfig struct {
+	// ClusterRoles and ClusterRoleBindings are the shard's wildcard
+	// informers.
+	ClusterRoles, ClusterRoleBindings *wildcardinformer.Informer
+	// Client patches: a REST client at the shard's base URL, e.g. a
+	// clientset's RbacV1().RESTClient() on the loopback configuration.
+	Client rest.Interface
+}
+
+// NewLabeler returns a labeler. It registers handlers and an index: call it
 // before the informers run.
-func NewLabeler(clusterRoles, clusterRoleBindings *wildcardinformer.Informer, client rest.Interface) (*Labeler, error) {
+func NewLabeler(cfg LabelerConfig) (*Labeler, error) {
+	clusterRoles, clusterRoleBindings, client := cfg.ClusterRoles, cfg.ClusterRoleBindings, cfg.Client
 	if err := clusterRoleBindings.AddIndexers(cache.Indexers{byClusterRole: clusterRoleIndex}); err != nil {
 		return nil, err
 	}

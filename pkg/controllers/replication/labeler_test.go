@@ -25,7 +25,7 @@ func TestLabelerMarksAndUnmarksTheRBACOtherShardsNeed(t *testing.T) {
 	}
 	roleInformer := roles.informer(&rbacv1.ClusterRole{}, "wildcard-clusterroles")
 	bindingInformer := bindings.informer(&rbacv1.ClusterRoleBinding{}, "wildcard-clusterrolebindings")
-	l, err := NewLabeler(roleInformer, bindingInformer, clientset.RbacV1().RESTClient())
+	l, err := NewLabeler(LabelerConfig{ClusterRoles: roleInformer, ClusterRoleBindings: bindingInformer, Client: clientset.RbacV1().RESTClient()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,11 +57,19 @@ type Controller struct {
 	monitors map[schema.GroupResource]*monitor
 }
 
-// New returns the controller. quotas is a wildcard informer of
-// ResourceQuotas, crds the shard's shared one of CustomResourceDefinitions
-// (it may be running already: the controller looks at every quota when it
-// starts); base is the shard's loopback configuration without a cluster.
-func New(quotas, crds *wildcardinformer.Informer, base *rest.Config) (*Controller, error) {
+// Config is what the controller needs.
+type Config struct {
+	// Quotas is a wildcard informer of ResourceQuotas, CRDs the shard's
+	// shared one of CustomResourceDefinitions (it may be running already:
+	// the controller looks at every quota when it starts).
+	Quotas, CRDs *wildcardinformer.Informer
+	// Loopback is the shard's loopback configuration without a cluster.
+	Loopback *rest.Config
+}
+
+// New returns the controller.
+func New(cfg Config) (*Controller, error) {
+	quotas, crds, base := cfg.Quotas, cfg.CRDs, cfg.Loopback
 	httpClient, err := rest.HTTPClientFor(base)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -67,20 +68,43 @@ type reconciler interface {
 	reconcile(ctx context.Context, cluster logicalcluster.Name, ns *corev1.Namespace) error
 }
 
-// New returns the controller. base is the shard's loopback configuration
-// without a cluster; caBundle is published in every namespace. The
-// serviceAccounts and configMaps informers must be built on ListWatches.
-// Namespaces of clusters being deleted (clusterDeleting) are left alone.
-func New(namespaces, serviceAccounts, configMaps *wildcardinformer.Informer, base *rest.Config, caBundle []byte, clusterDeleting func(logicalcluster.Name) bool) (*Controller, error) {
-	httpClient, err := rest.HTTPClientFor(base)
+// Config is what the controller needs.
+type Config struct {
+	// Namespaces is the shard's wildcard namespace informer; ServiceAccounts
+	// and ConfigMaps must be built on ListWatches.
+	Namespaces, ServiceAccounts, ConfigMaps *wildcardinformer.Informer
+	// Loopback is the shard's loopback configuration without a cluster.
+	Loopback *rest.Config
+	// CABundle is published in every namespace.
+	CABundle []byte
+	// ClusterDeleting tells whether a logical cluster is being deleted;
+	// its namespaces are left alone.
+	ClusterDeleting func(logicalcluster.Name) bool
+	// Stored, when set, is asked before creating an object the informer
+	// does not show whether the storage holds it already.
+	Stored Reader
+}
+
+// Reader tells whether an object exists in the shard's storage
+// (loopback.Client).
+type Reader interface {
+	Exists(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, namespace, name string) (bool, error)
+}
+
+// New returns the controller.
+func New(cfg Config) (*Controller, error) {
+	httpClient, err := rest.HTTPClientFor(cfg.Loopback)
 	if err != nil {
 		return nil, err
 	}
 	clientFor := func(cluster logicalcluster.Name) (corev1client.CoreV1Interface, error) {
-		return corev1client.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)
+		return corev1client.NewForConfigAndClient(kcpclient.ClusterConfig(cfg.Loopback, cluster), httpClient)
 	}
-	c := newController(namespaces, serviceAccounts, configMaps, clientFor, caBundle)
-	c.clusterDeleting = clusterDeleting
+	c := newController(cfg.Namespaces, cfg.ServiceAccounts, cfg.ConfigMaps, clientFor, cfg.CABundle)
+	c.clusterDeleting = cfg.ClusterDeleting
+	if cfg.Stored != nil {
+		c.readStored(cfg.Stored)
+	}
 	return c, nil
 }
 
@@ -137,20 +161,18 @@ func newController(namespaces, serviceAccounts, configMaps *wildcardinformer.Inf
 	return c
 }
 
-// ReadStored makes the controller ask exists, before creating an object
-// its informer does not show, whether the storage holds it already: exists
-// reads the object resource (serviceaccounts or configmaps) namespace/name
-// of a cluster. Call before Run.
-func (c *Controller) ReadStored(exists func(ctx context.Context, cluster logicalcluster.Name, resource, namespace, name string) (bool, error)) {
+// readStored makes the reconcilers ask stored, before creating an object
+// their informer does not show, whether the storage holds it already.
+func (c *Controller) readStored(stored Reader) {
 	for _, r := range c.reconcilers {
 		switch r := r.(type) {
 		case *defaultServiceAccount:
 			r.stored = func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error) {
-				return exists(ctx, cluster, "serviceaccounts", ns, DefaultServiceAccountName)
+				return stored.Exists(ctx, cluster, corev1.SchemeGroupVersion.WithResource("serviceaccounts"), ns, DefaultServiceAccountName)
 			}
 		case *rootCA:
 			r.stored = func(ctx context.Context, cluster logicalcluster.Name, ns string) (bool, error) {
-				return exists(ctx, cluster, "configmaps", ns, RootCAConfigMapName)
+				return stored.Exists(ctx, cluster, corev1.SchemeGroupVersion.WithResource("configmaps"), ns, RootCAConfigMapName)
 			}
 		}
 	}

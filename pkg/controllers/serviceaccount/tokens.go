@@ -45,11 +45,22 @@ type TokensController struct {
 	fill     *tokenSecret
 }
 
-// NewTokensController returns the controller. secrets must be built on
-// TokenSecretsListWatch and not yet started; base is the shard's loopback
-// configuration without a cluster; generator signs legacy tokens and reads
-// the cluster from the context (serviceaccount.ClusterTokenGenerator).
-func NewTokensController(secrets *wildcardinformer.Informer, base *rest.Config, caBundle []byte, generator kubeserviceaccount.TokenGenerator) (*TokensController, error) {
+// TokensConfig is what the tokens controller needs.
+type TokensConfig struct {
+	// Secrets must be built on TokenSecretsListWatch and not yet started.
+	Secrets *wildcardinformer.Informer
+	// Loopback is the shard's loopback configuration without a cluster.
+	Loopback *rest.Config
+	// CABundle is written into every token secret.
+	CABundle []byte
+	// Generator signs legacy tokens and reads the cluster from the context
+	// (serviceaccount.ClusterTokenGenerator).
+	Generator kubeserviceaccount.TokenGenerator
+}
+
+// NewTokensController returns the controller.
+func NewTokensController(cfg TokensConfig) (*TokensController, error) {
+	secrets, base, caBundle, generator := cfg.Secrets, cfg.Loopback, cfg.CABundle, cfg.Generator
 	if err := secrets.AddIndexers(cache.Indexers{byServiceAccount: func(obj interface{}) ([]string, error) {
 		s, ok := obj.(*corev1.Secret)
 		if !ok {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -61,24 +62,32 @@ type Config struct {
 	Local                       *kcpclient.Client
 	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
 	ShardName                   string
-	// CreateLocal creates objects in a logical cluster of this shard
-	// in-process, leaving existing ones alone (optional): the LogicalCluster
-	// of a new workspace placed here is created with it.
-	CreateLocal func(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
-	// DeleteLocalLogicalCluster deletes the LogicalCluster of a logical
-	// cluster of this shard in-process, NotFound when it is gone (optional):
-	// the LogicalCluster of a deleted workspace placed here is deleted with
-	// it.
-	DeleteLocalLogicalCluster func(ctx context.Context, cluster logicalcluster.Name) error
+	// InProcess, when set, creates the LogicalCluster of a new workspace
+	// placed on this shard and deletes that of a deleted one, through the
+	// shard's storages; without, both go through ShardClient.
+	InProcess InProcess
+}
+
+// InProcess calls the shard's REST storages as the shard itself
+// (loopback.Client): Create leaves existing objects alone, Delete returns
+// NotFound when the object is gone.
+type InProcess interface {
+	Create(ctx context.Context, cluster logicalcluster.Name, objs ...runtime.Object) error
+	Delete(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, namespace, name string) error
 }
 
 // New returns the controller.
 func New(cfg Config) *Controller {
 	c := &Controller{
 		workspaces: cfg.Workspaces, logicalClusters: cfg.LogicalClusters, shards: cfg.Shards,
-		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName, createLocal: cfg.CreateLocal,
-		deleteLocalLogicalCluster: cfg.DeleteLocalLogicalCluster,
-		load:                      newShardLoad(),
+		types: cfg.Types, local: cfg.Local, shardClient: cfg.ShardClient, shardName: cfg.ShardName,
+		load: newShardLoad(),
+	}
+	if cfg.InProcess != nil {
+		c.createLocal = cfg.InProcess.Create
+		c.deleteLocalLogicalCluster = func(ctx context.Context, cluster logicalcluster.Name) error {
+			return cfg.InProcess.Delete(ctx, cluster, kcpclient.LogicalClusters, "", corev1alpha1.LogicalClusterName)
+		}
 	}
 	c.deletion = &deletionReconciler{
 		getLogicalCluster:    c.getLogicalCluster,

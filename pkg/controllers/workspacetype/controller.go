@@ -1,6 +1,6 @@
 // Package workspacetype keeps the status of WorkspaceTypes: a type is Ready
 // as soon as it is stored, since nothing else has to happen before
-// workspaces of it can be created. Given the shards (WithShards), its
+// workspaces of it can be created. Given the shards (Config.Shards), its
 // status.virtualWorkspaces lists the URLs of the views of its initializer
 // and terminator on every shard's virtual workspace server.
 package workspacetype
@@ -36,19 +36,17 @@ type step interface {
 	reconcile(wt *tenancyv1alpha1.WorkspaceType)
 }
 
-// Option configures the controller.
-type Option func(*Controller, *wildcardinformer.Informer)
-
-// WithShards lists the virtual workspace URLs of every shard that shards
-// (an informer of root's Shards) knows in status.virtualWorkspaces, and
-// keeps them current as shards come, go and change. Call before the
-// informers run.
-func WithShards(shards *wildcardinformer.Informer) Option {
-	return func(c *Controller, workspaceTypes *wildcardinformer.Informer) {
-		lookup := shardlookup.Root{Informer: shards}
-		c.steps = append(c.steps, virtualWorkspacesReconciler{listShards: lookup.List})
-		shards.AddHandler(requeueAll{c: c, workspaceTypes: workspaceTypes})
-	}
+// Config is what the controller needs.
+type Config struct {
+	// WorkspaceTypes is the shard's wildcard WorkspaceType informer.
+	WorkspaceTypes *wildcardinformer.Informer
+	// KCP writes the status (it must be the system: the shard's loopback
+	// identity).
+	KCP *kcpclient.Client
+	// Shards, when set (an informer of root's Shards), has the virtual
+	// workspace URLs of every shard it knows listed in
+	// status.virtualWorkspaces, kept current as shards come, go and change.
+	Shards *wildcardinformer.Informer
 }
 
 // requeueAll enqueues every WorkspaceType when a shard changes.
@@ -66,9 +64,10 @@ func (r requeueAll) enqueue() {
 	}
 }
 
-// New returns the controller; kcp writes the status (it must be the
-// system: the shard's loopback identity).
-func New(workspaceTypes *wildcardinformer.Informer, kcp *kcpclient.Client, opts ...Option) *Controller {
+// New returns the controller and registers its handlers; call before the
+// informers run.
+func New(cfg Config) *Controller {
+	workspaceTypes, kcp := cfg.WorkspaceTypes, cfg.KCP
 	c := &Controller{
 		getWorkspaceType: func(cluster logicalcluster.Name, name string) (*tenancyv1alpha1.WorkspaceType, error) {
 			obj, exists, err := workspaceTypes.Get(cluster, "", name)
@@ -85,8 +84,10 @@ func New(workspaceTypes *wildcardinformer.Informer, kcp *kcpclient.Client, opts 
 	}
 	c.loop = loop.New("workspacetype", c.reconcile)
 	workspaceTypes.AddHandler(c.loop.Handler(nil))
-	for _, opt := range opts {
-		opt(c, workspaceTypes)
+	if cfg.Shards != nil {
+		lookup := shardlookup.Root{Informer: cfg.Shards}
+		c.steps = append(c.steps, virtualWorkspacesReconciler{listShards: lookup.List})
+		cfg.Shards.AddHandler(requeueAll{c: c, workspaceTypes: workspaceTypes})
 	}
 	return c
 }

@@ -79,7 +79,7 @@ func TestShardChangesRequeueEveryWorkspaceType(t *testing.T) {
 	defer cancel()
 	types := wildcardinformer.New(&cache.ListWatch{}, &tenancyv1alpha1.WorkspaceType{}, "test-workspacetypes")
 	shards := wildcardinformer.New(&cache.ListWatch{}, &corev1alpha1.Shard{}, "test-shards")
-	c := New(types, nil, WithShards(shards))
+	c := New(Config{WorkspaceTypes: types, Shards: shards})
 	keys := make(chan string, 10)
 	c.loop = loop.New("test-workspacetype", func(_ context.Context, key string) error {
 		keys <- key

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
@@ -41,10 +40,7 @@ func (d *Deleter) releaseBindings(ctx context.Context, bindings []*apisv1alpha2.
 			continue
 		}
 		// Update validation reads what is being updated from the request info.
-		ctx := genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-			IsResourceRequest: true, Verb: "update", APIGroup: apisv1alpha2.SchemeGroupVersion.Group, APIVersion: apisv1alpha2.SchemeGroupVersion.Version,
-			Resource: apiBindingsResource.Resource, Name: b.Name,
-		})
+		ctx := as(ctx, "update", apisv1alpha2.SchemeGroupVersion.WithResource(apiBindingsResource.Resource), b.Name)
 		obj, _, err := d.bindings.Update(ctx, b.Name, rest.DefaultUpdatedObjectInfo(nil, d.released), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 		if isNotFound(err) {
 			continue

@@ -33,6 +33,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/loopback"
 )
 
 // collection is a storage whose objects can be listed and deleted.
@@ -44,7 +45,18 @@ type collection interface {
 
 type entry struct {
 	resource schema.GroupResource
-	storage  collection
+	// version is the served version of the storage.
+	version string
+	storage collection
+}
+
+func (e entry) gvr() schema.GroupVersionResource { return e.resource.WithVersion(e.version) }
+
+// as returns ctx for an in-process call of verb on gvr in ctx's cluster and
+// namespace, as the shard itself.
+func as(ctx context.Context, verb string, gvr schema.GroupVersionResource, name string) context.Context {
+	cluster, _ := logicalcluster.ClusterFromContext(ctx)
+	return loopback.WithRequest(ctx, cluster, verb, gvr, genericapirequest.NamespaceValue(ctx), name, loopback.ShardUser)
 }
 
 // Deleter deletes the content of logical clusters.
@@ -62,6 +74,7 @@ type Deleter struct {
 
 var (
 	namespacesResource = schema.GroupResource{Resource: "namespaces"}
+	namespacesVersion  = namespacesResource.WithVersion("v1")
 	// kept are resources whose objects go with the cluster itself.
 	kept = map[schema.GroupResource]bool{
 		{Group: "core.kcp.io", Resource: "logicalclusters"}: true,
@@ -115,7 +128,7 @@ func New(groups []*genericapiserver.APIGroupInfo) (*Deleter, error) {
 					continue // create-only reviews and the like
 				}
 				seen[gr] = true
-				e := entry{resource: gr, storage: c}
+				e := entry{resource: gr, version: gv.Version, storage: c}
 				switch {
 				case first[gr]:
 					d.first = append(d.first, e)
@@ -153,7 +166,7 @@ func listOptions(resourceVersion string) *metainternalversion.ListOptions {
 // the objects as it listed them: own holds, by name, the finalizers of
 // those the deleter itself wrote since (see releaseBindings).
 func deleteAll(ctx context.Context, e entry, resourceVersion string, own map[string][]string, remaining *Remaining) error {
-	deleted, err := e.storage.DeleteCollection(ctx, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, listOptions(resourceVersion))
+	deleted, err := e.storage.DeleteCollection(as(ctx, "deletecollection", e.gvr(), ""), rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}, listOptions(resourceVersion))
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", e.resource, err)
 	}
@@ -210,13 +223,13 @@ func (c *contents) of(group []entry) []entry {
 func (d *Deleter) scan(ctx context.Context, resourceVersion string) (*contents, error) {
 	c := &contents{present: map[schema.GroupResource]bool{}, inNamespace: map[string][]entry{}}
 	var mu sync.Mutex
-	all := append(append(append(append([]entry{{resource: namespacesResource}}, d.first...), d.namespaced...), d.clusterScoped...), d.last...)
+	all := append(append(append(append([]entry{{resource: namespacesResource, version: namespacesVersion.Version}}, d.first...), d.namespaced...), d.clusterScoped...), d.last...)
 	_, err := atOnce(ctx, all, -1, func(ctx context.Context, e entry) (Remaining, error) {
 		var lister rest.Lister = e.storage
 		if e.storage == nil {
 			lister = d.namespaces
 		}
-		list, err := lister.List(ctx, listOptions(resourceVersion))
+		list, err := lister.List(as(ctx, "list", e.gvr(), ""), listOptions(resourceVersion))
 		if err != nil {
 			return Remaining{}, fmt.Errorf("list %s: %w", e.resource, err)
 		}
@@ -324,7 +337,7 @@ func (d *Deleter) Delete(ctx context.Context, cluster logicalcluster.Name, resou
 func (d *Deleter) deleteNamespace(ctx context.Context, ns string, terminating bool, present []entry, resourceVersion string) (Remaining, error) {
 	// Terminating first: nothing new can be created in it meanwhile.
 	if !terminating {
-		if _, _, err := d.namespaceDeleter.Delete(ctx, ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
+		if _, _, err := d.namespaceDeleter.Delete(as(ctx, "delete", namespacesVersion, ns), ns, rest.ValidateAllObjectFunc, &metav1.DeleteOptions{PropagationPolicy: &background}); err != nil && !isNotFound(err) {
 			return Remaining{}, err
 		}
 	}
@@ -401,9 +414,7 @@ func atOnce[T any](ctx context.Context, items []T, limit int, f func(context.Con
 // and the deletion it makes needs no delete after it.
 func (d *Deleter) finalizeNamespace(ctx context.Context, name string) (bool, []string, error) {
 	// Update validation reads what is being updated from the request info.
-	ctx = genericapirequest.WithRequestInfo(ctx, &genericapirequest.RequestInfo{
-		IsResourceRequest: true, Verb: "update", APIVersion: "v1", Resource: "namespaces", Subresource: "finalize", Name: name,
-	})
+	ctx = as(ctx, "update", schema.GroupVersionResource{Version: namespacesVersion.Version, Resource: "namespaces/finalize"}, name)
 	obj, _, err := d.finalize.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, finalized), rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
 	if isNotFound(err) {
 		return true, nil, nil

@@ -19,6 +19,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/loopback"
 )
 
 // object is what a store holds.
@@ -37,7 +38,9 @@ type store struct {
 	objects    map[string]object
 	lists      int
 	deletes    []string // "cluster/namespace" of each DeleteCollection
-	updates    []string // names of the updated objects
+	// callers are "user verb resource namespace" of each DeleteCollection.
+	callers []string
+	updates []string // names of the updated objects
 	// stale makes DeleteCollection report the objects as the last List
 	// saw them, as a watch cache behind the latest writes would.
 	stale  bool
@@ -118,6 +121,10 @@ func (s *store) DeleteCollection(ctx context.Context, _ rest.ValidateObjectFunc,
 	defer s.mu.Unlock()
 	cluster, _ := logicalcluster.ClusterFromContext(ctx)
 	s.deletes = append(s.deletes, string(cluster)+"/"+genericapirequest.NamespaceValue(ctx))
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		info, _ := genericapirequest.RequestInfoFrom(ctx)
+		s.callers = append(s.callers, u.GetName()+" "+info.Verb+" "+info.Resource+" "+info.Namespace)
+	}
 	selected := s.selected(ctx)
 	reported := make([]object, 0, len(selected))
 	for _, o := range selected {
@@ -502,5 +509,18 @@ func TestReleasedKeepsTheFinalizerOfABindingThatHasBoundAnExportedResourceSince(
 	}
 	if got := obj.(*apisv1alpha2.APIBinding).Finalizers; !slices.Equal(got, stored.Finalizers) {
 		t.Errorf("finalizers %v, want %v kept", got, stored.Finalizers)
+	}
+}
+
+func TestDeleteCallsTheStoragesAsTheShardWithTheirRequestInfo(t *testing.T) {
+	f := newFakeCluster()
+	f.namespaces.add("c", "default")
+	f.configMaps.add("c", "default", "kube-root-ca.crt")
+	if _, err := f.deleter.Delete(context.Background(), "c", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{loopback.ShardUser.GetName() + " deletecollection configmaps default"}
+	if !slices.Equal(f.configMaps.callers, want) {
+		t.Errorf("config maps deleted by %q, want %q", f.configMaps.callers, want)
 	}
 }

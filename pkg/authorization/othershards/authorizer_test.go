@@ -1,0 +1,69 @@
+package othershards
+
+import (
+	"context"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+// fixedAuthorizer allows what allow says, by user name and verb.
+type fixedAuthorizer func(a authorizer.Attributes) bool
+
+func (f fixedAuthorizer) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if f(a) {
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (f fixedAuthorizer) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(f.Authorize(ctx, a))
+}
+
+func (fixedAuthorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", nil
+}
+
+func TestChecksInWorkspacesOfOtherShardsUseTheirReplicatedRBAC(t *testing.T) {
+	chain := fixedAuthorizer(func(a authorizer.Attributes) bool { return a.GetUser().GetName() == "chain-user" })
+	// The replicated RBAC: alice may enter root and use types; bob may use
+	// types but not enter root.
+	rbac := fixedAuthorizer(func(a authorizer.Attributes) bool {
+		switch a.GetUser().GetName() {
+		case "alice":
+			return true
+		case "bob":
+			return a.GetVerb() == "use"
+		}
+		return false
+	})
+	checks := New(chain, rbac, func(c logicalcluster.Name) bool { return c == "local" })
+	use := func(name string, groups ...string) authorizer.Attributes {
+		return authorizer.AttributesRecord{User: &user.DefaultInfo{Name: name, Groups: groups}, Verb: "use", Resource: "workspacetypes", ResourceRequest: true}
+	}
+	for _, tc := range []struct {
+		cluster logicalcluster.Name
+		attr    authorizer.Attributes
+		want    authorizer.Decision
+	}{
+		{"root", use("alice"), authorizer.DecisionAllow},
+		{"root", use("bob"), authorizer.DecisionDeny}, // no access to root
+		{"root", use("shard-admin", user.SystemPrivilegedGroup), authorizer.DecisionAllow},
+		{"root", use("kcp-admin", "system:kcp:admin"), authorizer.DecisionAllow},
+		{"root", use("chain-user"), authorizer.DecisionDeny}, // root is not judged by the chain here
+		{"local", use("chain-user"), authorizer.DecisionAllow},
+		{"local", use("alice"), authorizer.DecisionNoOpinion}, // hosted clusters: the chain alone
+		{"other", use("alice"), authorizer.DecisionAllow},     // any cluster another shard hosts: its RBAC
+		{"other", use("bob"), authorizer.DecisionDeny},
+		{"system:admin", use("alice"), authorizer.DecisionDeny}, // system clusters are nobody's to use
+	} {
+		got, _, _ := checks.Authorize(logicalcluster.WithCluster(context.Background(), tc.cluster), tc.attr)
+		if got != tc.want {
+			t.Errorf("%s by %s: %v, want %v", tc.cluster, tc.attr.GetUser().GetName(), got, tc.want)
+		}
+	}
+}

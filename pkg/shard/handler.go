@@ -1,0 +1,52 @@
+package shard
+
+import (
+	"net/http"
+
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/kubernetes/pkg/api/legacyscheme"
+
+	"github.com/shardplane/shardplane/pkg/applypatch"
+	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
+	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
+	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/clusterpath"
+	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/registry"
+	"github.com/shardplane/shardplane/pkg/responsecompression"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
+)
+
+// buildHandlerChain is the shard's handler chain, outermost filter last in
+// this function (the table in docs/architecture.md lists them outermost
+// first). The generic API server calls it once with its API handler.
+func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver.Config) http.Handler {
+	// kcp's kinds decode no protobuf bodies; core group custom resources
+	// are served below /api too.
+	apiHandler = c.apiExtensions.server.WrapAPIHandler(registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs))
+	apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
+	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
+	// qualify wildcard requests for them; on a shard without root they are
+	// read from the cache server.
+	systemExportIdentity := bootstrap.SystemExportIdentity(c.Informers.kcp.apiExports, c.Informers.global.APIExports)
+	apiHandler = clusterpath.WithResourceIdentity(apiHandler, gc.Serializer, systemExportIdentity)
+	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
+	// Large GETs and LISTs are gzipped beside their encoding.
+	inner = responsecompression.WithGzip(inner)
+	// Impersonated identities are scoped to the request's cluster after
+	// upstream impersonation and authorization.
+	inner = impersonation.WithScoping(c.withHomeWorkspaces(inner, gc))
+	// Authentication is the first step of a request's own goroutine: its
+	// stack grows there once instead of deep in the chain.
+	gc.Authentication.Authenticator = stackreserve.WithStackReserve(gc.Authentication.Authenticator)
+	// Recovered here, a handler's panic stays in the timeout filter's
+	// goroutine; the outermost recovery below takes those of the filters
+	// around it all.
+	chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), gc))
+	chain = clusterpath.WithCluster(c.apiExtensions.wrapHandler(chain), gc.Serializer, c.Informers.kcp.resolvePath)
+	chain = withVirtualWorkspaces(withEmbeddedCache(chain, c.embeddedCache), c.virtualWorkspaces)
+	informers := c.Informers.all()
+	synced := func() bool { return wildcardinformer.Synced(informers...) }
+	// The whole chain, the in-process virtual workspaces included.
+	return panics.WithRecovery(withSyncedCaches(chain, gc.Serializer, synced, gc.LoopbackClientConfig.BearerToken))
+}
