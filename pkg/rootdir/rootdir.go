@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 
@@ -135,17 +134,17 @@ func (d Dir) EnsureServiceAccountKey() (string, error) {
 	return path, os.WriteFile(path, pem, 0o600)
 }
 
-// EnsureServingCert creates a self-signed serving certificate for host
-// (plus localhost, the given IPs and 127.0.0.1) once, and returns the paths
-// of certificate and key. The certificate is its own CA: clients trust it
-// through the admin kubeconfig.
-func (d Dir) EnsureServingCert(host string, ips []net.IP) (certFile, keyFile string, err error) {
+// EnsureServingCert creates a self-signed serving certificate for names
+// (see ServingHosts) once, and returns the paths of certificate and key.
+// The certificate is its own CA: clients trust it through the admin
+// kubeconfig.
+func (d Dir) EnsureServingCert(names ServingNames) (certFile, keyFile string, err error) {
 	certFile, keyFile = d.Path(ServingCertPairName+".crt"), d.Path(ServingCertPairName+".key")
 	if fileExists(certFile) && fileExists(keyFile) {
 		return certFile, keyFile, nil
 	}
-	ips = append([]net.IP{net.ParseIP("127.0.0.1")}, ips...)
-	cert, key, err := certutil.GenerateSelfSignedCertKey(host, ips, []string{"localhost"})
+	ips, dns := names.alternates()
+	cert, key, err := certutil.GenerateSelfSignedCertKey(names.Host, ips, dns)
 	if err != nil {
 		return "", "", fmt.Errorf("generate serving certificate: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -241,8 +240,7 @@ func (o *Options) PrepareRootDirectory() error {
 	cp := o.ControlPlane
 	serving := &cp.SecureServing.ServerCert
 	if serving.CertKey.CertFile == "" && serving.CertKey.KeyFile == "" && serving.CertDirectory == "" {
-		host, ips := o.servingNames()
-		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips); err != nil {
+		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(o.servingNames()); err != nil {
 			return err
 		}
 	}
@@ -263,24 +261,10 @@ func (o *Options) PrepareRootDirectory() error {
 	return err
 }
 
-// servingNames are the host name and IPs the generated serving certificate
-// is for: the host of --shard-base-url (localhost by default) and the bind
-// and advertise addresses.
-func (o *Options) servingNames() (string, []net.IP) {
-	host := "localhost"
-	if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
-		host = u.Hostname()
-	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = append(ips, ip)
-	}
-	for _, ip := range []net.IP{o.ControlPlane.SecureServing.BindAddress, o.ControlPlane.GenericServerRunOptions.AdvertiseAddress} {
-		if ip != nil && !ip.IsUnspecified() {
-			ips = append(ips, ip)
-		}
-	}
-	return host, ips
+// servingNames are the names of a generated serving certificate: those of
+// --shard-base-url and of the bind and advertise addresses.
+func (o *Options) servingNames() rootdir.ServingNames {
+	return rootdir.ServingHosts(o.BaseURL, o.ControlPlane.SecureServing.BindAddress, o.ControlPlane.GenericServerRunOptions.AdvertiseAddress)
 }
 
 // Complete fills the defaults that depend on the prepared root directory
@@ -305,8 +289,9 @@ func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (
 	if embedded != nil {
 		cp.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
 	}
-	alternateIPs := []net.IP{net.ParseIP("127.0.0.1")}
-	completed, err := cp.Complete(ctx, []string{"localhost"}, alternateIPs)
+	// Names for a certificate the generic server generates (--cert-dir).
+	names := o.servingNames()
+	completed, err := cp.Complete(ctx, names.DNSNames, names.IPs)
 	if err != nil {
 		return CompletedOptions{}, err
 	}

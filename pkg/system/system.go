@@ -85,6 +85,10 @@ type Options struct {
 	VirtualWorkspacesBinary string
 }
 
+// loopbackServingNames are the names of the serving certificates the
+// system creates for its processes, which it reaches on 127.0.0.1.
+var loopbackServingNames = rootdir.ServingHosts("https://127.0.0.1")
+
 // ShardName is the name of the i-th shard: root, then shard-1, shard-2, ...
 func ShardName(i int) string {
 	if i == 0 {
@@ -242,7 +246,7 @@ func (s *System) prepare() error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := proxyDir.EnsureServingCert("127.0.0.1", nil); err != nil {
+	if _, _, err := proxyDir.EnsureServingCert(loopbackServingNames); err != nil {
 		return err
 	}
 	if err := readOrCreate(d.Path(tokensFile), &s.tokens, func() error {
@@ -297,7 +301,7 @@ func (s *System) prepare() error {
 		if err != nil {
 			return err
 		}
-		certFile, _, err := shardDir.EnsureServingCert("127.0.0.1", nil)
+		certFile, _, err := shardDir.EnsureServingCert(loopbackServingNames)
 		if err != nil {
 			return err
 		}
@@ -322,7 +326,7 @@ func (s *System) prepare() error {
 		if err != nil {
 			return err
 		}
-		if _, _, err := cacheDir.EnsureServingCert("127.0.0.1", nil); err != nil {
+		if _, _, err := cacheDir.EnsureServingCert(loopbackServingNames); err != nil {
 			return err
 		}
 	}

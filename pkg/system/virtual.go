@@ -43,7 +43,7 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		certFile, _, err := dir.EnsureServingCert("127.0.0.1", nil)
+		certFile, _, err := dir.EnsureServingCert(loopbackServingNames)
 		if err != nil {
 			return nil, err
 		}
