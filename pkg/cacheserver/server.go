@@ -14,11 +14,11 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
@@ -164,12 +164,12 @@ func writeKubeconfigs(o CompletedOptions) error {
 		return fmt.Errorf("read serving certificate: %w", err)
 	}
 	var errs []error
-	admin := &clientcmdapi.AuthInfo{Token: o.tokens.ShardAdmin}
+	admin := kubeconfig.Token(o.tokens.ShardAdmin)
 	if err := writeKubeconfig(o.AdminKubeconfigPath(), o.BaseURL, ca, "cache-admin", admin); err != nil {
 		errs = append(errs, err)
 	}
 	if o.writerCert != "" {
-		writer := &clientcmdapi.AuthInfo{}
+		writer := clientcmdapi.AuthInfo{}
 		if writer.ClientCertificateData, err = os.ReadFile(o.writerCert); err != nil {
 			errs = append(errs, err)
 		} else if writer.ClientKeyData, err = os.ReadFile(o.writerKey); err != nil {
@@ -186,13 +186,8 @@ func writeKubeconfigs(o CompletedOptions) error {
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context,
 // all named "cache" but the user.
-func writeKubeconfig(path, server string, ca []byte, userName string, auth *clientcmdapi.AuthInfo) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cache"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[userName] = auth
-	cfg.Contexts["cache"] = &clientcmdapi.Context{Cluster: "cache", AuthInfo: userName}
-	cfg.CurrentContext = "cache"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+func writeKubeconfig(path, server string, ca []byte, userName string, auth clientcmdapi.AuthInfo) error {
+	if err := kubeconfig.Write(path, ca, kubeconfig.Context{Name: "cache", Cluster: "cache", Server: server, User: userName, Auth: auth}); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
