@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +18,6 @@ import (
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
@@ -30,6 +28,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
@@ -182,19 +181,7 @@ func (o *Options) applyProcessDefaults() error {
 	// none) keep every stored key with its size per resource, heap that
 	// grows with every workspace; without them priority and fairness
 	// estimates a LIST from the object count, as before 1.34.
-	for _, gate := range processDefaultOffGates {
-		if o.kcpStart.featureGatesSet.Has(gate) {
-			continue
-		}
-		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{gate: false}); err != nil {
-			return fmt.Errorf("turn off %s: %w", gate, err)
-		}
-	}
-	// Many small objects: a lower GC target keeps RSS near the live heap.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
-	return nil
+	return servercmd.ProcessDefaults(processDefaultOffGates, o.kcpStart.featureGatesSet)
 }
 
 // EmbeddedEtcd tells whether the shard runs its own etcd.
