@@ -169,8 +169,8 @@ func (o *Options) PrepareRootDirectory() error {
 	o.RootDirectory = string(dir)
 	serving := &o.SecureServing.ServerCert
 	if serving.CertKey.CertFile == "" && serving.CertKey.KeyFile == "" {
-		host, ips := o.servingNames()
-		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips); err != nil {
+		names := rootdir.ServingHosts(o.BaseURL, o.SecureServing.BindAddress)
+		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(names); err != nil {
 			return err
 		}
 	}
@@ -186,24 +186,6 @@ func (o *Options) PrepareRootDirectory() error {
 	}
 	o.tokens, err = dir.EnsureAdminTokens()
 	return err
-}
-
-// servingNames are the host name and IPs the generated serving certificate
-// is for: the host of --base-url (localhost by default) and the bind
-// address.
-func (o *Options) servingNames() (string, []net.IP) {
-	host := "localhost"
-	if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
-		host = u.Hostname()
-	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = append(ips, ip)
-	}
-	if ip := o.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
-		ips = append(ips, ip)
-	}
-	return host, ips
 }
 
 // CompletedOptions are options with every default filled in.

@@ -2,23 +2,21 @@ package cacheserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/apiserver/pkg/util/notfoundhandler"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/kubeconfig"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
@@ -36,12 +34,18 @@ func Run(ctx context.Context, o *Options) error {
 	if err := kstorage.DisableWatchListClient(); err != nil {
 		return err
 	}
-	if err := applyProcessDefaults(); err != nil {
+	// List snapshots keep copy-on-write btree versions of every watch
+	// cache for the history window: memory spent on lists that shards,
+	// which list once and then watch, never make.
+	if err := servercmd.ProcessDefaults([]string{"ListFromCacheSnapshot"}, nil); err != nil {
 		return err
 	}
 	var etcdURL string
 	if o.EmbeddedEtcd() {
-		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{
+		var etcd *embeddedetcd.Server
+		var stop func()
+		var err error
+		ctx, etcd, stop, err = embeddedetcd.StartForServer(ctx, embeddedetcd.Options{
 			Directory:  o.EtcdDirectory(),
 			ClientPort: o.EmbeddedEtcdClientPort,
 			PeerPort:   o.EmbeddedEtcdPeerPort,
@@ -50,11 +54,8 @@ func Run(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		defer etcd.Close()
-		etcdURL = etcd.ClientURL
-		var stop func()
-		ctx, stop = etcd.CancelOnFailure(ctx)
 		defer stop()
+		etcdURL = etcd.ClientURL
 	}
 	completed, err := o.Complete(etcdURL)
 	if err != nil {
@@ -71,29 +72,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := server.Run(ctx); err != nil {
-		return err
-	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return nil
-}
-
-// applyProcessDefaults tunes the process for what a cache server holds:
-// many small replicas, each decoded once in its watch cache.
-func applyProcessDefaults() error {
-	// List snapshots keep copy-on-write btree versions of every watch
-	// cache for the history window: memory spent on lists that shards,
-	// which list once and then watch, never make.
-	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"ListFromCacheSnapshot": false}); err != nil {
-		return fmt.Errorf("turn off ListFromCacheSnapshot: %w", err)
-	}
-	// A lower GC target keeps RSS near the live heap of decoded replicas.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
-	return nil
+	return servercmd.StopCause(ctx, server.Run(ctx))
 }
 
 // Server is a cache server: the generic API server with the replicated
@@ -165,12 +144,12 @@ func writeKubeconfigs(o CompletedOptions) error {
 		return fmt.Errorf("read serving certificate: %w", err)
 	}
 	var errs []error
-	admin := &clientcmdapi.AuthInfo{Token: o.tokens.ShardAdmin}
+	admin := kubeconfig.Token(o.tokens.ShardAdmin)
 	if err := writeKubeconfig(o.AdminKubeconfigPath(), o.BaseURL, ca, "cache-admin", admin); err != nil {
 		errs = append(errs, err)
 	}
 	if o.writerCert != "" {
-		writer := &clientcmdapi.AuthInfo{}
+		writer := clientcmdapi.AuthInfo{}
 		if writer.ClientCertificateData, err = os.ReadFile(o.writerCert); err != nil {
 			errs = append(errs, err)
 		} else if writer.ClientKeyData, err = os.ReadFile(o.writerKey); err != nil {
@@ -187,13 +166,8 @@ func writeKubeconfigs(o CompletedOptions) error {
 
 // writeKubeconfig writes a kubeconfig with one cluster, user and context,
 // all named "cache" but the user.
-func writeKubeconfig(path, server string, ca []byte, userName string, auth *clientcmdapi.AuthInfo) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["cache"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[userName] = auth
-	cfg.Contexts["cache"] = &clientcmdapi.Context{Cluster: "cache", AuthInfo: userName}
-	cfg.CurrentContext = "cache"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+func writeKubeconfig(path, server string, ca []byte, userName string, auth clientcmdapi.AuthInfo) error {
+	if err := kubeconfig.Write(path, ca, kubeconfig.Context{Name: "cache", Cluster: "cache", Server: server, User: userName, Auth: auth}); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

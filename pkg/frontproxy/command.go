@@ -16,19 +16,7 @@ func NewCommand() *cobra.Command {
 		Short:    "Route requests for workspaces to the shards that serve them",
 		AddFlags: o.AddFlags,
 		Logs:     o.Logs,
-		Run: func(ctx context.Context) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			s, err := New(ctx, o)
-			if err != nil {
-				return err
-			}
-			return s.Run(ctx)
-		},
+		Run:      func(ctx context.Context) error { return Run(ctx, o) },
 	})
 	return cmd
 }

@@ -25,7 +25,7 @@ func TestMappingRoutesServicesAndShardPrefixesToVirtualWorkspaceServers(t *testi
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, _, err := dir.EnsureServingCert("127.0.0.1", nil)
+	serving, _, err := dir.EnsureServingCert(rootdir.ServingHosts("https://127.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ package frontproxy
 import (
 	"errors"
 	"fmt"
-	"net"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -18,6 +17,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 )
 
 // Options are the front-proxy's flags.
@@ -25,6 +25,9 @@ type Options struct {
 	SecureServing  *genericoptions.SecureServingOptions
 	Authentication *kubeoptions.BuiltInAuthenticationOptions
 	Logs           *logsapi.LoggingConfiguration
+	// RootDirectory keeps the generated serving certificate when no
+	// --tls-cert-file is given.
+	RootDirectory string
 	// ServiceAccountKeyFiles verify the shards' service account tokens,
 	// which are passed on to the shards.
 	ServiceAccountKeyFiles []string
@@ -54,11 +57,15 @@ func NewOptions() *Options {
 		SecureServing:  genericoptions.NewSecureServingOptions(),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC(),
 		Logs:           logs.NewOptions(),
+		RootDirectory:  ".shardplane-front-proxy",
 
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
 		ReleaseStartupPages: true,
 	}
 	o.SecureServing.BindPort = 6443
+	// The serving certificate is generated in the root directory (see
+	// PrepareRootDirectory) unless --cert-dir names another.
+	o.SecureServing.ServerCert.CertDirectory = ""
 	o.SecureServing.ServerCert.PairName = "front-proxy"
 	return o
 }
@@ -66,6 +73,7 @@ func NewOptions() *Options {
 // AddFlags registers the flags by topic.
 func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs := fss.FlagSet("front-proxy")
+	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.MappingFile, "mapping-file", o.MappingFile, "YAML file of path mappings: path, backend, backend_server_ca, proxy_client_cert, proxy_client_key, optional user_header, group_header, extra_header_prefix. Path /clusters/ routes to the shard of the request's workspace.")
 	fs.StringVar(&o.RootKubeconfig, "root-kubeconfig", o.RootKubeconfig, "Kubeconfig of the root shard, whose Shard objects in root list the shards.")
 	fs.StringVar(&o.ShardsKubeconfig, "shards-kubeconfig", o.ShardsKubeconfig, "Kubeconfig with the credentials used to watch Workspaces and LogicalClusters on every shard (its server is replaced by each shard's baseURL). Default: --root-kubeconfig.")
@@ -78,8 +86,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
 }
 
-// Validate checks the flags.
-func (o *Options) Validate() error {
+// validateOwn checks the front-proxy's own flags.
+func (o *Options) validateOwn() error {
 	var errs []error
 	if o.MappingFile == "" {
 		errs = append(errs, errors.New("--mapping-file is required"))
@@ -87,19 +95,59 @@ func (o *Options) Validate() error {
 	if o.RootKubeconfig == "" {
 		errs = append(errs, errors.New("--root-kubeconfig is required"))
 	}
-	errs = append(errs, o.SecureServing.Validate()...)
-	errs = append(errs, o.Authentication.Validate()...)
 	return errors.Join(errs...)
 }
 
-// Complete fills in defaults: a self-signed serving certificate when none
-// is given.
-func (o *Options) Complete() error {
+// PrepareRootDirectory generates the serving certificate once, unless
+// --tls-cert-file or --tls-private-key-file names one: in the root
+// directory, or with --cert-dir in that directory as upstream servers do.
+// It is the one step that writes files before the server runs.
+func (o *Options) PrepareRootDirectory() error {
+	serving := &o.SecureServing.ServerCert
+	if serving.CertKey.CertFile != "" || serving.CertKey.KeyFile != "" {
+		return nil
+	}
+	names := rootdir.ServingHosts("", o.SecureServing.BindAddress)
+	if serving.CertDirectory != "" {
+		if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts(names.Host, names.DNSNames, names.IPs); err != nil {
+			return fmt.Errorf("serving certificate: %w", err)
+		}
+		return nil
+	}
+	dir, err := rootdir.Open(o.RootDirectory)
+	if err != nil {
+		return err
+	}
+	o.RootDirectory = string(dir)
+	serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(names)
+	return err
+}
+
+// CompletedOptions are options with every default filled in.
+type CompletedOptions struct {
+	*Options
+}
+
+// Complete fills the defaults: the shards' kubeconfig is the root's unless
+// given. It writes no files.
+func (o *Options) Complete() (CompletedOptions, error) {
+	if err := o.validateOwn(); err != nil {
+		return CompletedOptions{}, err
+	}
+	serving := o.SecureServing.ServerCert
+	if serving.CertKey.CertFile == "" && serving.CertKey.KeyFile == "" && serving.GeneratedCert == nil {
+		return CompletedOptions{}, errors.New("no serving certificate: call PrepareRootDirectory first")
+	}
 	if o.ShardsKubeconfig == "" {
 		o.ShardsKubeconfig = o.RootKubeconfig
 	}
-	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{net.ParseIP("127.0.0.1")}); err != nil {
-		return fmt.Errorf("serving certificate: %w", err)
-	}
-	return nil
+	return CompletedOptions{Options: o}, nil
+}
+
+// Validate checks the completed options.
+func (o CompletedOptions) Validate() error {
+	var errs []error
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	return errors.Join(errs...)
 }

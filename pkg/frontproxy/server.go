@@ -3,22 +3,46 @@ package frontproxy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
-	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/panics"
 )
+
+// Run starts a front-proxy with the given options and serves until ctx is
+// done.
+func Run(ctx context.Context, o *Options) error {
+	if err := o.validateOwn(); err != nil {
+		return err
+	}
+	if err := o.PrepareRootDirectory(); err != nil {
+		return err
+	}
+	completed, err := o.Complete()
+	if err != nil {
+		return err
+	}
+	if err := completed.Validate(); err != nil {
+		return err
+	}
+	config, err := NewConfig(ctx, completed)
+	if err != nil {
+		return err
+	}
+	server, err := config.Complete().New()
+	if err != nil {
+		return err
+	}
+	return server.Run(ctx)
+}
 
 // Server is a configured front-proxy.
 type Server struct {
@@ -30,40 +54,12 @@ type Server struct {
 	releaseStartupPages bool
 }
 
-// New builds the front-proxy from completed options.
-func New(ctx context.Context, o *Options) (*Server, error) {
-	routes, err := LoadMappings(o.MappingFile)
-	if err != nil {
-		return nil, err
-	}
-	root, err := clientcmd.BuildConfigFromFlags("", o.RootKubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--root-kubeconfig: %w", err)
-	}
-	shards, err := clientcmd.BuildConfigFromFlags("", o.ShardsKubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--shards-kubeconfig: %w", err)
-	}
-	s := &Server{root: root, releaseStartupPages: o.ReleaseStartupPages}
-	if err := o.SecureServing.ApplyTo(&s.serving); err != nil {
-		return nil, err
-	}
-	authConfig, err := o.Authentication.ToAuthenticationConfig()
-	if err != nil {
-		return nil, err
-	}
-	s.serving.ClientCA = authConfig.ClientCAContentProvider
-	authn, _, _, _, err := authConfig.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("authentication: %w", err)
-	}
-	if authn == nil {
-		authn = authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil })
-	}
-	sa, err := newServiceAccountTokens(o.ServiceAccountKeyFiles)
-	if err != nil {
-		return nil, err
-	}
+// New builds the front-proxy: the index of workspace paths, the health and
+// metrics endpoints and the proxy behind them.
+func (c CompletedConfig) New() (*Server, error) {
+	o := c.options
+	shards := c.Shards
+	s := &Server{serving: c.Serving, root: c.Root, releaseStartupPages: o.ReleaseStartupPages}
 	s.index = NewIndex(func(baseURL string) (*rest.Config, error) {
 		cfg := rest.CopyConfig(shards)
 		cfg.Host = baseURL
@@ -87,7 +83,7 @@ func New(ctx context.Context, o *Options) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	px := newProxy(routes, s.index, authn, sa)
+	px := newProxy(c.routes, s.index, c.Authenticator, c.serviceAccounts)
 	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
 	mux.Handle("/", withRequestMetrics(px))
 	// No timeout filter moves handlers to a goroutine of their own: one

@@ -13,16 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
 	"github.com/shardplane/shardplane/pkg/identities"
+	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -135,17 +133,17 @@ func (d Dir) EnsureServiceAccountKey() (string, error) {
 	return path, os.WriteFile(path, pem, 0o600)
 }
 
-// EnsureServingCert creates a self-signed serving certificate for host
-// (plus localhost, the given IPs and 127.0.0.1) once, and returns the paths
-// of certificate and key. The certificate is its own CA: clients trust it
-// through the admin kubeconfig.
-func (d Dir) EnsureServingCert(host string, ips []net.IP) (certFile, keyFile string, err error) {
+// EnsureServingCert creates a self-signed serving certificate for names
+// (see ServingHosts) once, and returns the paths of certificate and key.
+// The certificate is its own CA: clients trust it through the admin
+// kubeconfig.
+func (d Dir) EnsureServingCert(names ServingNames) (certFile, keyFile string, err error) {
 	certFile, keyFile = d.Path(ServingCertPairName+".crt"), d.Path(ServingCertPairName+".key")
 	if fileExists(certFile) && fileExists(keyFile) {
 		return certFile, keyFile, nil
 	}
-	ips = append([]net.IP{net.ParseIP("127.0.0.1")}, ips...)
-	cert, key, err := certutil.GenerateSelfSignedCertKey(host, ips, []string{"localhost"})
+	ips, dns := names.alternates()
+	cert, key, err := certutil.GenerateSelfSignedCertKey(names.Host, ips, dns)
 	if err != nil {
 		return "", "", fmt.Errorf("generate serving certificate: %w", err)
 	}
@@ -159,24 +157,7 @@ func (d Dir) EnsureServingCert(host string, ips []net.IP) (certFile, keyFile str
 // root, base and system:admin; users kcp-admin and shard-admin; contexts
 // root, base, system:admin and shard-base (current: root).
 func WriteAdminKubeconfig(path, baseURL string, caData []byte, tokens AdminTokens) error {
-	cfg := clientcmdapi.NewConfig()
-	for name, server := range map[string]string{
-		"root":         logicalcluster.Root.Path().URL(baseURL),
-		"base":         baseURL,
-		"system:admin": logicalcluster.SystemAdmin.Path().URL(baseURL),
-	} {
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
-	}
-	cfg.AuthInfos[identities.KCPAdminUser] = &clientcmdapi.AuthInfo{Token: tokens.KCPAdmin}
-	cfg.AuthInfos[identities.ShardAdminUser] = &clientcmdapi.AuthInfo{Token: tokens.ShardAdmin}
-	for name, c := range map[string][2]string{
-		"root":         {"root", identities.KCPAdminUser},
-		"base":         {"base", identities.KCPAdminUser},
-		"system:admin": {"system:admin", identities.KCPAdminUser},
-		"shard-base":   {"base", identities.ShardAdminUser},
-	} {
-		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: c[0], AuthInfo: c[1]}
-	}
-	cfg.CurrentContext = "root"
-	return clientcmd.WriteToFile(*cfg, path)
+	contexts := kubeconfig.Workspaces(baseURL, identities.KCPAdminUser, kubeconfig.Token(tokens.KCPAdmin), logicalcluster.Root, logicalcluster.SystemAdmin)
+	contexts = append(contexts, kubeconfig.Context{Name: "shard-base", Cluster: "base", Server: baseURL, User: identities.ShardAdminUser, Auth: kubeconfig.Token(tokens.ShardAdmin)})
+	return kubeconfig.Write(path, caData, contexts...)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,7 +33,7 @@ func TestGeneratedFilesAreCreatedOnceAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, key, err := d.EnsureServingCert("shard.example", []net.IP{net.ParseIP("10.0.0.7")})
+	cert, key, err := d.EnsureServingCert(ServingHosts("https://shard.example:6443", net.ParseIP("10.0.0.7")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestGeneratedFilesAreCreatedOnceAndKept(t *testing.T) {
 	if _, err := d.EnsureServiceAccountKey(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.EnsureServingCert("other.example", nil); err != nil {
+	if _, _, err := d.EnsureServingCert(ServingHosts("https://other.example")); err != nil {
 		t.Fatal(err)
 	}
 	again, err := d.EnsureAdminTokens()
@@ -115,5 +116,31 @@ func TestAdminKubeconfigHasKCPsContexts(t *testing.T) {
 		if got := cfg.AuthInfos[c.AuthInfo].Token; got != want[1] {
 			t.Errorf("context %s: token %q, want %q", ctx, got, want[1])
 		}
+	}
+}
+
+func TestServingHostsCoverBaseURLLoopbackAndBoundAddresses(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		baseURL   string
+		addresses []net.IP
+		host      string
+		ips, dns  []string
+	}{
+		{name: "defaults", host: "localhost", ips: []string{"127.0.0.1"}, dns: []string{"localhost"}},
+		{name: "loopback URL", baseURL: "https://127.0.0.1:6443", addresses: []net.IP{net.ParseIP("127.0.0.1")}, host: "127.0.0.1", ips: []string{"127.0.0.1"}, dns: []string{"localhost"}},
+		{name: "DNS URL and bound address", baseURL: "https://shard.example:6443", addresses: []net.IP{net.ParseIP("10.0.0.7"), nil, net.ParseIP("0.0.0.0")}, host: "shard.example", ips: []string{"127.0.0.1", "10.0.0.7"}, dns: []string{"shard.example", "localhost"}},
+		{name: "IPv6 URL", baseURL: "https://[::1]:6443", host: "::1", ips: []string{"::1", "127.0.0.1"}, dns: []string{"localhost"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := ServingHosts(tc.baseURL, tc.addresses...)
+			var ips []string
+			for _, ip := range n.IPs {
+				ips = append(ips, ip.String())
+			}
+			if n.Host != tc.host || !slices.Equal(ips, tc.ips) || !slices.Equal(n.DNSNames, tc.dns) {
+				t.Errorf("got host %q, IPs %v, DNS %v; want %q, %v, %v", n.Host, ips, n.DNSNames, tc.host, tc.ips, tc.dns)
+			}
+		})
 	}
 }

@@ -2,7 +2,8 @@
 // (shard, front-proxy, cache-server) the way Kubernetes' servers have it:
 // flags grouped by topic in --help, --version, the logging flags and
 // feature gates, no positional arguments, and a context that ends on
-// SIGTERM or SIGINT.
+// SIGTERM or SIGINT; and what their Run functions share (ProcessDefaults,
+// StopCause).
 package servercmd
 
 import (

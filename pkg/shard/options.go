@@ -6,10 +6,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +18,6 @@ import (
 	mutatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/mutating"
 	validatingwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook/validating"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
 	controlplaneoptions "k8s.io/kubernetes/pkg/controlplane/apiserver/options"
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
@@ -31,6 +28,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
@@ -183,19 +181,7 @@ func (o *Options) applyProcessDefaults() error {
 	// none) keep every stored key with its size per resource, heap that
 	// grows with every workspace; without them priority and fairness
 	// estimates a LIST from the object count, as before 1.34.
-	for _, gate := range processDefaultOffGates {
-		if o.kcpStart.featureGatesSet.Has(gate) {
-			continue
-		}
-		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{gate: false}); err != nil {
-			return fmt.Errorf("turn off %s: %w", gate, err)
-		}
-	}
-	// Many small objects: a lower GC target keeps RSS near the live heap.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
-	return nil
+	return servercmd.ProcessDefaults(processDefaultOffGates, o.kcpStart.featureGatesSet)
 }
 
 // EmbeddedEtcd tells whether the shard runs its own etcd.
@@ -241,8 +227,7 @@ func (o *Options) PrepareRootDirectory() error {
 	cp := o.ControlPlane
 	serving := &cp.SecureServing.ServerCert
 	if serving.CertKey.CertFile == "" && serving.CertKey.KeyFile == "" && serving.CertDirectory == "" {
-		host, ips := o.servingNames()
-		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips); err != nil {
+		if serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(o.servingNames()); err != nil {
 			return err
 		}
 	}
@@ -263,24 +248,10 @@ func (o *Options) PrepareRootDirectory() error {
 	return err
 }
 
-// servingNames are the host name and IPs the generated serving certificate
-// is for: the host of --shard-base-url (localhost by default) and the bind
-// and advertise addresses.
-func (o *Options) servingNames() (string, []net.IP) {
-	host := "localhost"
-	if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
-		host = u.Hostname()
-	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = append(ips, ip)
-	}
-	for _, ip := range []net.IP{o.ControlPlane.SecureServing.BindAddress, o.ControlPlane.GenericServerRunOptions.AdvertiseAddress} {
-		if ip != nil && !ip.IsUnspecified() {
-			ips = append(ips, ip)
-		}
-	}
-	return host, ips
+// servingNames are the names of a generated serving certificate: those of
+// --shard-base-url and of the bind and advertise addresses.
+func (o *Options) servingNames() rootdir.ServingNames {
+	return rootdir.ServingHosts(o.BaseURL, o.ControlPlane.SecureServing.BindAddress, o.ControlPlane.GenericServerRunOptions.AdvertiseAddress)
 }
 
 // Complete fills the defaults that depend on the prepared root directory
@@ -305,8 +276,9 @@ func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (
 	if embedded != nil {
 		cp.Etcd.StorageConfig.Transport.ServerList = []string{embedded.ClientURL}
 	}
-	alternateIPs := []net.IP{net.ParseIP("127.0.0.1")}
-	completed, err := cp.Complete(ctx, []string{"localhost"}, alternateIPs)
+	// Names for a certificate the generic server generates (--cert-dir).
+	names := o.servingNames()
+	completed, err := cp.Complete(ctx, names.DNSNames, names.IPs)
 	if err != nil {
 		return CompletedOptions{}, err
 	}

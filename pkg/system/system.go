@@ -39,12 +39,11 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/identities"
+	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 )
@@ -84,6 +83,10 @@ type Options struct {
 	// workspaces); empty: every shard serves them in-process.
 	VirtualWorkspacesBinary string
 }
+
+// loopbackServingNames are the names of the serving certificates the
+// system creates for its processes, which it reaches on 127.0.0.1.
+var loopbackServingNames = rootdir.ServingHosts("https://127.0.0.1")
 
 // ShardName is the name of the i-th shard: root, then shard-1, shard-2, ...
 func ShardName(i int) string {
@@ -242,7 +245,7 @@ func (s *System) prepare() error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := proxyDir.EnsureServingCert("127.0.0.1", nil); err != nil {
+	if _, _, err := proxyDir.EnsureServingCert(loopbackServingNames); err != nil {
 		return err
 	}
 	if err := readOrCreate(d.Path(tokensFile), &s.tokens, func() error {
@@ -297,7 +300,7 @@ func (s *System) prepare() error {
 		if err != nil {
 			return err
 		}
-		certFile, _, err := shardDir.EnsureServingCert("127.0.0.1", nil)
+		certFile, _, err := shardDir.EnsureServingCert(loopbackServingNames)
 		if err != nil {
 			return err
 		}
@@ -322,7 +325,7 @@ func (s *System) prepare() error {
 		if err != nil {
 			return err
 		}
-		if _, _, err := cacheDir.EnsureServingCert("127.0.0.1", nil); err != nil {
+		if _, _, err := cacheDir.EnsureServingCert(loopbackServingNames); err != nil {
 			return err
 		}
 	}
@@ -472,12 +475,7 @@ func (s *System) writeSystemKubeconfigs() error {
 		return err
 	}
 	write := func(file, token string) error {
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["root-shard"] = &clientcmdapi.Cluster{Server: s.ShardURL("root"), CertificateAuthorityData: ca}
-		cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
-		cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "root-shard", AuthInfo: "user"}
-		cfg.CurrentContext = "default"
-		return clientcmd.WriteToFile(*cfg, s.dir.Path(file))
+		return kubeconfig.Write(s.dir.Path(file), ca, kubeconfig.Context{Name: "default", Cluster: "root-shard", Server: s.ShardURL("root"), User: "user", Auth: kubeconfig.Token(token)})
 	}
 	if err := write("system-admin.kubeconfig", s.tokens.SystemAdmin); err != nil {
 		return err
@@ -566,14 +564,8 @@ func (s *System) writeAdminKubeconfig() error {
 	if err != nil {
 		return err
 	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["root"] = &clientcmdapi.Cluster{Server: logicalcluster.Root.Path().URL(s.URL()), CertificateAuthorityData: ca}
-	cfg.Clusters["base"] = &clientcmdapi.Cluster{Server: s.URL(), CertificateAuthorityData: ca}
-	cfg.AuthInfos[identities.KCPAdminUser] = &clientcmdapi.AuthInfo{Token: s.tokens.KCPAdmin}
-	cfg.Contexts["root"] = &clientcmdapi.Context{Cluster: "root", AuthInfo: identities.KCPAdminUser}
-	cfg.Contexts["base"] = &clientcmdapi.Context{Cluster: "base", AuthInfo: identities.KCPAdminUser}
-	cfg.CurrentContext = "root"
-	return clientcmd.WriteToFile(*cfg, s.dir.Path(AdminKubeconfigFile))
+	contexts := kubeconfig.Workspaces(s.URL(), identities.KCPAdminUser, kubeconfig.Token(s.tokens.KCPAdmin), logicalcluster.Root)
+	return kubeconfig.Write(s.dir.Path(AdminKubeconfigFile), ca, contexts...)
 }
 
 // start runs a process with its output in <dir>/<name>.log and its PID in

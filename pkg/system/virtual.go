@@ -7,10 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
 	"github.com/shardplane/shardplane/pkg/identities"
+	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 )
@@ -44,7 +42,7 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		certFile, _, err := dir.EnsureServingCert("127.0.0.1", nil)
+		certFile, _, err := dir.EnsureServingCert(loopbackServingNames)
 		if err != nil {
 			return nil, err
 		}
@@ -84,12 +82,7 @@ func (s *System) writeVirtualWorkspacesKubeconfigs(shardsCA []byte) error {
 		return nil
 	}
 	write := func(file, server string, ca []byte, token string) error {
-		cfg := clientcmdapi.NewConfig()
-		cfg.Clusters["server"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-		cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
-		cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "server", AuthInfo: "user"}
-		cfg.CurrentContext = "default"
-		return clientcmd.WriteToFile(*cfg, s.dir.Path(file))
+		return kubeconfig.Write(s.dir.Path(file), ca, kubeconfig.Context{Name: "default", Cluster: "server", Server: server, User: "user", Auth: kubeconfig.Token(token)})
 	}
 	for i := 0; i < s.o.Shards; i++ {
 		name := ShardName(i)

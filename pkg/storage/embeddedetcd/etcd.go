@@ -277,3 +277,19 @@ func (s *Server) CancelOnFailure(ctx context.Context) (_ context.Context, stop f
 	}()
 	return ctx, func() { cancel(nil) }
 }
+
+// StartForServer starts etcd as the storage of a server process. The
+// returned context ends with etcd's error when etcd fails after start-up
+// (see CancelOnFailure); call stop once the server has stopped: it closes
+// etcd.
+func StartForServer(ctx context.Context, o Options) (_ context.Context, _ *Server, stop func(), _ error) {
+	s, err := Start(ctx, o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stopWatching := s.CancelOnFailure(ctx)
+	return ctx, s, func() {
+		stopWatching()
+		s.Close()
+	}, nil
+}

@@ -108,20 +108,8 @@ func (o *Options) prepareServingCert() error {
 	if err != nil {
 		return err
 	}
-	host := "localhost"
-	if o.BaseURL != "" {
-		if u, err := url.Parse(o.BaseURL); err == nil && u.Hostname() != "" {
-			host = u.Hostname()
-		}
-	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = append(ips, ip)
-	}
-	if ip := o.SecureServing.BindAddress; ip != nil && !ip.IsUnspecified() {
-		ips = append(ips, ip)
-	}
-	serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(host, ips)
+	names := rootdir.ServingHosts(o.BaseURL, o.SecureServing.BindAddress)
+	serving.CertKey.CertFile, serving.CertKey.KeyFile, err = dir.EnsureServingCert(names)
 	return err
 }
 
