@@ -35,6 +35,7 @@ import (
 	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
 	"github.com/shardplane/shardplane/pkg/registry/content"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -57,7 +58,9 @@ func Run(ctx context.Context, o *Options) error {
 	}
 	var embedded *embeddedetcd.Server
 	if o.EmbeddedEtcd() {
-		etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{
+		var stop func()
+		var err error
+		ctx, embedded, stop, err = embeddedetcd.StartForServer(ctx, embeddedetcd.Options{
 			Directory:  o.EtcdDirectory(),
 			ClientPort: o.EmbeddedEtcdClientPort,
 			PeerPort:   o.EmbeddedEtcdPeerPort,
@@ -66,10 +69,6 @@ func Run(ctx context.Context, o *Options) error {
 		if err != nil {
 			return err
 		}
-		defer etcd.Close()
-		embedded = etcd
-		var stop func()
-		ctx, stop = etcd.CancelOnFailure(ctx)
 		defer stop()
 	}
 	completed, err := o.Complete(ctx, embedded)
@@ -88,13 +87,7 @@ func Run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := server.Run(ctx); err != nil {
-		return err
-	}
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return nil
+	return servercmd.StopCause(ctx, server.Run(ctx))
 }
 
 // Server is a shard: the generic API server with every API the shard serves
