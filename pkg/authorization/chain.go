@@ -10,6 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/authorization/union"
 
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/impersonation"
 	"github.com/shardplane/shardplane/pkg/authorization/warrants"
 	"github.com/shardplane/shardplane/pkg/identities"
@@ -23,7 +24,8 @@ type RBAC interface {
 }
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
-// impersonation gatekeeper, the wildcard guard, the workspace content
+// impersonation gatekeeper, the wildcard guard, the guard of the system's
+// status of APIExports and APIBindings, the workspace content
 // authorizer (may the user enter the logical cluster at all), the maximal
 // permission policy of bound APIs (an upper bound, binding system:kcp:admin
 // too, as in kcp), system:kcp:admin, then the per-cluster RBAC authorizer.
@@ -40,6 +42,7 @@ func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authoriz
 		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
 		union.NamedAuthorizer{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
 		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
+		union.NamedAuthorizer{AuthorizerName: "system-crd", Authorizer: systemStatus{}},
 		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
 		union.NamedAuthorizer{AuthorizerName: "maximal-permission-policy", Authorizer: maxPermission},
 		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
@@ -68,6 +71,31 @@ func (g wildcardGuard) ConditionsAwareAuthorize(ctx context.Context, a authorize
 }
 
 func (wildcardGuard) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// systemStatus denies every verb on the status subresource of APIExports
+// and APIBindings to everyone who got past the system:masters check, as
+// kcp's system CRD authorizer does: an export's identityHash or a binding's bound export
+// written by a tenant would let it claim another export's data.
+type systemStatus struct{}
+
+// StatusDenied is the reason of the denial, kcp's text.
+const StatusDenied = "status update not permitted"
+
+func (systemStatus) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if a.IsResourceRequest() && a.GetAPIGroup() == apisv1alpha1.GroupName && a.GetSubresource() == "status" &&
+		(a.GetResource() == "apiexports" || a.GetResource() == "apibindings") {
+		return authorizer.DecisionDeny, StatusDenied, nil
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func (g systemStatus) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(g.Authorize(ctx, a))
+}
+
+func (systemStatus) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }
 

@@ -97,3 +97,39 @@ func TestMaximalPermissionPolicyBindsEveryoneButSystemMasters(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusOfExportsAndBindingsIsTheSystems: kcp's system CRD authorizer
+// denies the status of APIExports and APIBindings to workspace admins and
+// kcp-admin alike; only system:masters (the shard's controllers) passes.
+func TestStatusOfExportsAndBindingsIsTheSystems(t *testing.T) {
+	authz, _, err := NewChain(decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionNoOpinion), decide(authorizer.DecisionAllow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := logicalcluster.WithCluster(context.Background(), "here")
+	admin := &user.DefaultInfo{Name: "a", Groups: []string{identities.KCPAdminGroup}}
+	owner := &user.DefaultInfo{Name: "u", Groups: []string{user.AllAuthenticated}}
+	masters := &user.DefaultInfo{Name: "m", Groups: []string{user.SystemPrivilegedGroup}}
+	for _, tc := range []struct {
+		user                user.Info
+		verb, resource, sub string
+		want                authorizer.Decision
+	}{
+		{owner, "patch", "apiexports", "status", authorizer.DecisionDeny},
+		{owner, "update", "apibindings", "status", authorizer.DecisionDeny},
+		{admin, "update", "apiexports", "status", authorizer.DecisionDeny},
+		{owner, "get", "apiexports", "status", authorizer.DecisionDeny},
+		{masters, "update", "apiexports", "status", authorizer.DecisionAllow},
+		{owner, "update", "apiexports", "", authorizer.DecisionAllow},
+		{owner, "update", "apiresourceschemas", "status", authorizer.DecisionAllow},
+	} {
+		attr := authorizer.AttributesRecord{User: tc.user, Verb: tc.verb, APIGroup: "apis.kcp.io", Resource: tc.resource, Subresource: tc.sub, ResourceRequest: true}
+		got, reason, _ := authz.Authorize(ctx, attr)
+		if got != tc.want {
+			t.Errorf("%s %s %s/%s: decision %v (%s), want %v", tc.user.GetName(), tc.verb, tc.resource, tc.sub, got, reason, tc.want)
+		}
+		if got == authorizer.DecisionDeny && reason != StatusDenied {
+			t.Errorf("%s %s %s/%s: reason %q, want kcp's %q", tc.user.GetName(), tc.verb, tc.resource, tc.sub, reason, StatusDenied)
+		}
+	}
+}

@@ -143,8 +143,14 @@ func (p Path) Base() string {
 	return string(p)[strings.LastIndex(string(p), separator)+1:]
 }
 
-// Join returns p with name appended as a new segment.
-func (p Path) Join(name string) Path { return Path(string(p) + separator + name) }
+// Join returns p with name appended as a new segment; the empty path
+// joined with name is name, as in kcp.
+func (p Path) Join(name string) Path {
+	if p == "" {
+		return Path(name)
+	}
+	return Path(string(p) + separator + name)
+}
 
 type contextKey struct{}
 

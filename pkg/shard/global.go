@@ -149,6 +149,13 @@ func (i wildcardInformers) resolveAnyPath(p logicalcluster.Path) (logicalcluster
 	return i.global.ResolvePath(p)
 }
 
+// exportExists tells whether an APIExport exists on this shard or, through
+// the cache server, on another.
+func (i wildcardInformers) exportExists(cluster logicalcluster.Name, name string) bool {
+	_, exists, err := wildcardinformer.First(cluster, "", name, i.kcp.apiExports, i.global.APIExports)
+	return err == nil && exists
+}
+
 // workspaceTypes resolves WorkspaceTypes of this shard's logical clusters
 // and, through the cache server, of every other shard's.
 func (i wildcardInformers) workspaceTypes() workspacetypes.Resolver {

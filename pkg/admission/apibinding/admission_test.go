@@ -13,6 +13,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -34,7 +35,7 @@ func resolve(p logicalcluster.Path) (logicalcluster.Name, bool) {
 }
 
 func TestValidateBindPermission(t *testing.T) {
-	p := New(resolve, bindAllowed)
+	p := New(Config{ResolvePath: resolve, Authorizer: bindAllowed})
 	ctx := logicalcluster.WithCluster(context.Background(), "consumer")
 	v2 := func(path, name string) *apisv1alpha2.APIBinding {
 		return &apisv1alpha2.APIBinding{Spec: apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: path, Name: name}}}}
@@ -74,7 +75,7 @@ func TestValidateBindPermission(t *testing.T) {
 }
 
 func TestValidateSkipsStatusAndPrivilegedUnknownWorkspace(t *testing.T) {
-	p := New(resolve, bindAllowed)
+	p := New(Config{ResolvePath: resolve, Authorizer: bindAllowed})
 	ctx := logicalcluster.WithCluster(context.Background(), "consumer")
 	b := &apisv1alpha2.APIBinding{Spec: apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: "root:nowhere", Name: "x"}}}}
 	status := admission.NewAttributesRecord(b, nil, apisv1alpha2.SchemeGroupVersion.WithKind("APIBinding"), "", "b",
@@ -86,5 +87,97 @@ func TestValidateSkipsStatusAndPrivilegedUnknownWorkspace(t *testing.T) {
 		apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), "", admission.Create, nil, false, &user.DefaultInfo{Name: "admin", Groups: []string{user.SystemPrivilegedGroup}})
 	if err := p.Validate(ctx, masters, nil); err != nil {
 		t.Errorf("system:masters: %v", err)
+	}
+}
+
+func exportExists(cluster logicalcluster.Name, name string) bool {
+	return cluster == "provider" && (name == "widgets" || name == "gadgets")
+}
+
+// TestEndpointSliceNeedsAnExistingExportItMayBind mirrors kcp's
+// APIExportEndpointSlice admission: the export must exist and the writer
+// may bind it; the answer does not tell which of the two failed.
+func TestEndpointSliceNeedsAnExistingExportItMayBind(t *testing.T) {
+	p := New(Config{ResolvePath: resolve, Authorizer: bindAllowed, ExportExists: exportExists})
+	ctx := logicalcluster.WithCluster(context.Background(), "consumer")
+	slice := func(path, name string) *apisv1alpha1.APIExportEndpointSlice {
+		return &apisv1alpha1.APIExportEndpointSlice{Spec: apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Path: path, Name: name}}}
+	}
+	for _, tt := range []struct {
+		name     string
+		obj, old *apisv1alpha1.APIExportEndpointSlice
+		user     string
+		groups   []string
+		wantErr  string
+	}{
+		{name: "may bind", obj: slice("root:provider", "widgets"), user: "alice"},
+		{name: "may not bind", obj: slice("root:provider", "gadgets"), user: "alice", wantErr: "unable to create APIExportEndpointSlice: no permission to bind to export root:provider:gadgets"},
+		{name: "other user", obj: slice("root:provider", "widgets"), user: "bob", wantErr: "no permission to bind to export root:provider:widgets"},
+		{name: "export does not exist", obj: slice("root:provider", "nothing"), user: "alice", wantErr: "no permission to bind to export root:provider:nothing"},
+		{name: "unknown workspace", obj: slice("root:nowhere", "widgets"), user: "alice", wantErr: "no permission to bind to export root:nowhere:widgets"},
+		{name: "local export that does not exist", obj: slice("", "widgets"), user: "alice", wantErr: "no permission to bind to export widgets"},
+		{name: "update keeping the export", obj: slice("root:provider", "gadgets"), old: slice("root:provider", "gadgets"), user: "bob"},
+		{name: "system:masters", obj: slice("root:nowhere", "x"), user: "m", groups: []string{user.SystemPrivilegedGroup}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			op := admission.Create
+			var old runtime.Object
+			if tt.old != nil {
+				op, old = admission.Update, tt.old
+			}
+			a := admission.NewAttributesRecord(tt.obj, old, apisv1alpha1.SchemeGroupVersion.WithKind("APIExportEndpointSlice"), "", "s",
+				apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), "", op, nil, false, &user.DefaultInfo{Name: tt.user, Groups: tt.groups})
+			checkForbidden(t, p.Validate(ctx, a, nil), tt.wantErr)
+		})
+	}
+}
+
+// TestWorkspaceTypeDefaultBindingsNeedBind mirrors kcp's
+// TestDefaultAPIBindingsBindPermission: the default bindings a type adds
+// are created by the system, so their writer must hold bind on each.
+func TestWorkspaceTypeDefaultBindingsNeedBind(t *testing.T) {
+	p := New(Config{ResolvePath: resolve, Authorizer: bindAllowed, ExportExists: exportExists})
+	ctx := logicalcluster.WithCluster(context.Background(), "tenant")
+	wt := func(refs ...tenancyv1alpha1.APIExportReference) *tenancyv1alpha1.WorkspaceType {
+		return &tenancyv1alpha1.WorkspaceType{Spec: tenancyv1alpha1.WorkspaceTypeSpec{DefaultAPIBindings: refs}}
+	}
+	widgets := tenancyv1alpha1.APIExportReference{Path: "root:provider", Export: "widgets"}
+	gadgets := tenancyv1alpha1.APIExportReference{Path: "root:provider", Export: "gadgets"}
+	for _, tt := range []struct {
+		name     string
+		obj, old *tenancyv1alpha1.WorkspaceType
+		user     string
+		wantErr  string
+	}{
+		{name: "create with bind", obj: wt(widgets), user: "alice"},
+		{name: "create without bind", obj: wt(widgets), user: "bob", wantErr: "no permission to bind to export root:provider:widgets"},
+		{name: "create naming one export without bind", obj: wt(widgets, gadgets), user: "alice", wantErr: "no permission to bind to export root:provider:gadgets"},
+		{name: "update adding an export without bind", obj: wt(gadgets), old: wt(), user: "alice", wantErr: "no permission to bind to export root:provider:gadgets"},
+		{name: "update keeping the exports", obj: wt(gadgets), old: wt(gadgets), user: "alice"},
+		{name: "no default bindings", obj: wt(), user: "bob"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			op := admission.Create
+			var old runtime.Object
+			if tt.old != nil {
+				op, old = admission.Update, tt.old
+			}
+			a := admission.NewAttributesRecord(tt.obj, old, tenancyv1alpha1.SchemeGroupVersion.WithKind("WorkspaceType"), "", "t",
+				tenancyv1alpha1.SchemeGroupVersion.WithResource("workspacetypes"), "", op, nil, false, &user.DefaultInfo{Name: tt.user})
+			checkForbidden(t, p.Validate(ctx, a, nil), tt.wantErr)
+		})
+	}
+}
+
+func checkForbidden(t *testing.T, err error, want string) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want 403 with %q", err, want)
 	}
 }
