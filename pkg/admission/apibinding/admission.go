@@ -19,6 +19,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -109,8 +110,10 @@ func (p *Plugin) mayBind(ctx context.Context, a admission.Attributes, path logic
 		User: a.GetUserInfo(), Verb: "bind", APIGroup: apisv1alpha1.GroupName, APIVersion: apisv1alpha2.SchemeGroupVersion.Version,
 		Resource: "apiexports", Name: name, ResourceRequest: true,
 	}
-	// An authorizer error is a denial; its text is not the user's business.
-	decision, _, _ := p.Authorizer.Authorize(logicalcluster.WithCluster(ctx, exportCluster), bind)
+	// kcp asks with a deep SubjectAccessReview: "bind" granted in the
+	// export's workspace is enough, without "access" to it. An authorizer
+	// error is a denial; its text is not the user's business.
+	decision, _, _ := p.Authorizer.Authorize(workspacecontent.WithDeepSAR(logicalcluster.WithCluster(ctx, exportCluster)), bind)
 	return decision == authorizer.DecisionAllow
 }
 

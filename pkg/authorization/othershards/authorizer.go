@@ -19,8 +19,9 @@ import (
 // New returns the authorizer of checks in other workspaces. Checks in a
 // workspace this shard hosts (hosted) go to chain, the shard's own
 // authorizer. In one it does not host, system:masters and system:kcp:admin
-// may; everyone else needs "access" to the workspace and the permission
-// itself, both by rbac, which holds the replicated RBAC.
+// may; everyone else needs "access" to the workspace (unless the check is
+// a deep SubjectAccessReview, see workspacecontent.WithDeepSAR) and the
+// permission itself, both by rbac, which holds the replicated RBAC.
 func New(chain, rbac authorizer.Authorizer, hosted func(logicalcluster.Name) bool) authorizer.Authorizer {
 	return checks{chain: chain, rbac: rbac, hosted: hosted}
 }
@@ -50,6 +51,9 @@ func (r checks) Authorize(ctx context.Context, attr authorizer.Attributes) (auth
 		return authorizer.DecisionDeny, workspacecontent.DenyReason, nil
 	}
 	access := authorizer.AttributesRecord{User: u, Verb: "access", Path: "/"}
+	if workspacecontent.IsDeepSAR(ctx) {
+		return r.rbac.Authorize(ctx, attr)
+	}
 	if d, _, err := r.rbac.Authorize(ctx, access); err != nil || d != authorizer.DecisionAllow {
 		return authorizer.DecisionDeny, workspacecontent.DenyReason, err
 	}

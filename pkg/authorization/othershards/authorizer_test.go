@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -65,5 +66,21 @@ func TestChecksInWorkspacesOfOtherShardsUseTheirReplicatedRBAC(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s by %s: %v, want %v", tc.cluster, tc.attr.GetUser().GetName(), got, tc.want)
 		}
+	}
+}
+
+// TestDeepSARInAnotherShardsWorkspaceNeedsNoAccess: bob may bind in root by
+// its replicated RBAC without entering it, when asked as kcp's deep
+// SubjectAccessReview.
+func TestDeepSARInAnotherShardsWorkspaceNeedsNoAccess(t *testing.T) {
+	rbac := fixedAuthorizer(func(a authorizer.Attributes) bool { return a.GetVerb() == "bind" })
+	checks := New(fixedAuthorizer(func(authorizer.Attributes) bool { return false }), rbac, func(logicalcluster.Name) bool { return false })
+	bind := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "bob"}, Verb: "bind", Resource: "apiexports", ResourceRequest: true}
+	ctx := logicalcluster.WithCluster(context.Background(), "root")
+	if got, _, _ := checks.Authorize(ctx, bind); got != authorizer.DecisionDeny {
+		t.Errorf("without access: %v, want Deny", got)
+	}
+	if got, _, _ := checks.Authorize(workspacecontent.WithDeepSAR(ctx), bind); got != authorizer.DecisionAllow {
+		t.Errorf("deep SubjectAccessReview: %v, want Allow", got)
 	}
 }

@@ -88,3 +88,17 @@ func TestAuthorizeEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestDeepSARNeedsNoAccess: a check another workspace makes on a user's
+// behalf (kcp's deep SubjectAccessReview) is left to the target's RBAC.
+func TestDeepSARNeedsNoAccess(t *testing.T) {
+	a := New(func(logicalcluster.Name) *corev1alpha1.LogicalCluster { return &corev1alpha1.LogicalCluster{} }, fakeRBAC{allow: map[string]bool{}})
+	attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "mallory"}, Verb: "bind", Resource: "apiexports", ResourceRequest: true}
+	ctx := logicalcluster.WithCluster(context.Background(), "provider")
+	if got, _, _ := a.Authorize(ctx, attr); got != authorizer.DecisionDeny {
+		t.Errorf("without access: %v, want Deny", got)
+	}
+	if got, _, _ := a.Authorize(WithDeepSAR(ctx), attr); got != authorizer.DecisionNoOpinion {
+		t.Errorf("deep SubjectAccessReview without access: %v, want NoOpinion (RBAC decides)", got)
+	}
+}
