@@ -159,11 +159,11 @@ func (c *Server) installAPIExportControllers(gs *genericapiserver.GenericAPIServ
 	if err != nil {
 		return err
 	}
-	apiExports := apiexportcontroller.New(apiexportcontroller.Config{APIExports: c.Informers.kcp.apiExports, KCP: cl.kcp, Core: loopbackClient.CoreV1().RESTClient()})
 	endpointSlices, err := c.newEndpointSliceController(cl.loopback, cl.kcp)
 	if err != nil {
 		return err
 	}
+	apiExports := apiexportcontroller.New(apiexportcontroller.Config{APIExports: c.Informers.kcp.apiExports, KCP: cl.kcp, Core: loopbackClient.CoreV1().RESTClient(), Slices: endpointSlices.Informer()})
 	return c.addController(gs, "shardplane-apiexport-controllers", running(map[runner]int{apiExports: 4, endpointSlices: 2}))
 }
 

@@ -314,7 +314,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 	t.Run("EndpointSliceAndBindingAreStored", func(t *testing.T) {
 		slice := &apisv1alpha1.APIExportEndpointSlice{
 			TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIExportEndpointSlice"},
-			ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+			ObjectMeta: metav1.ObjectMeta{Name: "widgets-by-hand"},
 			Spec:       apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Path: org.path(), Name: "widgets"}},
 		}
 		stored := &apisv1alpha1.APIExportEndpointSlice{}
@@ -326,11 +326,11 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		var err error
 		for range 10 {
 			latest := &apisv1alpha1.APIExportEndpointSlice{}
-			if err := kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", latest); err != nil {
+			if err := kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets-by-hand", latest); err != nil {
 				t.Fatal(err)
 			}
 			latest.Spec.APIExport.Name = "modern"
-			if err = kcp.update(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", latest, &apisv1alpha1.APIExportEndpointSlice{}); !apierrors.IsConflict(err) {
+			if err = kcp.update(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets-by-hand", latest, &apisv1alpha1.APIExportEndpointSlice{}); !apierrors.IsConflict(err) {
 				break
 			}
 		}
@@ -434,7 +434,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 			call func() error
 		}{
 			{"apiexportendpointslices", func() error {
-				return kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", &apisv1alpha1.APIExportEndpointSlice{})
+				return kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets-by-hand", &apisv1alpha1.APIExportEndpointSlice{})
 			}},
 			{"apibindings", func() error { return kcp.get(ctx, org.path(), apiBindingsGVR, "widgets", &apisv1alpha2.APIBinding{}) }},
 		} {

@@ -232,14 +232,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 			}
 			return nil
 		})
-		slice := &apisv1alpha1.APIExportEndpointSlice{
-			TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIExportEndpointSlice"},
-			ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
-			Spec:       apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Path: providerPath, Name: "widgets"}},
-		}
-		if err := adminKCP.Create(ctx, logicalcluster.Name(providerPath), apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), slice, &apisv1alpha1.APIExportEndpointSlice{}); err != nil {
-			t.Fatalf("create APIExportEndpointSlice: %v", err)
-		}
+		// The export's default endpoint slice, of its name, is replicated.
 		poll(ctx, t, "replica of the APIExportEndpointSlice", func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"))
 			if err != nil {

@@ -1,7 +1,8 @@
 // Package apiexport gives every APIExport of the shard its identity: the
 // secret its spec.identity.secretRef names (created with a random key when
 // it is the export's default secret and absent), whose key's hex SHA-256
-// becomes status.identityHash, with the condition IdentityValid.
+// becomes status.identityHash, with the condition IdentityValid; and its
+// default APIExportEndpointSlice (see endpointSliceReconciler).
 //
 // Secrets are read on each reconcile through the loopback client, never
 // watched: a shard holds many secrets and few exports.
@@ -11,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -28,6 +31,9 @@ import (
 // apiExports is the resource the controller writes the status of.
 var apiExports = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
 
+// endpointSlices is the resource of the default slices.
+var endpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
+
 // Controller reconciles the identity of APIExports in all logical clusters
 // of the shard.
 type Controller struct {
@@ -37,6 +43,8 @@ type Controller struct {
 	// updateStatus writes an APIExport's status.
 	updateStatus func(ctx context.Context, cluster logicalcluster.Name, export *apisv1alpha2.APIExport) error
 	identity     *identityReconciler
+	slices       *wildcardinformer.Informer
+	endpoints    *endpointSliceReconciler
 }
 
 // Config is what the controller needs.
@@ -47,12 +55,25 @@ type Config struct {
 	// and namespaces; both act as the shard's loopback identity.
 	KCP  *kcpclient.Client
 	Core rest.Interface
+	// Slices is the shard's wildcard APIExportEndpointSlice informer (run
+	// by its own controller); a deleted default slice is created again.
+	Slices *wildcardinformer.Informer
 }
 
 // New returns the controller.
 func New(cfg Config) *Controller {
-	exports, kcp, core := cfg.APIExports, cfg.KCP, cfg.Core
+	exports, kcp, core, slices := cfg.APIExports, cfg.KCP, cfg.Core, cfg.Slices
 	c := &Controller{
+		slices: slices,
+		endpoints: &endpointSliceReconciler{
+			sliceExists: func(cluster logicalcluster.Name, name string) bool {
+				_, exists, err := slices.Get(cluster, "", name)
+				return err != nil || exists
+			},
+			createSlice: func(ctx context.Context, cluster logicalcluster.Name, slice *apisv1alpha1.APIExportEndpointSlice) error {
+				return kcp.Create(ctx, cluster, endpointSlices, slice, &apisv1alpha1.APIExportEndpointSlice{})
+			},
+		},
 		getAPIExport: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {
 			obj, exists, err := exports.Get(cluster, "", name)
 			if err != nil || !exists {
@@ -93,11 +114,18 @@ func New(cfg Config) *Controller {
 	}
 	c.loop = loop.New("apiexport", c.reconcile)
 	exports.AddHandler(c.loop.Handler(nil))
+	// A slice and its export share cluster and name, hence their key.
+	slices.AddHandler(c.loop.Handler(nil))
 	return c
 }
 
-// Run runs the workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+// Run runs the workers, once the slices are known, until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	if err := wildcardinformer.WaitForSync(ctx, c.slices); err != nil {
+		return
+	}
+	c.loop.Run(ctx, workers)
+}
 
 func (c *Controller) reconcile(ctx context.Context, key string) error {
 	cluster, _, name, ok := wildcardinformer.SplitKey(key)
@@ -110,7 +138,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	export = export.DeepCopy()
 	old := export.Status.DeepCopy()
-	reconcileErr := c.identity.reconcile(ctx, cluster, export)
+	reconcileErr := errors.Join(c.identity.reconcile(ctx, cluster, export), c.endpoints.reconcile(ctx, cluster, export))
 	if !apiequality.Semantic.DeepEqual(*old, export.Status) {
 		if err := c.updateStatus(ctx, cluster, export); err != nil && !apierrors.IsNotFound(err) {
 			return err

@@ -178,6 +178,9 @@ func TestReconcileWritesStatusOnlyOnChange(t *testing.T) {
 			return nil
 		},
 		identity: f.reconciler(),
+		endpoints: &endpointSliceReconciler{
+			sliceExists: func(logicalcluster.Name, string) bool { return true },
+		},
 	}
 	for i := 0; i < 2; i++ {
 		if err := c.reconcile(context.Background(), "c|e"); err != nil {

@@ -134,14 +134,7 @@ func TestShardServesTheAPIExportViewInProcess(t *testing.T) {
 		})
 	}
 
-	slice := &apisv1alpha1.APIExportEndpointSlice{
-		TypeMeta:   metav1.TypeMeta{APIVersion: apisv1alpha1.SchemeGroupVersion.String(), Kind: "APIExportEndpointSlice"},
-		ObjectMeta: metav1.ObjectMeta{Name: "gizmos"},
-		Spec:       apisv1alpha1.APIExportEndpointSliceSpec{APIExport: apisv1alpha1.ExportBindingReference{Name: export}},
-	}
-	if err := kcp.Create(ctx, provider, slicesGVR, slice, &apisv1alpha1.APIExportEndpointSlice{}); err != nil {
-		t.Fatal(err)
-	}
+	// The export's default endpoint slice, of its name, lists the views.
 	want := strings.TrimSuffix(shard.BaseURL(t), "/") + "/services/apiexport/" + string(provider) + "/" + export
 	var endpoint string
 	poll(ctx, t, "the endpoint slice names the shard", func(ctx context.Context) error {
