@@ -9,6 +9,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/applypatch"
 	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
 	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
 	"github.com/shardplane/shardplane/pkg/panics"
@@ -30,6 +31,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// read from the cache server.
 	systemExportIdentity := bootstrap.SystemExportIdentity(c.Informers.kcp.apiExports, c.Informers.global.APIExports)
 	apiHandler = clusterpath.WithResourceIdentity(apiHandler, gc.Serializer, systemExportIdentity)
+	// system:masters (the views' process) asks kcp's deep reviews by header.
+	apiHandler = workspacecontent.WithDeepSubjectAccessReviews(apiHandler)
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/controllers/apiexportendpointslice"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -38,7 +39,8 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 	if !o.virtual.Run {
 		return nil, nil
 	}
-	authz := othershards.New(gc.Authorization.Authorizer, clusterrbac.New(informers.rbac), informers.hosted)
+	// The views check permissions in other workspaces as kcp's deep reviews.
+	authz := workspacecontent.Deep(othershards.New(gc.Authorization.Authorizer, clusterrbac.New(informers.rbac), informers.hosted))
 	mounted, err := builtin.New(builtin.Config{
 		Shard:       rest.CopyConfig(gc.LoopbackClientConfig),
 		Authorizer:  authz,

@@ -63,7 +63,6 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 	const export = "widgets.example.io"
 	exportWidgets(ctx, t, kcp, a, export)
 	framework.Grant(ctx, t, kubeClient(t, sys.AdminConfig(t, string(a))), "widgets-provider", provider,
-		rbacv1.PolicyRule{Verbs: []string{"access"}, NonResourceURLs: []string{"/"}},
 		rbacv1.PolicyRule{Verbs: []string{"*"}, APIGroups: []string{apisv1alpha2.SchemeGroupVersion.Group}, Resources: []string{"apiexports/content"}, ResourceNames: []string{export}},
 	)
 	for _, ws := range []logicalcluster.Name{b, c} {

@@ -37,22 +37,6 @@ const (
 	DenyReason = "workspace access not permitted"
 )
 
-type deepSARKey struct{}
-
-// WithDeepSAR marks ctx as a check that a request in one workspace makes
-// in another on its user's behalf ("bind" of an APIExport), kcp's deep
-// SubjectAccessReview: the target workspace's RBAC alone judges it, with
-// no "access" to that workspace needed.
-func WithDeepSAR(ctx context.Context) context.Context {
-	return context.WithValue(ctx, deepSARKey{}, true)
-}
-
-// IsDeepSAR tells whether ctx carries WithDeepSAR's mark.
-func IsDeepSAR(ctx context.Context) bool {
-	deep, _ := ctx.Value(deepSARKey{}).(bool)
-	return deep
-}
-
 // InitializerGroup returns the group that acts for an initializer inside the
 // logical clusters waiting for it.
 func InitializerGroup(i corev1alpha1.LogicalClusterInitializer) string {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
 	"github.com/shardplane/shardplane/pkg/version"
@@ -115,7 +116,9 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 			return nil, fmt.Errorf("--external-logical-cluster-admin-kubeconfig: %w", err)
 		}
 	}
-	reviews, err := NewSubjectAccessReviews(authzConfig)
+	// kcp's views ask deep reviews: a permission granted in the target
+	// workspace counts without access to it.
+	reviews, err := NewSubjectAccessReviews(workspacecontent.WithDeepSARConfig(authzConfig))
 	if err != nil {
 		return nil, err
 	}
