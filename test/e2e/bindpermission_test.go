@@ -152,4 +152,25 @@ func TestExportsAreTheSystemsAndTheirUseNeedsBind(t *testing.T) {
 			return user1.update(ctx, tenant.path(), workspaceTypesGVR, "later", latest, &tenancyv1alpha1.WorkspaceType{})
 		})
 	})
+
+	t.Run("UseOfAWorkspaceTypeNeedsNoAccessToItsWorkspace", func(t *testing.T) {
+		// As bind: kcp judges use by a deep review in the type's workspace.
+		createWorkspaceType(ctx, t, kcp, provider.path(), "special", tenancyv1alpha1.WorkspaceTypeSpec{
+			Extend: tenancyv1alpha1.WorkspaceTypeExtension{With: []tenancyv1alpha1.WorkspaceTypeReference{{Name: "universal", Path: "root"}}},
+		})
+		special := &tenancyv1alpha1.WorkspaceTypeReference{Name: "special", Path: provider.path()}
+		eventuallyRefused(t, "a workspace of type "+provider.path()+":special", `"use"`, func(ctx context.Context) error {
+			_, err := createWorkspaceOnce(ctx, user1, tenant.path(), "special", special)
+			return err
+		})
+		providerAdmin := e.kube(t, kcpAdmin, provider.path())
+		createClusterRole(ctx, t, providerAdmin, "user-1-use-special", rbacv1.PolicyRule{
+			Verbs: []string{"use"}, APIGroups: []string{tenancyv1alpha1.GroupName}, Resources: []string{"workspacetypes"}, ResourceNames: []string{"special"},
+		})
+		bindClusterRole(ctx, t, providerAdmin, "user-1-use-special", "user-1-use-special", userSubject("user-1"))
+		eventuallyAllowed(ctx, t, "a workspace of type "+provider.path()+":special with use", func(ctx context.Context) error {
+			_, err := createWorkspaceOnce(ctx, user1, tenant.path(), "special", special)
+			return err
+		})
+	})
 }
