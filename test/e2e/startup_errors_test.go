@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardplane/shardplane/pkg/rootdir"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestServiceAccountKeyThatCannotBeReadStopsStartUp: a shard whose service

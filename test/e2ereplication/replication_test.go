@@ -30,7 +30,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // eventually bounds every wait; replication itself takes about a second.
