@@ -52,11 +52,7 @@ func startTwoShards(t *testing.T) twoShards {
 	root := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(common...))}
 	root.waitForRootBootstrap(t)
 
-	ports, err := framework.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	external := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	external := "https://127.0.0.1:" + strconv.Itoa(framework.FreePort(t))
 	beta := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(append(common,
 		"--shard-name=beta",
 		"--root-shard-kubeconfig="+root.s.Kubeconfig(),

@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ports, err := framework.FreePorts(3)
+	ports, err := framework.FindFreePorts(3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -67,10 +67,7 @@ func startEtcd(t *testing.T, n int) []*etcdMember {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := framework.FreePorts(2 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := framework.FreePorts(t, 2*n)
 	var members []*etcdMember
 	var initial []string
 	for i := 0; i < n; i++ {
@@ -143,12 +140,12 @@ func waitEtcdHealthy(t *testing.T, members []*etcdMember) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	eventuallyOK(context.Background(), t, "etcd healthy", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := c.Get(ctx, "health")
 		return err
-	})
+	}, "etcd healthy")
 }
 
 // leader returns the member that leads the cluster.
