@@ -106,16 +106,14 @@ func createOwned(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, 
 }
 
 // waitGone waits until get answers NotFound.
-func waitGone(ctx context.Context, t *testing.T, what string, get func(context.Context) error) {
+func waitGone(t *testing.T, what string, get func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		last = get(ctx)
-		return apierrors.IsNotFound(last), nil
-	})
-	if err != nil {
-		t.Fatalf("%s still there (last error: %v)", what, last)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		if err := get(ctx); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
+	}, "%s still there", what)
 }
 
 func getConfigMap(c kubernetes.Interface, ns, name string) func(context.Context) error {
@@ -171,8 +169,8 @@ func TestNamespaceDeletionDeletesContentAndWaitsForFinalizers(t *testing.T) {
 	if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "configmap plain", getConfigMap(c.kube, ns, "plain"))
-	waitGone(ctx, t, "custom resource", func(ctx context.Context) error {
+	waitGone(t, "configmap plain", getConfigMap(c.kube, ns, "plain"))
+	waitGone(t, "custom resource", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "custom", metav1.GetOptions{})
 		return err
 	})
@@ -193,7 +191,7 @@ func TestNamespaceDeletionDeletesContentAndWaitsForFinalizers(t *testing.T) {
 	}
 
 	removeFinalizers(ctx, t, c.kube, ns, "held")
-	waitGone(ctx, t, "namespace "+ns, func(ctx context.Context) error {
+	waitGone(t, "namespace "+ns, func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err
 	})
@@ -212,7 +210,7 @@ func TestGarbageCollectorDeletesDependentsInTheBackground(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcbg")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	createOwned(ctx, t, c.kube, "default", "dependent", nil, ownerRef(owner, false))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: []metav1.OwnerReference{ownerRef(owner, false)}}}
@@ -221,8 +219,8 @@ func TestGarbageCollectorDeletesDependentsInTheBackground(t *testing.T) {
 	}
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "dependent configmap", getConfigMap(c.kube, "default", "dependent"))
-	waitGone(ctx, t, "dependent secret", func(ctx context.Context) error {
+	waitGone(t, "dependent configmap", getConfigMap(c.kube, "default", "dependent"))
+	waitGone(t, "dependent secret", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("default").Get(ctx, "dependent", metav1.GetOptions{})
 		return err
 	})
@@ -232,13 +230,13 @@ func TestGarbageCollectorForegroundDeletionWaitsForBlockingDependents(t *testing
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcfg")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	createOwned(ctx, t, c.kube, "default", "blocking", []string{"example.com/hold"}, ownerRef(owner, true))
 	createOwned(ctx, t, c.kube, "default", "nonblocking", nil, ownerRef(owner, false))
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationForeground)
-	waitGone(ctx, t, "non-blocking dependent", getConfigMap(c.kube, "default", "nonblocking"))
+	waitGone(t, "non-blocking dependent", getConfigMap(c.kube, "default", "nonblocking"))
 
 	// The blocking dependent is being deleted, held by its finalizer; the
 	// owner waits for it.
@@ -258,7 +256,7 @@ func TestGarbageCollectorForegroundDeletionWaitsForBlockingDependents(t *testing
 	}
 
 	removeFinalizers(ctx, t, c.kube, "default", "blocking")
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "default", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "default", "owner"))
 }
 
 func containsString(list []string, s string) bool {
@@ -274,13 +272,13 @@ func TestGarbageCollectorOrphanDeletionKeepsDependents(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcorphan")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	other := createOwned(ctx, t, c.kube, "default", "other-owner", nil)
 	dep := createOwned(ctx, t, c.kube, "default", "dependent", nil, ownerRef(owner, true), ownerRef(other, false))
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationOrphan)
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "default", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "default", "owner"))
 	got := requireStays(ctx, t, c.kube, dep, 2*time.Second)
 	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != other.UID {
 		t.Errorf("orphaned dependent: ownerReferences %+v, want only %s", got.OwnerReferences, other.UID)
@@ -347,7 +345,7 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gccr")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	gizmos := installGizmos(ctx, t, c).Namespace("default")
 	create := func(name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 		t.Helper()
@@ -361,17 +359,17 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 	if err := gizmos.Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "dependent gizmo", func(ctx context.Context) error {
+	waitGone(t, "dependent gizmo", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "dependent", metav1.GetOptions{})
 		return err
 	})
-	waitGone(ctx, t, "configmap owned by a gizmo", getConfigMap(c.kube, "default", "dependent-of-gizmo"))
+	waitGone(t, "configmap owned by a gizmo", getConfigMap(c.kube, "default", "dependent-of-gizmo"))
 
 	// A custom resource owned by a deleted configmap goes too.
 	cmOwner := createOwned(ctx, t, c.kube, "default", "cm-owner", nil)
 	create("owned-by-cm", ownerRef(cmOwner, false))
 	deleteConfigMap(ctx, t, c.kube, cmOwner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "gizmo owned by a configmap", func(ctx context.Context) error {
+	waitGone(t, "gizmo owned by a configmap", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "owned-by-cm", metav1.GetOptions{})
 		return err
 	})
@@ -385,8 +383,8 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	a, b := newKCCluster(ctx, t, s, "gcuid-a"), newKCCluster(ctx, t, s, "gcuid-b")
-	waitForNamespace(ctx, t, a.kube, "default")
-	waitForNamespace(ctx, t, b.kube, "default")
+	waitForNamespace(t, a.kube, "default")
+	waitForNamespace(t, b.kube, "default")
 
 	ownerA := createOwned(ctx, t, a.kube, "default", "owner", nil)
 	ownerB := createOwned(ctx, t, b.kube, "default", "owner", nil) // same name, other UID
@@ -395,7 +393,7 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	createOwned(ctx, t, b.kube, "default", "foreign", nil, ownerRef(ownerA, false))
 	mixed := createOwned(ctx, t, b.kube, "default", "mixed", nil, ownerRef(ownerB, false), ownerRef(ownerA, false))
 
-	waitGone(ctx, t, "B's dependent naming only A's owner UID", getConfigMap(b.kube, "default", "foreign"))
+	waitGone(t, "B's dependent naming only A's owner UID", getConfigMap(b.kube, "default", "foreign"))
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
 		got, err := b.kube.CoreV1().ConfigMaps("default").Get(ctx, "mixed", metav1.GetOptions{})
 		if err != nil {
@@ -409,7 +407,7 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	requireStays(ctx, t, a.kube, depA, time.Second)
 
 	deleteConfigMap(ctx, t, a.kube, ownerA, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "A's dependent", getConfigMap(a.kube, "default", "dependent"))
+	waitGone(t, "A's dependent", getConfigMap(a.kube, "default", "dependent"))
 	requireStays(ctx, t, b.kube, depB, 2*time.Second)
 	requireStays(ctx, t, b.kube, mixed, 0)
 	requireStays(ctx, t, b.kube, ownerB, 0)
@@ -488,7 +486,7 @@ func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
 		}
 	}
 	waitDefaults("new namespace")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	if _, err := c.kube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
 		// The default namespace gets them too (eventually).
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {

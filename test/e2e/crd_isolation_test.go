@@ -77,7 +77,7 @@ func requireCollected(ctx context.Context, t *testing.T, e crdEnv, version strin
 	if err := e.forces(version).Delete(ctx, owner.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete owner %s in %s: %v", owner.GetName(), e.cluster, err)
 	}
-	waitGone(ctx, t, "dependent "+dependent.GetName()+" in "+e.cluster, func(ctx context.Context) error {
+	waitGone(t, "dependent "+dependent.GetName()+" in "+e.cluster, func(ctx context.Context) error {
 		_, err := e.forces(version).Get(ctx, dependent.GetName(), metav1.GetOptions{})
 		return err
 	})

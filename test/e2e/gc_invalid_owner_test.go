@@ -55,7 +55,7 @@ func TestGarbageCollectorDeletesDependentNamingAnOwnerInAnotherNamespace(t *test
 	owner := createOwned(ctx, t, c.kube, "owners", "owner", nil)
 	dep := createOwned(ctx, t, c.kube, "squatters", "dependent", nil, ownerRef(owner, false))
 
-	waitGone(ctx, t, "dependent naming an owner in another namespace", getConfigMap(c.kube, "squatters", "dependent"))
+	waitGone(t, "dependent naming an owner in another namespace", getConfigMap(c.kube, "squatters", "dependent"))
 	ev := waitForEvent(ctx, t, c.kube, "squatters", "OwnerRefInvalidNamespace", dep.UID)
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, `does not exist in namespace "squatters"`) ||
 		ev.InvolvedObject.Kind != "ConfigMap" || ev.InvolvedObject.Name != "dependent" {
@@ -78,7 +78,7 @@ func TestGarbageCollectorKeepsClusterScopedDependentOfNamespacedOwner(t *testing
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gc-cs")
 	createNamespace(ctx, t, c.kube, "owners")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "owners", "owner", nil)
 
 	role, err := c.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
@@ -93,7 +93,7 @@ func TestGarbageCollectorKeepsClusterScopedDependentOfNamespacedOwner(t *testing
 	}
 	// Deleting the owner does not make the reference resolvable either.
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "owners", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "owners", "owner"))
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		got, err := c.kube.RbacV1().ClusterRoles().Get(ctx, role.Name, metav1.GetOptions{})

@@ -47,7 +47,7 @@ func TestKubectlServerSideApplyThenGetShowsConfigMap(t *testing.T) {
 	ctx := testContext(t)
 	cluster := s.NewLogicalCluster(t, "apply")
 	c := kubeClient(t, s, "base", cluster)
-	waitForNamespace(ctx, t, c, metav1.NamespaceDefault)
+	waitForNamespace(t, c, metav1.NamespaceDefault)
 
 	const manifest = `apiVersion: v1
 kind: ConfigMap

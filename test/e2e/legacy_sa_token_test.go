@@ -142,7 +142,7 @@ func TestLegacyTokenSecretsOfMissingServiceAccountsAreDeleted(t *testing.T) {
 	c := robotCluster(ctx, t, s, "legacy-gone")
 
 	createTokenSecret(ctx, t, c.kube, "team", "ghost-token", "ghost")
-	waitGone(ctx, t, "token secret of a missing service account", func(ctx context.Context) error {
+	waitGone(t, "token secret of a missing service account", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("team").Get(ctx, "ghost-token", metav1.GetOptions{})
 		return err
 	})
@@ -152,7 +152,7 @@ func TestLegacyTokenSecretsOfMissingServiceAccountsAreDeleted(t *testing.T) {
 	if err := c.kube.CoreV1().ServiceAccounts("team").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "token secret of a deleted service account", func(ctx context.Context) error {
+	waitGone(t, "token secret of a deleted service account", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("team").Get(ctx, "robot-token", metav1.GetOptions{})
 		return err
 	})

@@ -186,7 +186,7 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 		createNamespace(ctx, t, c.kube, ns)
 		waitRootCA(ctx, t, c.kube, ns)
 	}
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	waitRootCA(ctx, t, c.kube, "default")
 	configMaps := configMapCount(ctx, t, c.kube, metav1.NamespaceAll)
 	roles, err := c.kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
@@ -238,7 +238,7 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 	}
 
 	// Another workspace is not limited by it.
-	waitForNamespace(ctx, t, other.kube, "default")
+	waitForNamespace(t, other.kube, "default")
 	for i := 0; i < 3; i++ {
 		if _, err := other.kube.RbacV1().ClusterRoles().Create(ctx, role(fmt.Sprintf("extra-%d", i)), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("cluster role %d in another workspace: %v", i, err)

@@ -263,7 +263,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 	if err := rootKCP.delete(ctx, org.path(), workspacesGVR, gone.name); err != nil {
 		t.Fatalf("delete workspace %s: %v", gone.path(), err)
 	}
-	waitGone(ctx, t, "LogicalCluster of "+gone.path()+" on beta", func(ctx context.Context) error {
+	waitGone(t, "LogicalCluster of "+gone.path()+" on beta", func(ctx context.Context) error {
 		return beta.kcp(t, shardAdmin).get(ctx, gone.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{})
 	})
 

@@ -382,16 +382,14 @@ func eventuallyAllowed(ctx context.Context, t *testing.T, what string, f func(co
 
 // eventuallyDenied polls f until it answers 403 with the workspace access
 // reason.
-func eventuallyDenied(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
+func eventuallyDenied(t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), accessDenied), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: never denied with %q: %v (last result: %v)", what, accessDenied, err, last)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		if err := f(ctx); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), accessDenied) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
+	}, "%s: never denied with %q", what, accessDenied)
 }
 
 // requireAPIError fails the test unless err is an API error with the HTTP

@@ -493,7 +493,7 @@ func testRequiredGroups(t *testing.T, e *wsEnv) {
 	}
 
 	setRequiredGroups("team-3")
-	eventuallyDenied(ctx, t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
+	eventuallyDenied(t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
 	requireAccessDenied(t, listConfigMaps(ctx, e.kube(t, "user-2", guarded.cluster())), "user-2 (team-2): list configmaps in "+guarded.cluster()+" requiring team-3")
 	if err := listConfigMaps(ctx, user3); err != nil {
 		t.Errorf("user-3 (team-3): list configmaps in %s requiring team-3: %v", guarded.path(), err)
@@ -516,7 +516,7 @@ func testRequiredGroups(t *testing.T, e *wsEnv) {
 
 	// All of: neither user is in both groups.
 	setRequiredGroups("team-2,team-3")
-	eventuallyDenied(ctx, t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-2 and team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
+	eventuallyDenied(t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-2 and team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
 	requireAccessDenied(t, listConfigMaps(ctx, user3), "user-3 (team-3): list configmaps in "+guarded.path()+" requiring team-2 and team-3")
 }
 
@@ -638,7 +638,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 	eventuallyAllowed(ctx, t, "user-3: list configmaps in "+guarded.path(), func(ctx context.Context) error {
 		return listConfigMaps(ctx, e.kube(t, "user-3", guarded.path()))
 	})
-	eventuallyDenied(ctx, t, "user-2: list configmaps in "+guarded.path(), func(ctx context.Context) error {
+	eventuallyDenied(t, "user-2: list configmaps in "+guarded.path(), func(ctx context.Context) error {
 		return listConfigMaps(ctx, e.kube(t, "user-2", guarded.path()))
 	})
 

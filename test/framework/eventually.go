@@ -45,10 +45,13 @@ func Poll(ctx context.Context, timeout time.Duration, cond func(context.Context)
 
 // PollEvery calls cond at once and then interval after each call until it
 // returns nil, timeout passes or ctx ends; the error names cond's last
-// error.
+// error. A timeout of 0 leaves the deadline to ctx.
 func PollEvery(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	pause := time.NewTimer(interval)
 	defer pause.Stop()
 	for {
@@ -59,7 +62,7 @@ func PollEvery(ctx context.Context, interval, timeout time.Duration, cond func(c
 		pause.Reset(interval)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w after %s (last error: %v)", ctx.Err(), timeout, last)
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 		case <-pause.C:
 		}
 	}
