@@ -43,8 +43,14 @@ const (
 	watchCacheReadWait = "apiserver_watch_cache_read_wait_seconds"
 	workqueueWait      = "workqueue_queue_duration_seconds"
 	workqueueWork      = "workqueue_work_duration_seconds"
-	apibindingQueue    = `name="apibinding"`
-	gizmosLabels       = `group="` + benchGroup + `",resource="` + benchResource + `"`
+)
+
+// The series of the work queues and the watch cache the bench reads.
+var (
+	apibindingQueue  = map[string]string{"name": "apibinding"}
+	replicationQueue = map[string]string{"name": "replication"}
+	labelerQueue     = map[string]string{"name": "replication-labeler"}
+	gizmosLabels     = map[string]string{"group": benchGroup, "resource": benchResource}
 )
 
 var (

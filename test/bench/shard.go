@@ -18,6 +18,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // target is the shard under test.
@@ -182,11 +184,29 @@ func (t *target) memoryLive() (rss, heap, live int64) {
 	_, _ = t.get("/debug/pprof/heap?gc=1")
 	time.Sleep(200 * time.Millisecond)
 	heap, live = -1, -1
-	if m, err := t.get("/metrics"); err == nil {
-		heap = int64(metricValue(m, "go_memstats_heap_inuse_bytes"))
-		live = int64(metricValue(m, "go_memstats_heap_alloc_bytes"))
+	if m, err := t.metrics(); err == nil {
+		heap = int64(valueOr(m, "go_memstats_heap_inuse_bytes", nil))
+		live = int64(valueOr(m, "go_memstats_heap_alloc_bytes", nil))
 	}
 	return t.rss(), heap, live
+}
+
+// metrics reads and parses /metrics.
+func (t *target) metrics() (framework.Metrics, error) {
+	text, err := t.get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return framework.ParseMetrics(strings.NewReader(text))
+}
+
+// valueOr returns the value of the first series of name with labels, or
+// -1 when there is none.
+func valueOr(m framework.Metrics, name string, labels map[string]string) float64 {
+	if v, ok := m.Value(name, labels); ok {
+		return v
+	}
+	return -1
 }
 
 // gauge returns the value of an unlabelled metric on /metrics, or -1.
@@ -196,23 +216,11 @@ func (t *target) gauge(name string) int {
 
 // value returns the value of an unlabelled metric on /metrics, or -1.
 func (t *target) value(name string) float64 {
-	m, err := t.get("/metrics")
+	m, err := t.metrics()
 	if err != nil {
 		return -1
 	}
-	return metricValue(m, name)
-}
-
-// metricValue returns the value of the unlabelled metric name in the
-// /metrics text m, or -1.
-func metricValue(m, name string) float64 {
-	for _, line := range strings.Split(m, "\n") {
-		if strings.HasPrefix(line, name+" ") {
-			f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return f
-		}
-	}
-	return -1
+	return valueOr(m, name, nil)
 }
 
 // cpuMsPer returns the shard's CPU milliseconds per unit of work since
@@ -230,29 +238,16 @@ func (t *target) cpuMsPer(before float64, units int) float64 {
 // histogramMark is the sum and count of a histogram on /metrics at one
 // moment, over the series whose labels contain labels.
 type histogramMark struct {
-	name, labels string
-	sum, count   float64
+	name       string
+	labels     map[string]string
+	sum, count float64
 }
 
 // mark reads a histogram, see histogramMark.
-func (t *target) mark(name, labels string) histogramMark {
+func (t *target) mark(name string, labels map[string]string) histogramMark {
 	m := histogramMark{name: name, labels: labels}
-	text, err := t.get("/metrics")
-	if err != nil {
-		return m
-	}
-	for _, line := range strings.Split(text, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 2 || !strings.Contains(fields[0], labels) {
-			continue
-		}
-		v, _ := strconv.ParseFloat(fields[1], 64)
-		switch {
-		case strings.HasPrefix(fields[0], name+"_sum{"):
-			m.sum += v
-		case strings.HasPrefix(fields[0], name+"_count{"):
-			m.count += v
-		}
+	if metrics, err := t.metrics(); err == nil {
+		m.sum, m.count = metrics.HistogramTotals(name, labels)
 	}
 	return m
 }
@@ -269,17 +264,11 @@ func (t *target) meanMsSince(m histogramMark) (float64, int) {
 
 // metricSeries counts the samples on /metrics.
 func (t *target) metricSeries() int {
-	m, err := t.get("/metrics")
+	m, err := t.metrics()
 	if err != nil {
 		return -1
 	}
-	n := 0
-	for _, line := range strings.Split(m, "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			n++
-		}
-	}
-	return n
+	return m.Samples()
 }
 
 // logTail returns the end of the shard's log at path: from its first panic

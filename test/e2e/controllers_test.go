@@ -677,15 +677,8 @@ func TestIdleClusterCost(t *testing.T) {
 // shardCost reads go_goroutines from /metrics and VmRSS of the shard process.
 func shardCost(ctx context.Context, t *testing.T, s *framework.Shard) (goroutines int, rssKB int) {
 	t.Helper()
-	code, body := httpGet(ctx, t, s.HTTPClient(t), s.BaseURL(t)+"/metrics", s.KubeconfigToken(t, "shard-admin"))
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: HTTP %d", code)
-	}
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			goroutines = int(f)
-		}
+	if v, ok := s.Metrics(ctx, t).Value("go_goroutines", nil); ok {
+		goroutines = int(v)
 	}
 	pid := shardPID(t, s)
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))

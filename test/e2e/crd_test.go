@@ -776,14 +776,12 @@ func TestFirstRequestCostOfManyClustersWithCRDs(t *testing.T) {
 		// A heap profile request with gc=1 collects garbage first, so the
 		// heap numbers are live objects.
 		rawGet(ctx, t, s, "system:admin", "/debug/pprof/heap?gc=1", "")
-		_, body := rawGet(ctx, t, s, "system:admin", "/metrics", "")
-		for _, line := range strings.Split(body, "\n") {
-			if strings.HasPrefix(line, name+" ") {
-				v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
-				return v
-			}
+		m, err := framework.ScrapeMetrics(ctx, s.HTTPClient(t), s.ClusterURL(t, "system:admin", "/metrics"), s.KubeconfigToken(t, "shard-admin"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		return 0
+		v, _ := m.Value(name, nil)
+		return v
 	}
 	mb := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
 	clusters := make([]crdEnv, n)
