@@ -3,17 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -31,15 +28,6 @@ type target struct {
 	http    *http.Client
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startShard starts the shard binary on free loopback ports in a temporary
 // root directory and returns once /readyz answers.
 func startShard(ctx context.Context, binary string) (*target, time.Duration, error) {
@@ -47,57 +35,37 @@ func startShard(ctx context.Context, binary string) (*target, time.Duration, err
 	if err != nil {
 		return nil, 0, err
 	}
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, 0, err
-		}
-	}
-	log, err := os.Create(filepath.Join(dir, "shard.log"))
+	ports, err := framework.FindFreePorts(3)
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(binary, "--root-directory="+filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[0]), "--embedded-etcd-client-port="+strconv.Itoa(ports[1]),
-		"--embedded-etcd-peer-port="+strconv.Itoa(ports[2]))
-	cmd.Stdout, cmd.Stderr = log, log
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("start %s: %w", binary, err)
+	proc := &framework.Process{
+		Name:   "shard",
+		Binary: binary,
+		Args: func() []string {
+			return []string{"--root-directory=" + filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(ports[0]), "--embedded-etcd-client-port=" + strconv.Itoa(ports[1]),
+				"--embedded-etcd-peer-port=" + strconv.Itoa(ports[2])}
+		},
+		WorkDir:  dir,
+		ReadyURL: fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]),
+		// Start-up is a measured figure: probe often.
+		ReadyInterval: 20 * time.Millisecond,
+		ReadyTimeout:  3 * time.Minute,
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
-		select {
-		case <-exited:
+		if err := proc.Stop(); errors.Is(err, framework.ErrExited) {
 			// It stopped on its own: keep its log.
-			fmt.Fprintf(os.Stderr, "bench: the shard exited before the bench stopped it (%s); its log is %s, ending:\n%s\n",
-				cmd.ProcessState, log.Name(), logTail(log.Name(), 40))
+			fmt.Fprintf(os.Stderr, "bench: the shard exited before the bench stopped it (%v); its log is %s, ending:\n%s\n",
+				err, proc.LogPath(), logTail(proc.LogPath(), 40))
 			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
 		}
 		_ = os.RemoveAll(dir)
 	}
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
-	for {
-		if resp, err := insecure.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Since(start) > 3*time.Minute || ctx.Err() != nil {
-			stop()
-			return nil, 0, fmt.Errorf("shard not ready after %s, log in %s", time.Since(start), log.Name())
-		}
-		time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	if err := proc.StartContext(ctx); err != nil {
+		stop()
+		return nil, 0, fmt.Errorf("shard not ready after %s (%w), log in %s", time.Since(start), err, proc.LogPath())
 	}
 	elapsed := time.Since(start)
 	t, err := loadTarget(filepath.Join(dir, "root", "admin.kubeconfig"))
@@ -105,7 +73,7 @@ func startShard(ctx context.Context, binary string) (*target, time.Duration, err
 		stop()
 		return nil, 0, err
 	}
-	t.pid, t.stop = cmd.Process.Pid, stop
+	t.pid, t.stop = proc.PID(), stop
 	return t, elapsed, nil
 }
 

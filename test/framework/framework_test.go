@@ -3,6 +3,7 @@ package framework
 import (
 	"encoding/csv"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,5 +98,27 @@ func TestUniqueClusterNameIsAValidName(t *testing.T) {
 	}
 	if err := logicalcluster.ValidateName(a); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestProcessKillEndsTheProcessAndStartRunsItAgain(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep on PATH")
+	}
+	p := &Process{Name: "sleep", Binary: sleep, Args: func() []string { return []string{"60"} }, WorkDir: t.TempDir()}
+	for range 2 {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if p.PID() == 0 {
+			t.Fatal("a running process has no PID")
+		}
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if p.PID() != 0 {
+			t.Error("a killed process still has a PID")
+		}
 	}
 }

@@ -270,7 +270,7 @@ func (s *System) RestartExited(t testing.TB, name, readyURL string) {
 		t.Fatal(err)
 	}
 	p := Process{Name: name, ReadyURL: readyURL}
-	if err := p.waitReady(run); err != nil {
+	if err := p.waitReady(context.Background(), run); err != nil {
 		t.Fatalf("%s after restart: %v", name, err)
 	}
 }
