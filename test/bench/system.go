@@ -467,16 +467,11 @@ func (s *systemRun) newLatencyRun(ctx context.Context, b *bench, sr *systemResul
 		return nil, err
 	}
 	// The proxy serves the workspace once its index has it.
-	deadline := time.Now().Add(convergenceTimeout)
-	for {
+	if err := framework.PollEvery(ctx, pollPeriod, convergenceTimeout, func(ctx context.Context) error {
 		_, err := l.proxy.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("proxy does not serve %s: %w", name, err)
-		}
-		time.Sleep(pollPeriod)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("proxy does not serve %s: %w", name, err)
 	}
 	return l, nil
 }
