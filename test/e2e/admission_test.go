@@ -59,18 +59,18 @@ func tryConfigMap(ctx context.Context, c kubernetes.Interface, name string) (*co
 // eventuallyRejected creates configmaps name-0, name-1, … until admission
 // rejects one with a message containing want: configuration reaches the
 // shard's caches asynchronously.
-func eventuallyRejected(ctx context.Context, t *testing.T, c kubernetes.Interface, name, want string) {
+func eventuallyRejected(t *testing.T, c kubernetes.Interface, name, want string) {
 	t.Helper()
 	var last error
 	i := 0
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
 		_, last = tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
 		i++
-		return last != nil && strings.Contains(last.Error(), want), nil
-	})
-	if err != nil {
-		t.Fatalf("creating configmaps %s*: never rejected with %q (last result: %v)", name, want, last)
-	}
+		if last == nil || !strings.Contains(last.Error(), want) {
+			return fmt.Errorf("answered %v", last)
+		}
+		return nil
+	}, "creating configmaps %s*: never rejected with %q", name, want)
 	if apierrors.ReasonForError(last) == metav1.StatusReasonInternalError {
 		t.Fatalf("rejection of %s* is an internal error: %v", name, last)
 	}
@@ -78,19 +78,20 @@ func eventuallyRejected(ctx context.Context, t *testing.T, c kubernetes.Interfac
 
 // eventuallyLabeled creates configmaps name-0, name-1, … until one comes
 // back with the mutated label set to want.
-func eventuallyLabeled(ctx context.Context, t *testing.T, c kubernetes.Interface, name, want string) {
+func eventuallyLabeled(t *testing.T, c kubernetes.Interface, name, want string) {
 	t.Helper()
-	var last *corev1.ConfigMap
-	var lastErr error
 	i := 0
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		cm, err := tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
 		i++
-		return lastErr == nil && last.Labels[mutatedLabel] == want, nil
-	})
-	if err != nil {
-		t.Fatalf("creating configmaps %s*: never labeled %s=%s (last: %v, error %v)", name, mutatedLabel, want, last, lastErr)
-	}
+		if err != nil {
+			return err
+		}
+		if cm.Labels[mutatedLabel] != want {
+			return fmt.Errorf("labels %v", cm.Labels)
+		}
+		return nil
+	}, "creating configmaps %s*: never labeled %s=%s", name, mutatedLabel, want)
 }
 
 // requireUntouched creates configmap name and fails unless it is admitted
@@ -216,8 +217,8 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		_ = ten.kubeA.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
 	})
 
-	eventuallyRejected(ctx, t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's webhook denies")
-	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "webhook")
+	eventuallyRejected(t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's webhook denies")
+	eventuallyLabeled(t, ten.kubeA, "labeled-", "webhook")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, forbiddenPrefix+"in-b")
 	if got := seen(); len(got) != 1 || !got[ten.a] {
 		t.Errorf("A's webhook reviewed objects of clusters %v, want only A (%s)", got, ten.a)
@@ -294,7 +295,7 @@ func TestAdmissionPolicyOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		t.Fatalf("create ValidatingAdmissionPolicyBinding in A: %v", err)
 	}
 
-	eventuallyRejected(ctx, t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's policy denies forbidden configmaps")
+	eventuallyRejected(t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's policy denies forbidden configmaps")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, forbiddenPrefix+"in-b")
 
 	// An expression on a field configmaps do not have: the status
@@ -424,7 +425,7 @@ func TestMutatingAdmissionPolicyOfOneWorkspaceDoesNotMutateAnother(t *testing.T)
 		t.Fatalf("create MutatingAdmissionPolicyBinding in A: %v", err)
 	}
 
-	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "policy")
+	eventuallyLabeled(t, ten.kubeA, "labeled-", "policy")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, "in-b")
 }
 

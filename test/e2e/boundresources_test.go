@@ -69,7 +69,7 @@ func publish(ctx context.Context, t *testing.T, c *kcpREST, cluster, export stri
 	if err := c.create(ctx, cluster, apiExportsGVR, e, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport %s in %s: %v", export, cluster, err)
 	}
-	return waitForIdentity(ctx, t, c, cluster, export, corev1.ConditionTrue).Status.IdentityHash
+	return waitForIdentity(t, c, cluster, export, corev1.ConditionTrue).Status.IdentityHash
 }
 
 // bindAndWait binds path:export in cluster as name and waits for Bound.
@@ -78,7 +78,7 @@ func bindAndWait(ctx context.Context, t *testing.T, c *kcpREST, cluster, name, p
 	if err := c.create(ctx, cluster, apiBindingsGVR, bindingTo(name, path, export), &apisv1alpha2.APIBinding{}); err != nil {
 		t.Fatalf("create APIBinding %s in %s: %v", name, cluster, err)
 	}
-	return waitForBinding(ctx, t, c, cluster, name, "Bound", bound)
+	return waitForBinding(t, c, cluster, name, "Bound", bound)
 }
 
 func ensureDefaultNamespace(ctx context.Context, t *testing.T, e *wsEnv, cluster string) {
@@ -306,7 +306,7 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("update export: %v", err)
 		}
-		binding := waitForBinding(ctx, t, kcp, b.path(), "widgets", "moved to schema v2", func(b *apisv1alpha2.APIBinding) bool {
+		binding := waitForBinding(t, kcp, b.path(), "widgets", "moved to schema v2", func(b *apisv1alpha2.APIBinding) bool {
 			return len(b.Status.BoundResources) == 1 && b.Status.BoundResources[0].Schema.UID == string(created.UID)
 		})
 		if got := strings.Join(binding.Status.BoundResources[0].StorageVersions, ","); got != "v1,v2" {
@@ -346,7 +346,7 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		if err := kcp.delete(ctx, rival.path(), apiExportsGVR, "widgets"); err != nil {
 			t.Fatalf("delete the rival's export: %v", err)
 		}
-		b := waitForBinding(ctx, t, kcp, d.path(), "widgets", "says the export is gone", func(b *apisv1alpha2.APIBinding) bool {
+		b := waitForBinding(t, kcp, d.path(), "widgets", "says the export is gone", func(b *apisv1alpha2.APIBinding) bool {
 			return conditionReason(b, apisv1alpha2.APIExportValid, corev1.ConditionFalse, apisv1alpha2.APIExportNotFoundReason)
 		})
 		if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound || len(b.Status.BoundResources) != 1 {

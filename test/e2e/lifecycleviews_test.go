@@ -169,7 +169,7 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	}
 	defer w.Stop()
 
-	child := waitForPhase(ctx, t, admin, createWorkspace(ctx, t, admin, org.path(), "child", typeRef(typeName, org.path())), corev1alpha1.LogicalClusterPhaseInitializing)
+	child := waitForPhase(t, admin, createWorkspace(ctx, t, admin, org.path(), "child", typeRef(typeName, org.path())), corev1alpha1.LogicalClusterPhaseInitializing)
 	cluster := child.cluster()
 	if got := nextEvent(ctx, t, w, cluster, ""); got != watch.Added {
 		t.Fatalf("first event about the new workspace: %s, want ADDED", got)
@@ -199,7 +199,7 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	if got := nextEvent(ctx, t, w, cluster, watch.Modified); got != watch.Deleted {
 		t.Fatalf("event after the initializer left: %s, want DELETED", got)
 	}
-	child = waitForPhase(ctx, t, admin, child, corev1alpha1.LogicalClusterPhaseReady)
+	child = waitForPhase(t, admin, child, corev1alpha1.LogicalClusterPhaseReady)
 	requireConfigMap(ctx, t, e.kube(t, kcpAdmin, cluster), kcpAdmin, cm, cluster)
 	if got, _, err := viewedClusters(ctx, initializing); err != nil || slices.Contains(got, cluster) {
 		t.Errorf("initializing view lists %v (%v) after initialization, want %s gone", got, err, cluster)

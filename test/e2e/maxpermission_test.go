@@ -65,7 +65,7 @@ func setUpMaxPermission(ctx context.Context, t *testing.T, e *wsEnv, prefix stri
 	if err := kcp.create(ctx, s.provider.path(), apiExportsGVR, export, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport: %v", err)
 	}
-	waitForIdentity(ctx, t, kcp, s.provider.path(), "widgets", corev1.ConditionTrue)
+	waitForIdentity(t, kcp, s.provider.path(), "widgets", corev1.ConditionTrue)
 
 	// The policy: user-1 may get and list widgets in any consumer.
 	providerAdmin := e.kube(t, kcpAdmin, s.provider.path())
@@ -77,7 +77,7 @@ func setUpMaxPermission(ctx context.Context, t *testing.T, e *wsEnv, prefix stri
 	if err := kcp.create(ctx, s.consumer.path(), apiBindingsGVR, bindingTo("widgets", s.provider.path(), "widgets"), &apisv1alpha2.APIBinding{}); err != nil {
 		t.Fatalf("create APIBinding: %v", err)
 	}
-	waitForBinding(ctx, t, kcp, s.consumer.path(), "widgets", "Bound", bound)
+	waitForBinding(t, kcp, s.consumer.path(), "widgets", "Bound", bound)
 	consumerAdmin := e.kube(t, kcpAdmin, s.consumer.path())
 	createClusterRole(ctx, t, consumerAdmin, "widgets-all",
 		rbacv1.PolicyRule{APIGroups: []string{s.gvr.Group}, Resources: []string{"widgets", "widgets/status"}, Verbs: []string{"*"}})

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // createQuota creates a quota and waits until its status is computed.
@@ -68,15 +70,12 @@ func configMapCount(ctx context.Context, t *testing.T, c kubernetes.Interface, n
 
 // waitRootCA waits for the namespace's kube-root-ca.crt, which counts
 // against configmap quotas too.
-func waitRootCA(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string) {
+func waitRootCA(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no kube-root-ca.crt in %s", ns)
-	}
+		return err
+	}, "no kube-root-ca.crt in %s", ns)
 }
 
 func requireExceeded(t *testing.T, err error, what, quota string, resourceName corev1.ResourceName, limit int64) {
@@ -100,7 +99,7 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 	a, b := newKCCluster(ctx, t, s, "quota-a"), newKCCluster(ctx, t, s, "quota-b")
 	for _, c := range []kcCluster{a, b} {
 		createNamespace(ctx, t, c.kube, "team")
-		waitRootCA(ctx, t, c.kube, "team")
+		waitRootCA(t, c.kube, "team")
 	}
 	gizmos := installGizmos(ctx, t, a).Namespace("team")
 	createGizmo(ctx, t, gizmos, "first")
@@ -184,10 +183,10 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 	c, other := newKCCluster(ctx, t, s, "wsquota"), newKCCluster(ctx, t, s, "wsquota-other")
 	for _, ns := range []string{"admin", "team-1", "team-2"} {
 		createNamespace(ctx, t, c.kube, ns)
-		waitRootCA(ctx, t, c.kube, ns)
+		waitRootCA(t, c.kube, ns)
 	}
 	waitForNamespace(t, c.kube, "default")
-	waitRootCA(ctx, t, c.kube, "default")
+	waitRootCA(t, c.kube, "default")
 	configMaps := configMapCount(ctx, t, c.kube, metav1.NamespaceAll)
 	roles, err := c.kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	if err != nil {

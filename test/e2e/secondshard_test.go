@@ -95,7 +95,7 @@ func readyWorkspaceAt(ctx context.Context, t *testing.T, c *kcpREST, parent, nam
 	if err := c.create(ctx, parent, workspacesGVR, obj, out); err != nil {
 		t.Fatalf("create workspace %s in %s: %v", name, parent, err)
 	}
-	return waitForPhase(ctx, t, c, ws{parent: parent, name: name, obj: out}, corev1alpha1.LogicalClusterPhaseReady)
+	return waitForPhase(t, c, ws{parent: parent, name: name, obj: out}, corev1alpha1.LogicalClusterPhaseReady)
 }
 
 // shardOfWorkspace is the shard a workspace was scheduled to.
@@ -200,7 +200,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 	}
 	perShard := map[string][]ws{}
 	for _, w := range children {
-		w = waitForPhase(ctx, t, rootKCP, w, corev1alpha1.LogicalClusterPhaseReady)
+		w = waitForPhase(t, rootKCP, w, corev1alpha1.LogicalClusterPhaseReady)
 		perShard[shardOfWorkspace(w)] = append(perShard[shardOfWorkspace(w)], w)
 	}
 	// Root counts the organization itself on root: least loaded leaves the
@@ -255,7 +255,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 		_, err := createWorkspaceOnce(ctx, userKCP, orgB.path(), "by-user", nil)
 		return err
 	})
-	byUser := waitForPhase(ctx, t, userKCP, ws{parent: orgB.path(), name: "by-user"}, corev1alpha1.LogicalClusterPhaseReady)
+	byUser := waitForPhase(t, userKCP, ws{parent: orgB.path(), name: "by-user"}, corev1alpha1.LogicalClusterPhaseReady)
 	t.Logf("user-1's workspace %s is on shard %s", byUser.path(), shardOfWorkspace(byUser))
 
 	// Deleting a workspace on beta from root deletes its LogicalCluster there.

@@ -198,7 +198,7 @@ func testUseVerb(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user, org.path(), "allowed", typeRef("universal", "root"))
 		return err
 	})
-	waitForPhase(ctx, t, user, ws{parent: org.path(), name: "allowed"}, corev1alpha1.LogicalClusterPhaseReady)
+	waitForPhase(t, user, ws{parent: org.path(), name: "allowed"}, corev1alpha1.LogicalClusterPhaseReady)
 
 	// ... but not of the restricted one.
 	_, err := tryCreateWorkspace(ctx, user, org.path(), "refused", typeRef(restricted, "root"))
@@ -216,7 +216,7 @@ func testUseVerb(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user, org.path(), "permitted", typeRef(restricted, "root"))
 		return err
 	})
-	w := waitForPhase(ctx, t, user, ws{parent: org.path(), name: "permitted"}, corev1alpha1.LogicalClusterPhaseReady)
+	w := waitForPhase(t, user, ws{parent: org.path(), name: "permitted"}, corev1alpha1.LogicalClusterPhaseReady)
 	if got := *w.obj.Spec.Type; got != *typeRef(restricted, "root") {
 		t.Errorf("spec.type %+v, want root:%s", got, restricted)
 	}
@@ -240,7 +240,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 	for _, typ := range []string{initType, extending} {
 		t.Run(typ, func(t *testing.T) {
 			w := createWorkspace(ctx, t, kcp, org.path(), typ, typeRef(typ, "root"))
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 			if !slices.Contains(w.obj.Status.Initializers, initializer) {
 				t.Errorf("workspace %s: status.initializers %v lack %s", w.path(), w.obj.Status.Initializers, initializer)
 			}
@@ -262,7 +262,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 			requireAPIError(t, err, 403, "kcp-admin: move LogicalCluster "+w.cluster()+" to another path")
 
 			// Still held.
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 
 			err = updateLogicalCluster(ctx, masters, w.cluster(), true, func(lc *corev1alpha1.LogicalCluster) {
 				lc.Status.Initializers = slices.DeleteFunc(lc.Status.Initializers, func(i corev1alpha1.LogicalClusterInitializer) bool { return i == initializer })
@@ -270,7 +270,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 			if err != nil {
 				t.Fatalf("shard-admin: remove %s from LogicalCluster %s status: %v", initializer, w.cluster(), err)
 			}
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
 			if len(w.obj.Status.Initializers) != 0 {
 				t.Errorf("workspace %s is Ready with initializers %v", w.path(), w.obj.Status.Initializers)
 			}
@@ -417,7 +417,7 @@ func testCreatorIsAdmin(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user1, org.path(), "mine", nil)
 		return err
 	})
-	mine := waitForPhase(ctx, t, user1, ws{parent: org.path(), name: "mine"}, corev1alpha1.LogicalClusterPhaseReady)
+	mine := waitForPhase(t, user1, ws{parent: org.path(), name: "mine"}, corev1alpha1.LogicalClusterPhaseReady)
 
 	// spec.cluster and spec.URL belong to the system.
 	forged := newWorkspace("forged", nil)
@@ -644,7 +644,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 
 	initType := uniqueName("restartinit")
 	createWorkspaceType(ctx, t, kcp, "root", initType, tenancyv1alpha1.WorkspaceTypeSpec{Initializer: true})
-	held := waitForPhase(ctx, t, kcp, createWorkspace(ctx, t, kcp, org.path(), "held", typeRef(initType, "root")), corev1alpha1.LogicalClusterPhaseInitializing)
+	held := waitForPhase(t, kcp, createWorkspace(ctx, t, kcp, org.path(), "held", typeRef(initType, "root")), corev1alpha1.LogicalClusterPhaseInitializing)
 
 	e.s.Restart(t)
 	e.waitForRootBootstrap(t)
@@ -680,7 +680,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 	requireAccessDenied(t, listConfigMaps(ctx, e.kube(t, "user-2", guarded.path())), "after restart: user-2 (not team-3): list configmaps in "+guarded.path())
 
 	// The initializer still holds; removing it completes the workspace.
-	held = waitForPhase(ctx, t, kcp, held, corev1alpha1.LogicalClusterPhaseInitializing)
+	held = waitForPhase(t, kcp, held, corev1alpha1.LogicalClusterPhaseInitializing)
 	initializer := corev1alpha1.LogicalClusterInitializer("root:" + initType)
 	if !slices.Contains(held.obj.Status.Initializers, initializer) {
 		t.Errorf("after restart: workspace %s: initializers %v lack %s", held.path(), held.obj.Status.Initializers, initializer)
@@ -688,7 +688,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 	if err := updateLogicalCluster(ctx, masters, held.cluster(), true, func(lc *corev1alpha1.LogicalCluster) { lc.Status.Initializers = nil }); err != nil {
 		t.Fatalf("after restart: remove the initializers of %s: %v", held.cluster(), err)
 	}
-	waitForPhase(ctx, t, kcp, held, corev1alpha1.LogicalClusterPhaseReady)
+	waitForPhase(t, kcp, held, corev1alpha1.LogicalClusterPhaseReady)
 
 	// New workspaces are scheduled after the restart.
 	fresh := readyWorkspace(ctx, t, kcp, app.path(), "fresh", nil)
