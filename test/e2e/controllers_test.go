@@ -164,7 +164,7 @@ func TestNamespaceDeletionDeletesContentAndWaitsForFinalizers(t *testing.T) {
 	createOwned(ctx, t, c.kube, ns, "plain", nil)
 	createOwned(ctx, t, c.kube, ns, "held", []string{"example.com/hold"})
 	gizmos := installGizmos(ctx, t, c).Namespace(ns)
-	createGizmo(ctx, t, gizmos, "custom")
+	createGizmo(t, gizmos, "custom")
 
 	if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -324,20 +324,17 @@ func installGizmos(ctx context.Context, t *testing.T, c kcCluster) dynamic.Names
 }
 
 // createGizmo creates a gizmo, retrying while its CRD is not served yet.
-func createGizmo(ctx context.Context, t *testing.T, gizmos dynamic.ResourceInterface, name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
+func createGizmo(t *testing.T, gizmos dynamic.ResourceInterface, name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.shardplane.test/v1", "kind": "Gizmo"}}
 	u.SetName(name)
 	u.SetOwnerReferences(refs)
 	var created *unstructured.Unstructured
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		created, lastErr = gizmos.Create(ctx, u, metav1.CreateOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("create gizmo %s: %v (last error: %v)", name, err, lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		var err error
+		created, err = gizmos.Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}, "create gizmo %s", name)
 	return created
 }
 
@@ -349,7 +346,7 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 	gizmos := installGizmos(ctx, t, c).Namespace("default")
 	create := func(name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 		t.Helper()
-		return createGizmo(ctx, t, gizmos, name, refs...)
+		return createGizmo(t, gizmos, name, refs...)
 	}
 	owner := create("owner")
 	ref := metav1.OwnerReference{APIVersion: "gc.shardplane.test/v1", Kind: "Gizmo", Name: "owner", UID: owner.GetUID()}
@@ -466,36 +463,28 @@ func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
 
 	waitDefaults := func(what string) {
 		t.Helper()
-		var lastErr error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-			if _, lastErr = c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); lastErr != nil {
-				return false, nil
+		framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+			if _, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+				return err
 			}
 			cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			if lastErr = err; err != nil {
-				return false, nil
+			if err != nil {
+				return err
 			}
 			if !bytes.Equal([]byte(cm.Data["ca.crt"]), ca) {
-				lastErr = fmt.Errorf("ca.crt is %d bytes, not the serving certificate's CA", len(cm.Data["ca.crt"]))
-				return false, nil
+				return fmt.Errorf("ca.crt is %d bytes, not the serving certificate's CA", len(cm.Data["ca.crt"]))
 			}
-			return true, nil
-		})
-		if err != nil {
-			t.Fatalf("%s: default service account and kube-root-ca.crt: %v (last: %v)", what, err, lastErr)
-		}
+			return nil
+		}, "%s: default service account and kube-root-ca.crt", what)
 	}
 	waitDefaults("new namespace")
 	waitForNamespace(t, c.kube, "default")
 	if _, err := c.kube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
 		// The default namespace gets them too (eventually).
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+		framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 			_, err := c.kube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			return err == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("namespace default has no kube-root-ca.crt")
-		}
+			return err
+		}, "namespace default has no kube-root-ca.crt")
 	}
 
 	if err := c.kube.CoreV1().ServiceAccounts(ns).Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
@@ -527,13 +516,10 @@ func saCluster(ctx context.Context, t *testing.T, s *framework.Shard, prefix str
 	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no default service account in %s", c.name)
-	}
+		return err
+	}, "no default service account in %s", c.name)
 	return c
 }
 
@@ -556,14 +542,10 @@ func TestServiceAccountTokenAuthenticatesOnlyInItsCluster(t *testing.T) {
 	}
 
 	// RBAC caches may lag the binding a moment.
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("token in its own cluster: %v", lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		_, err := as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+		return err
+	}, "token in its own cluster")
 	review, err := as(a.name).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SelfSubjectReview: %v", err)

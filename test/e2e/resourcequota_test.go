@@ -102,7 +102,7 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 		waitRootCA(t, c.kube, "team")
 	}
 	gizmos := installGizmos(ctx, t, a).Namespace("team")
-	createGizmo(ctx, t, gizmos, "first")
+	createGizmo(t, gizmos, "first")
 
 	existing := configMapCount(ctx, t, a.kube, "team")
 	limit := existing + 2
