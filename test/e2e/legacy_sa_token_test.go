@@ -97,14 +97,10 @@ func TestLegacyServiceAccountTokenSecretWorksOnlyInItsCluster(t *testing.T) {
 		return newKubeClient(t, cfg)
 	}
 
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("legacy token in its own cluster: %v", lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		_, err := as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+		return err
+	}, "legacy token in its own cluster")
 	review, err := as(a.name).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SelfSubjectReview: %v", err)
