@@ -17,11 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestWorkspaces runs the workspace scenarios of issue 4 against one shard
@@ -311,23 +311,17 @@ func testDeletion(t *testing.T, e *wsEnv) {
 	if err := kcp.delete(ctx, org.path(), workspacesGVR, doomed.name); err != nil {
 		t.Fatalf("delete workspace %s: %v", doomed.path(), err)
 	}
-	var last *tenancyv1alpha1.Workspace
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, 60*time.Second, func(ctx context.Context) error {
 		got := &tenancyv1alpha1.Workspace{}
-		lastErr = kcp.get(ctx, org.path(), workspacesGVR, doomed.name, got)
-		if lastErr == nil {
-			last = got
+		err := kcp.get(ctx, org.path(), workspacesGVR, doomed.name, got)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return apierrors.IsNotFound(lastErr), nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Fatalf("workspace %s still exists 60s after deletion: phase %q finalizers %v conditions %+v (last error %v)",
-				doomed.path(), last.Status.Phase, last.Finalizers, last.Status.Conditions, lastErr)
-		}
-		t.Fatalf("workspace %s still exists 60s after deletion: %v (last error %v)", doomed.path(), err, lastErr)
-	}
+		return fmt.Errorf("phase %q finalizers %v conditions %+v", got.Status.Phase, got.Finalizers, got.Status.Conditions)
+	}, "workspace %s still exists 60s after deletion", doomed.path())
 
 	// The logical clusters stop answering ...
 	for _, w := range []ws{doomed, inner} {
