@@ -19,7 +19,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -238,16 +237,12 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 	if err := ten.kubeA.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete ValidatingWebhookConfiguration in A: %v", err)
 	}
-	var last error
 	i := 0
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = tryConfigMap(ctx, ten.kubeA, fmt.Sprintf("%safter-delete-%d", forbiddenPrefix, i))
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		_, err := tryConfigMap(ctx, ten.kubeA, fmt.Sprintf("%safter-delete-%d", forbiddenPrefix, i))
 		i++
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("A's deleted webhook still denies: %v (last: %v)", err, last)
-	}
+		return err
+	}, "A's deleted webhook still denies")
 }
 
 // denyForbiddenPolicy is a ValidatingAdmissionPolicy denying configmaps
@@ -306,14 +301,16 @@ func TestAdmissionPolicyOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		t.Fatalf("create mistyped ValidatingAdmissionPolicy in A: %v", err)
 	}
 	var got *admissionregistrationv1.ValidatingAdmissionPolicy
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
 		var err error
-		got, err = policies.Get(ctx, mistyped.Name, metav1.GetOptions{})
-		return err == nil && got.Status.TypeChecking != nil && got.Status.ObservedGeneration == got.Generation, nil
-	})
-	if err != nil {
-		t.Fatalf("status.typeChecking of policy %s never filled: %v (last: %+v)", mistyped.Name, err, got)
-	}
+		if got, err = policies.Get(ctx, mistyped.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if got.Status.TypeChecking == nil || got.Status.ObservedGeneration != got.Generation {
+			return fmt.Errorf("generation %d, status %+v", got.Generation, got.Status)
+		}
+		return nil
+	}, "status.typeChecking of policy %s never filled", mistyped.Name)
 	warnings := got.Status.TypeChecking.ExpressionWarnings
 	if len(warnings) != 1 || warnings[0].FieldRef != "spec.validations[0].expression" || !strings.Contains(warnings[0].Warning, "spec") {
 		t.Errorf("typeChecking warnings of %s = %+v, want one on spec.validations[0].expression about the missing field spec", mistyped.Name, warnings)
@@ -370,14 +367,12 @@ func TestAdmissionPolicyParamsAreReadFromTheWorkspaceOfThePolicy(t *testing.T) {
 
 	requireRejected := func(kube kubernetes.Interface, cluster, name, want string) {
 		t.Helper()
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-			_, last = tryConfigMap(ctx, kube, name)
-			return last != nil && strings.Contains(last.Error(), want), nil
-		})
-		if err != nil {
-			t.Fatalf("configmap %s in %s: never rejected with %q (last result: %v)", name, cluster, want, last)
-		}
+		framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+			if _, err := tryConfigMap(ctx, kube, name); err == nil || !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("answered %v", err)
+			}
+			return nil
+		}, "configmap %s in %s: never rejected with %q", name, cluster, want)
 	}
 	requireRejected(ten.kubeA, ten.a, "alpha", "forbid alpha")
 	requireRejected(ten.kubeB, ten.b, "beta", "forbid beta")
@@ -461,12 +456,8 @@ func TestPolicyWithParamKindByUserWithoutParamReadIsRefusedNotCrashed(t *testing
 
 	createClusterRole(ctx, t, admin, "configmap-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
 	bindClusterRole(ctx, t, admin, "configmap-reader", "configmap-reader", userSubject(user))
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("policy with paramKind never accepted after granting read on configmaps: %v (last: %v)", err, last)
-	}
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		_, err := author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+		return err
+	}, "policy with paramKind never accepted after granting read on configmaps")
 }

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
@@ -415,12 +414,9 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 	e.waitForRootBootstrap(t)
 
 	t.Run("EverythingSurvivesRestart", func(t *testing.T) {
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-			return kcp.get(ctx, org.path(), apiResourceSchemasGVR, schemaName, &apisv1alpha1.APIResourceSchema{}) == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("schema after restart: %v", err)
-		}
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			return kcp.get(ctx, org.path(), apiResourceSchemasGVR, schemaName, &apisv1alpha1.APIResourceSchema{})
+		}, "schema after restart")
 		a := waitForIdentity(t, kcp, org.path(), "same-a", corev1.ConditionTrue)
 		if a.Status.IdentityHash != hexSHA256([]byte("a shared identity key")) {
 			t.Errorf("same-a identityHash after restart = %q", a.Status.IdentityHash)

@@ -19,6 +19,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // policyPrefix prefixes the subjects of a maximal permission policy.
@@ -134,14 +135,10 @@ func TestMaximalPermissionPolicyLimitsBoundResources(t *testing.T) {
 
 	// Serving the bound resource and the RBAC caches catch up
 	// asynchronously: wait until user-1 lists.
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = widgets.List(ctx, metav1.ListOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("user-1 never listed widgets in %s: %v (last error: %v)", s.consumer.path(), err, last)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		_, err := widgets.List(ctx, metav1.ListOptions{})
+		return err
+	}, "user-1 never listed widgets in %s", s.consumer.path())
 
 	_, err = widgets.Create(ctx, newWidget("refused"), metav1.CreateOptions{})
 	requireAPIError(t, err, 403, "create a widget beyond the provider's policy", s.policyDenial()...)
