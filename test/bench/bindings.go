@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // The bindings run binds one export in many workspaces (issue 13).
@@ -43,8 +45,14 @@ const (
 	watchCacheReadWait = "apiserver_watch_cache_read_wait_seconds"
 	workqueueWait      = "workqueue_queue_duration_seconds"
 	workqueueWork      = "workqueue_work_duration_seconds"
-	apibindingQueue    = `name="apibinding"`
-	gizmosLabels       = `group="` + benchGroup + `",resource="` + benchResource + `"`
+)
+
+// The series of the work queues and the watch cache the bench reads.
+var (
+	apibindingQueue  = map[string]string{"name": "apibinding"}
+	replicationQueue = map[string]string{"name": "replication"}
+	labelerQueue     = map[string]string{"name": "replication-labeler"}
+	gizmosLabels     = map[string]string{"group": benchGroup, "resource": benchResource}
 )
 
 var (
@@ -287,19 +295,19 @@ func (br *bindingRun) publish(ctx context.Context) (string, error) {
 	if err := br.kcp.Create(ctx, br.provider, apiExports, export, &apisv1alpha2.APIExport{}); err != nil {
 		return "", fmt.Errorf("create APIExport: %w", err)
 	}
-	deadline := time.Now().Add(boundTimeout)
-	for time.Now().Before(deadline) {
-		got := &apisv1alpha2.APIExport{}
-		if err := br.kcp.Get(ctx, br.provider, apiExports, benchResource, got); err == nil && got.Status.IdentityHash != "" {
-			return got.Status.IdentityHash, nil
+	got := &apisv1alpha2.APIExport{}
+	if err := framework.PollEvery(ctx, 50*time.Millisecond, boundTimeout, func(ctx context.Context) error {
+		if err := br.kcp.Get(ctx, br.provider, apiExports, benchResource, got); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		if got.Status.IdentityHash == "" {
+			return errors.New("no identity hash yet")
 		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("APIExport %s has no identity after %s: %w", benchResource, boundTimeout, err)
 	}
-	return "", fmt.Errorf("APIExport %s has no identity after %s", benchResource, boundTimeout)
+	return got.Status.IdentityHash, nil
 }
 
 // bind binds the export in cluster and returns when the binding was

@@ -21,7 +21,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -386,15 +385,14 @@ func (c *cacheRun) markQueues() func(cr *cacheResults) {
 		cpu                                time.Duration
 		repWait, repWork, labWait, labWork histogramMark
 	}
-	const replication, labeler = `name="replication"`, `name="replication-labeler"`
 	serverCPU := pidCPU(filepath.Join(c.dir, cacheServerDir+".pid"))
 	before := map[string]marks{}
 	for _, name := range c.names {
 		t := c.targets[name]
 		before[name] = marks{
 			cpu:     pidCPU(filepath.Join(c.dir, name+".pid")),
-			repWait: t.mark(workqueueWait, replication), repWork: t.mark(workqueueWork, replication),
-			labWait: t.mark(workqueueWait, labeler), labWork: t.mark(workqueueWork, labeler),
+			repWait: t.mark(workqueueWait, replicationQueue), repWork: t.mark(workqueueWork, replicationQueue),
+			labWait: t.mark(workqueueWait, labelerQueue), labWork: t.mark(workqueueWork, labelerQueue),
 		}
 	}
 	return func(cr *cacheResults) {
@@ -420,7 +418,7 @@ func (c *cacheRun) followDepth(ctx context.Context, cr *cacheResults) func() {
 		go func() {
 			defer wg.Done()
 			for sleepCtx(ctx, time.Second) {
-				if d := c.targets[name].labelled("workqueue_depth", `name="replication"`); d > cr.Shard[name].ReplicationQueueDepth {
+				if d := c.targets[name].labelled("workqueue_depth", replicationQueue); d > cr.Shard[name].ReplicationQueueDepth {
 					cr.Shard[name].ReplicationQueueDepth = d
 				}
 			}
@@ -431,19 +429,12 @@ func (c *cacheRun) followDepth(ctx context.Context, cr *cacheResults) func() {
 
 // labelled returns the value of the first series of a metric whose labels
 // contain labels, or -1.
-func (t *target) labelled(name, labels string) int {
-	m, err := t.get("/metrics")
+func (t *target) labelled(name string, labels map[string]string) int {
+	m, err := t.metrics()
 	if err != nil {
 		return -1
 	}
-	for _, line := range strings.Split(m, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 2 && strings.HasPrefix(fields[0], name+"{") && strings.Contains(fields[0], labels) {
-			f, _ := strconv.ParseFloat(fields[1], 64)
-			return int(f)
-		}
-	}
-	return -1
+	return int(valueOr(m, name, labels))
 }
 
 // pidOf reads a PID file, 0 when it cannot.

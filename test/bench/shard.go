@@ -3,21 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // target is the shard under test.
@@ -29,15 +28,6 @@ type target struct {
 	http    *http.Client
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startShard starts the shard binary on free loopback ports in a temporary
 // root directory and returns once /readyz answers.
 func startShard(ctx context.Context, binary string) (*target, time.Duration, error) {
@@ -45,57 +35,37 @@ func startShard(ctx context.Context, binary string) (*target, time.Duration, err
 	if err != nil {
 		return nil, 0, err
 	}
-	var ports [3]int
-	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
-			return nil, 0, err
-		}
-	}
-	log, err := os.Create(filepath.Join(dir, "shard.log"))
+	ports, err := framework.FindFreePorts(3)
 	if err != nil {
 		return nil, 0, err
 	}
-	cmd := exec.Command(binary, "--root-directory="+filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(ports[0]), "--embedded-etcd-client-port="+strconv.Itoa(ports[1]),
-		"--embedded-etcd-peer-port="+strconv.Itoa(ports[2]))
-	cmd.Stdout, cmd.Stderr = log, log
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, 0, fmt.Errorf("start %s: %w", binary, err)
+	proc := &framework.Process{
+		Name:   "shard",
+		Binary: binary,
+		Args: func() []string {
+			return []string{"--root-directory=" + filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(ports[0]), "--embedded-etcd-client-port=" + strconv.Itoa(ports[1]),
+				"--embedded-etcd-peer-port=" + strconv.Itoa(ports[2])}
+		},
+		WorkDir:  dir,
+		ReadyURL: fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]),
+		// Start-up is a measured figure: probe often.
+		ReadyInterval: 20 * time.Millisecond,
+		ReadyTimeout:  3 * time.Minute,
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 	stop := func() {
-		select {
-		case <-exited:
+		if err := proc.Stop(); errors.Is(err, framework.ErrExited) {
 			// It stopped on its own: keep its log.
-			fmt.Fprintf(os.Stderr, "bench: the shard exited before the bench stopped it (%s); its log is %s, ending:\n%s\n",
-				cmd.ProcessState, log.Name(), logTail(log.Name(), 40))
+			fmt.Fprintf(os.Stderr, "bench: the shard exited before the bench stopped it (%v); its log is %s, ending:\n%s\n",
+				err, proc.LogPath(), logTail(proc.LogPath(), 40))
 			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
 		}
 		_ = os.RemoveAll(dir)
 	}
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0])
-	for {
-		if resp, err := insecure.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Since(start) > 3*time.Minute || ctx.Err() != nil {
-			stop()
-			return nil, 0, fmt.Errorf("shard not ready after %s, log in %s", time.Since(start), log.Name())
-		}
-		time.Sleep(20 * time.Millisecond)
+	start := time.Now()
+	if err := proc.StartContext(ctx); err != nil {
+		stop()
+		return nil, 0, fmt.Errorf("shard not ready after %s (%w), log in %s", time.Since(start), err, proc.LogPath())
 	}
 	elapsed := time.Since(start)
 	t, err := loadTarget(filepath.Join(dir, "root", "admin.kubeconfig"))
@@ -103,7 +73,7 @@ func startShard(ctx context.Context, binary string) (*target, time.Duration, err
 		stop()
 		return nil, 0, err
 	}
-	t.pid, t.stop = cmd.Process.Pid, stop
+	t.pid, t.stop = proc.PID(), stop
 	return t, elapsed, nil
 }
 
@@ -182,11 +152,29 @@ func (t *target) memoryLive() (rss, heap, live int64) {
 	_, _ = t.get("/debug/pprof/heap?gc=1")
 	time.Sleep(200 * time.Millisecond)
 	heap, live = -1, -1
-	if m, err := t.get("/metrics"); err == nil {
-		heap = int64(metricValue(m, "go_memstats_heap_inuse_bytes"))
-		live = int64(metricValue(m, "go_memstats_heap_alloc_bytes"))
+	if m, err := t.metrics(); err == nil {
+		heap = int64(valueOr(m, "go_memstats_heap_inuse_bytes", nil))
+		live = int64(valueOr(m, "go_memstats_heap_alloc_bytes", nil))
 	}
 	return t.rss(), heap, live
+}
+
+// metrics reads and parses /metrics.
+func (t *target) metrics() (framework.Metrics, error) {
+	text, err := t.get("/metrics")
+	if err != nil {
+		return nil, err
+	}
+	return framework.ParseMetrics(strings.NewReader(text))
+}
+
+// valueOr returns the value of the first series of name with labels, or
+// -1 when there is none.
+func valueOr(m framework.Metrics, name string, labels map[string]string) float64 {
+	if v, ok := m.Value(name, labels); ok {
+		return v
+	}
+	return -1
 }
 
 // gauge returns the value of an unlabelled metric on /metrics, or -1.
@@ -196,23 +184,11 @@ func (t *target) gauge(name string) int {
 
 // value returns the value of an unlabelled metric on /metrics, or -1.
 func (t *target) value(name string) float64 {
-	m, err := t.get("/metrics")
+	m, err := t.metrics()
 	if err != nil {
 		return -1
 	}
-	return metricValue(m, name)
-}
-
-// metricValue returns the value of the unlabelled metric name in the
-// /metrics text m, or -1.
-func metricValue(m, name string) float64 {
-	for _, line := range strings.Split(m, "\n") {
-		if strings.HasPrefix(line, name+" ") {
-			f, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
-			return f
-		}
-	}
-	return -1
+	return valueOr(m, name, nil)
 }
 
 // cpuMsPer returns the shard's CPU milliseconds per unit of work since
@@ -230,29 +206,16 @@ func (t *target) cpuMsPer(before float64, units int) float64 {
 // histogramMark is the sum and count of a histogram on /metrics at one
 // moment, over the series whose labels contain labels.
 type histogramMark struct {
-	name, labels string
-	sum, count   float64
+	name       string
+	labels     map[string]string
+	sum, count float64
 }
 
 // mark reads a histogram, see histogramMark.
-func (t *target) mark(name, labels string) histogramMark {
+func (t *target) mark(name string, labels map[string]string) histogramMark {
 	m := histogramMark{name: name, labels: labels}
-	text, err := t.get("/metrics")
-	if err != nil {
-		return m
-	}
-	for _, line := range strings.Split(text, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 2 || !strings.Contains(fields[0], labels) {
-			continue
-		}
-		v, _ := strconv.ParseFloat(fields[1], 64)
-		switch {
-		case strings.HasPrefix(fields[0], name+"_sum{"):
-			m.sum += v
-		case strings.HasPrefix(fields[0], name+"_count{"):
-			m.count += v
-		}
+	if metrics, err := t.metrics(); err == nil {
+		m.sum, m.count = metrics.HistogramTotals(name, labels)
 	}
 	return m
 }
@@ -269,17 +232,11 @@ func (t *target) meanMsSince(m histogramMark) (float64, int) {
 
 // metricSeries counts the samples on /metrics.
 func (t *target) metricSeries() int {
-	m, err := t.get("/metrics")
+	m, err := t.metrics()
 	if err != nil {
 		return -1
 	}
-	n := 0
-	for _, line := range strings.Split(m, "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			n++
-		}
-	}
-	return n
+	return m.Samples()
 }
 
 // logTail returns the end of the shard's log at path: from its first panic

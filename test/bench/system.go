@@ -12,7 +12,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,6 +34,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/system"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 const (
@@ -336,27 +336,15 @@ func pidCPU(file string) time.Duration {
 func (s *systemRun) proxyMemory() (rss, heap int64, goroutines int) {
 	rss = pidRSS(filepath.Join(s.dir, "front-proxy.pid"))
 	heap, goroutines = -1, -1
-	resp, err := s.proxyHTTP.Get(s.sys.URL() + "/metrics")
+	m, err := framework.ScrapeMetrics(context.Background(), s.proxyHTTP, s.sys.URL()+"/metrics", "")
 	if err != nil {
 		return rss, heap, goroutines
 	}
-	defer resp.Body.Close()
-	text, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return rss, heap, goroutines
+	if v, ok := m.Value("go_memstats_heap_inuse_bytes", nil); ok {
+		heap = int64(v)
 	}
-	for _, line := range strings.Split(string(text), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "go_memstats_heap_inuse_bytes":
-			heap = int64(v)
-		case "go_goroutines":
-			goroutines = int(v)
-		}
+	if v, ok := m.Value("go_goroutines", nil); ok {
+		goroutines = int(v)
 	}
 	return rss, heap, goroutines
 }
@@ -479,16 +467,11 @@ func (s *systemRun) newLatencyRun(ctx context.Context, b *bench, sr *systemResul
 		return nil, err
 	}
 	// The proxy serves the workspace once its index has it.
-	deadline := time.Now().Add(convergenceTimeout)
-	for {
+	if err := framework.PollEvery(ctx, pollPeriod, convergenceTimeout, func(ctx context.Context) error {
 		_, err := l.proxy.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("proxy does not serve %s: %w", name, err)
-		}
-		time.Sleep(pollPeriod)
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("proxy does not serve %s: %w", name, err)
 	}
 	return l, nil
 }

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -28,6 +24,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // virtualOptions are the flags of --mode=virtual (issue 17): an export
@@ -294,47 +291,35 @@ func startVirtualWorkspaces(ctx context.Context, binary string, t *target) (*vir
 	if err := os.WriteFile(tokens, []byte(fmt.Sprintf("%s,%s,%s,%q\n", t.admin.BearerToken, identities.KCPAdminUser, identities.KCPAdminUser, identities.KCPAdminGroup)), 0o600); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := framework.FindFreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	log, err := os.Create(filepath.Join(dir, "virtual-workspaces.log"))
-	if err != nil {
-		return nil, err
+	url := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	proc := &framework.Process{
+		Name:   "virtual-workspaces",
+		Binary: binary,
+		Args: func() []string {
+			return []string{"--kubeconfig=" + kubeconfig, "--root-directory=" + filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(ports[0]), "--token-auth-file=" + tokens}
+		},
+		WorkDir:       dir,
+		ReadyURL:      url + "/readyz",
+		ReadyInterval: 50 * time.Millisecond,
+		ReadyTimeout:  time.Minute,
 	}
-	cmd := exec.Command(binary, "--kubeconfig="+kubeconfig, "--root-directory="+filepath.Join(dir, "root"), "--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port), "--token-auth-file="+tokens)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", binary, err)
-	}
-	v := &virtualWorkspacesProcess{url: fmt.Sprintf("https://127.0.0.1:%d", port), pid: cmd.Process.Pid}
+	v := &virtualWorkspacesProcess{url: url}
 	v.stop = func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
+		_ = proc.Stop()
 		_ = os.RemoveAll(dir)
 	}
-	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	start := time.Now()
-	for {
-		if resp, err := insecure.Get(v.url + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return v, nil
-			}
-		}
-		if time.Since(start) > time.Minute || ctx.Err() != nil {
-			v.stop()
-			return nil, fmt.Errorf("virtual-workspaces not ready after %s, log in %s", time.Since(start), log.Name())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := proc.StartContext(ctx); err != nil {
+		v.stop()
+		return nil, fmt.Errorf("virtual-workspaces not ready after %s (%w), log in %s", time.Since(start), err, proc.LogPath())
 	}
+	v.pid = proc.PID()
+	return v, nil
 }
 
 // rssOf returns the resident set size of a process, or -1.

@@ -3,9 +3,7 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	kubeapiservertesting "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
 
 	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // startKubeAPIServer starts Kubernetes' own kube-apiserver in process on an
@@ -33,7 +32,7 @@ import (
 func startKubeAPIServer(t *testing.T) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
-	etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Directory: t.TempDir(), ClientPort: freePort(t), PeerPort: freePort(t)})
+	etcd, err := embeddedetcd.Start(ctx, embeddedetcd.Options{Directory: t.TempDir(), ClientPort: framework.FreePort(t), PeerPort: framework.FreePort(t)})
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
@@ -46,35 +45,6 @@ func startKubeAPIServer(t *testing.T) *rest.Config {
 	}
 	t.Cleanup(server.TearDownFn)
 	return server.ClientConfig
-}
-
-// handedOut are the ports freePort returned in this process: a port is
-// closed again before its process binds it, so the kernel may offer it to
-// the next call (seen: a shard's secure port also given to the cache
-// server's embedded etcd).
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// freePort returns a loopback port that was free a moment ago and that no
-// earlier call returned.
-func freePort(t testing.TB) int {
-	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
-			return port
-		}
-	}
 }
 
 // installCRDs creates the CRDs of testdata/crds.yaml and waits until they

@@ -1,15 +1,17 @@
 package deploy
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // metricNames scrapes /metrics of every running pod of the release (the
@@ -32,18 +34,11 @@ func (c *cluster) metricNames(t *testing.T) map[string]bool {
 		if code != http.StatusOK {
 			t.Fatalf("GET %s (%s) as system:masters: %d %.300s", url, p.name, code, body)
 		}
-		sc := bufio.NewScanner(strings.NewReader(body))
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			if i := strings.IndexAny(line, "{ "); i >= 0 {
-				line = line[:i]
-			}
-			names[line] = true
+		m, err := framework.ParseMetrics(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("GET %s (%s): %v", url, p.name, err)
 		}
+		maps.Copy(names, m.SampleNames())
 	}
 	return names
 }

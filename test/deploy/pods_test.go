@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // localPod is the first replica of a rendered StatefulSet or Deployment,
@@ -101,7 +101,7 @@ func newLocalPod(t *testing.T, base, name string, tmpl corev1.PodTemplateSpec, c
 		ports: map[int32]int{}, dir: filepath.Join(base, name),
 	}
 	for _, cp := range tmpl.Spec.Containers[0].Ports {
-		p.ports[cp.ContainerPort] = freePort(t)
+		p.ports[cp.ContainerPort] = framework.FreePort(t)
 	}
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 func TestMain(m *testing.M) {

@@ -19,11 +19,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // Configmaps named forbidden-* are what the tenants' admission rules deny;
@@ -59,18 +58,18 @@ func tryConfigMap(ctx context.Context, c kubernetes.Interface, name string) (*co
 // eventuallyRejected creates configmaps name-0, name-1, … until admission
 // rejects one with a message containing want: configuration reaches the
 // shard's caches asynchronously.
-func eventuallyRejected(ctx context.Context, t *testing.T, c kubernetes.Interface, name, want string) {
+func eventuallyRejected(t *testing.T, c kubernetes.Interface, name, want string) {
 	t.Helper()
 	var last error
 	i := 0
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
 		_, last = tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
 		i++
-		return last != nil && strings.Contains(last.Error(), want), nil
-	})
-	if err != nil {
-		t.Fatalf("creating configmaps %s*: never rejected with %q (last result: %v)", name, want, last)
-	}
+		if last == nil || !strings.Contains(last.Error(), want) {
+			return fmt.Errorf("answered %v", last)
+		}
+		return nil
+	}, "creating configmaps %s*: never rejected with %q", name, want)
 	if apierrors.ReasonForError(last) == metav1.StatusReasonInternalError {
 		t.Fatalf("rejection of %s* is an internal error: %v", name, last)
 	}
@@ -78,19 +77,20 @@ func eventuallyRejected(ctx context.Context, t *testing.T, c kubernetes.Interfac
 
 // eventuallyLabeled creates configmaps name-0, name-1, … until one comes
 // back with the mutated label set to want.
-func eventuallyLabeled(ctx context.Context, t *testing.T, c kubernetes.Interface, name, want string) {
+func eventuallyLabeled(t *testing.T, c kubernetes.Interface, name, want string) {
 	t.Helper()
-	var last *corev1.ConfigMap
-	var lastErr error
 	i := 0
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		last, lastErr = tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		cm, err := tryConfigMap(ctx, c, fmt.Sprintf("%s%d", name, i))
 		i++
-		return lastErr == nil && last.Labels[mutatedLabel] == want, nil
-	})
-	if err != nil {
-		t.Fatalf("creating configmaps %s*: never labeled %s=%s (last: %v, error %v)", name, mutatedLabel, want, last, lastErr)
-	}
+		if err != nil {
+			return err
+		}
+		if cm.Labels[mutatedLabel] != want {
+			return fmt.Errorf("labels %v", cm.Labels)
+		}
+		return nil
+	}, "creating configmaps %s*: never labeled %s=%s", name, mutatedLabel, want)
 }
 
 // requireUntouched creates configmap name and fails unless it is admitted
@@ -216,8 +216,8 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		_ = ten.kubeA.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
 	})
 
-	eventuallyRejected(ctx, t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's webhook denies")
-	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "webhook")
+	eventuallyRejected(t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's webhook denies")
+	eventuallyLabeled(t, ten.kubeA, "labeled-", "webhook")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, forbiddenPrefix+"in-b")
 	if got := seen(); len(got) != 1 || !got[ten.a] {
 		t.Errorf("A's webhook reviewed objects of clusters %v, want only A (%s)", got, ten.a)
@@ -237,16 +237,12 @@ func TestWebhookOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 	if err := ten.kubeA.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete ValidatingWebhookConfiguration in A: %v", err)
 	}
-	var last error
 	i := 0
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = tryConfigMap(ctx, ten.kubeA, fmt.Sprintf("%safter-delete-%d", forbiddenPrefix, i))
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		_, err := tryConfigMap(ctx, ten.kubeA, fmt.Sprintf("%safter-delete-%d", forbiddenPrefix, i))
 		i++
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("A's deleted webhook still denies: %v (last: %v)", err, last)
-	}
+		return err
+	}, "A's deleted webhook still denies")
 }
 
 // denyForbiddenPolicy is a ValidatingAdmissionPolicy denying configmaps
@@ -294,7 +290,7 @@ func TestAdmissionPolicyOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		t.Fatalf("create ValidatingAdmissionPolicyBinding in A: %v", err)
 	}
 
-	eventuallyRejected(ctx, t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's policy denies forbidden configmaps")
+	eventuallyRejected(t, ten.kubeA, forbiddenPrefix+"a-", "tenant A's policy denies forbidden configmaps")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, forbiddenPrefix+"in-b")
 
 	// An expression on a field configmaps do not have: the status
@@ -305,14 +301,16 @@ func TestAdmissionPolicyOfOneWorkspaceDoesNotJudgeAnother(t *testing.T) {
 		t.Fatalf("create mistyped ValidatingAdmissionPolicy in A: %v", err)
 	}
 	var got *admissionregistrationv1.ValidatingAdmissionPolicy
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
 		var err error
-		got, err = policies.Get(ctx, mistyped.Name, metav1.GetOptions{})
-		return err == nil && got.Status.TypeChecking != nil && got.Status.ObservedGeneration == got.Generation, nil
-	})
-	if err != nil {
-		t.Fatalf("status.typeChecking of policy %s never filled: %v (last: %+v)", mistyped.Name, err, got)
-	}
+		if got, err = policies.Get(ctx, mistyped.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if got.Status.TypeChecking == nil || got.Status.ObservedGeneration != got.Generation {
+			return fmt.Errorf("generation %d, status %+v", got.Generation, got.Status)
+		}
+		return nil
+	}, "status.typeChecking of policy %s never filled", mistyped.Name)
 	warnings := got.Status.TypeChecking.ExpressionWarnings
 	if len(warnings) != 1 || warnings[0].FieldRef != "spec.validations[0].expression" || !strings.Contains(warnings[0].Warning, "spec") {
 		t.Errorf("typeChecking warnings of %s = %+v, want one on spec.validations[0].expression about the missing field spec", mistyped.Name, warnings)
@@ -369,14 +367,12 @@ func TestAdmissionPolicyParamsAreReadFromTheWorkspaceOfThePolicy(t *testing.T) {
 
 	requireRejected := func(kube kubernetes.Interface, cluster, name, want string) {
 		t.Helper()
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-			_, last = tryConfigMap(ctx, kube, name)
-			return last != nil && strings.Contains(last.Error(), want), nil
-		})
-		if err != nil {
-			t.Fatalf("configmap %s in %s: never rejected with %q (last result: %v)", name, cluster, want, last)
-		}
+		framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+			if _, err := tryConfigMap(ctx, kube, name); err == nil || !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("answered %v", err)
+			}
+			return nil
+		}, "configmap %s in %s: never rejected with %q", name, cluster, want)
 	}
 	requireRejected(ten.kubeA, ten.a, "alpha", "forbid alpha")
 	requireRejected(ten.kubeB, ten.b, "beta", "forbid beta")
@@ -424,7 +420,7 @@ func TestMutatingAdmissionPolicyOfOneWorkspaceDoesNotMutateAnother(t *testing.T)
 		t.Fatalf("create MutatingAdmissionPolicyBinding in A: %v", err)
 	}
 
-	eventuallyLabeled(ctx, t, ten.kubeA, "labeled-", "policy")
+	eventuallyLabeled(t, ten.kubeA, "labeled-", "policy")
 	requireUntouched(ctx, t, ten.kubeB, ten.b, "in-b")
 }
 
@@ -460,12 +456,8 @@ func TestPolicyWithParamKindByUserWithoutParamReadIsRefusedNotCrashed(t *testing
 
 	createClusterRole(ctx, t, admin, "configmap-reader", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}})
 	bindClusterRole(ctx, t, admin, "configmap-reader", "configmap-reader", userSubject(user))
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, admissionTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("policy with paramKind never accepted after granting read on configmaps: %v (last: %v)", err, last)
-	}
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		_, err := author.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{})
+		return err
+	}, "policy with paramKind never accepted after granting read on configmaps")
 }

@@ -16,6 +16,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // bindingTo is an APIBinding of the export path:name.
@@ -28,19 +29,19 @@ func bindingTo(name, path, export string) *apisv1alpha2.APIBinding {
 }
 
 // waitForBinding polls an APIBinding until ok says yes and returns it.
-func waitForBinding(ctx context.Context, t *testing.T, c *kcpREST, cluster, name, what string, ok func(*apisv1alpha2.APIBinding) bool) *apisv1alpha2.APIBinding {
+func waitForBinding(t *testing.T, c *kcpREST, cluster, name, what string, ok func(*apisv1alpha2.APIBinding) bool) *apisv1alpha2.APIBinding {
 	t.Helper()
 	var b *apisv1alpha2.APIBinding
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 		b = &apisv1alpha2.APIBinding{}
 		if err := c.get(ctx, cluster, apiBindingsGVR, name, b); err != nil {
-			return false, nil
+			return err
 		}
-		return ok(b), nil
-	})
-	if err != nil {
-		t.Fatalf("APIBinding %s|%s never %s: %v (last status %+v)", cluster, name, what, err, b.Status)
-	}
+		if !ok(b) {
+			return fmt.Errorf("status %+v", b.Status)
+		}
+		return nil
+	}, "APIBinding %s|%s never %s", cluster, name, what)
 	return b
 }
 
@@ -87,7 +88,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 	if err := kcp.create(ctx, provider.path(), apiExportsGVR, export, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport: %v", err)
 	}
-	identity := waitForIdentity(ctx, t, kcp, provider.path(), "widgets", corev1.ConditionTrue).Status.IdentityHash
+	identity := waitForIdentity(t, kcp, provider.path(), "widgets", corev1.ConditionTrue).Status.IdentityHash
 
 	// user-1 may manage APIBindings in the consumer workspace, nothing more.
 	consumerAdmin := e.kube(t, kcpAdmin, consumer.path())
@@ -139,7 +140,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 
 	checkBound := func(t *testing.T) {
 		t.Helper()
-		b := waitForBinding(ctx, t, kcp, consumer.path(), "widgets", "Bound", bound)
+		b := waitForBinding(t, kcp, consumer.path(), "widgets", "Bound", bound)
 		if b.Status.APIExportClusterName != provider.cluster() {
 			t.Errorf("apiExportClusterName = %q, want the provider's cluster %q", b.Status.APIExportClusterName, provider.cluster())
 		}
@@ -183,7 +184,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 	createWidget(ctx, t, crds.widgets("default"), widget("before", map[string]interface{}{}))
 	checkConflict := func(t *testing.T) {
 		t.Helper()
-		b := waitForBinding(ctx, t, kcp, crdSide.path(), "widgets", "NamingConflicts", func(b *apisv1alpha2.APIBinding) bool {
+		b := waitForBinding(t, kcp, crdSide.path(), "widgets", "NamingConflicts", func(b *apisv1alpha2.APIBinding) bool {
 			return conditionReason(b, apisv1alpha2.BindingUpToDate, corev1.ConditionFalse, apisv1alpha2.NamingConflictsReason)
 		})
 		if msg := b.Status.Conditions.Get(apisv1alpha2.BindingUpToDate).Message; !strings.Contains(msg, "CustomResourceDefinition widgets."+crdGroup) {
@@ -207,7 +208,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 	missingRef := provider.path() + ":missing"
 	checkMissing := func(t *testing.T) {
 		t.Helper()
-		b := waitForBinding(ctx, t, kcp, crdSide.path(), "missing", "APIExportNotFound", func(b *apisv1alpha2.APIBinding) bool {
+		b := waitForBinding(t, kcp, crdSide.path(), "missing", "APIExportNotFound", func(b *apisv1alpha2.APIBinding) bool {
 			return conditionReason(b, apisv1alpha2.APIExportValid, corev1.ConditionFalse, apisv1alpha2.APIExportNotFoundReason)
 		})
 		if msg := b.Status.Conditions.Get(apisv1alpha2.APIExportValid).Message; !strings.Contains(msg, missingRef) {
@@ -241,7 +242,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 		if err := kcp.create(ctx, provider.path(), apiExportsGVR, empty, &apisv1alpha2.APIExport{}); err != nil {
 			t.Fatalf("create APIExport missing: %v", err)
 		}
-		b := waitForBinding(ctx, t, kcp, crdSide.path(), "missing", "Bound", bound)
+		b := waitForBinding(t, kcp, crdSide.path(), "missing", "Bound", bound)
 		if b.Status.APIExportClusterName != provider.cluster() || len(b.Status.BoundResources) != 0 {
 			t.Errorf("status = %+v", b.Status)
 		}
@@ -251,7 +252,7 @@ func TestAPIBindingNeedsBindPermissionAndRecordsWhatItBinds(t *testing.T) {
 		if err := crds.crds.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "widgets."+crdGroup, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete CRD: %v", err)
 		}
-		b := waitForBinding(ctx, t, kcp, crdSide.path(), "widgets", "Bound after the CRD was deleted", bound)
+		b := waitForBinding(t, kcp, crdSide.path(), "widgets", "Bound after the CRD was deleted", bound)
 		if len(b.Status.BoundResources) != 1 || b.Status.BoundResources[0].Schema.IdentityHash != identity {
 			t.Errorf("boundResources = %+v", b.Status.BoundResources)
 		}

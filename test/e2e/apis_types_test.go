@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,11 +16,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 var (
@@ -50,20 +51,19 @@ func widgetSchema(name string) *apisv1alpha1.APIResourceSchema {
 
 // waitForIdentity polls an export until its IdentityValid condition has
 // the wanted status and returns it.
-func waitForIdentity(ctx context.Context, t *testing.T, c *kcpREST, cluster, name string, want corev1.ConditionStatus) *apisv1alpha2.APIExport {
+func waitForIdentity(t *testing.T, c *kcpREST, cluster, name string, want corev1.ConditionStatus) *apisv1alpha2.APIExport {
 	t.Helper()
 	var export *apisv1alpha2.APIExport
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 		export = &apisv1alpha2.APIExport{}
 		if err := c.get(ctx, cluster, apiExportsGVR, name, export); err != nil {
-			return false, nil
+			return err
 		}
-		cond := export.Status.Conditions.Get(apisv1alpha1.APIExportIdentityValid)
-		return cond != nil && cond.Status == want, nil
-	})
-	if err != nil {
-		t.Fatalf("APIExport %s|%s: IdentityValid not %s: %v (last %+v)", cluster, name, want, err, export.Status)
-	}
+		if cond := export.Status.Conditions.Get(apisv1alpha1.APIExportIdentityValid); cond == nil || cond.Status != want {
+			return fmt.Errorf("status %+v", export.Status)
+		}
+		return nil
+	}, "APIExport %s|%s: IdentityValid not %s", cluster, name, want)
 	return export
 }
 
@@ -213,7 +213,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 
 	var widgetsHash string
 	t.Run("ExportGetsIdentityNobodyCanSwap", func(t *testing.T) {
-		export := waitForIdentity(ctx, t, kcp, org.path(), "widgets", corev1.ConditionTrue)
+		export := waitForIdentity(t, kcp, org.path(), "widgets", corev1.ConditionTrue)
 		secret, err := kube.CoreV1().Secrets("kcp-system").Get(ctx, "widgets", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("identity secret kcp-system/widgets: %v", err)
@@ -241,7 +241,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if err := kcp.update(ctx, org.path(), apiExportsGVR, "widgets", touched, &apisv1alpha2.APIExport{}); err != nil {
 			t.Fatal(err)
 		}
-		export = waitForIdentity(ctx, t, kcp, org.path(), "widgets", corev1.ConditionFalse)
+		export = waitForIdentity(t, kcp, org.path(), "widgets", corev1.ConditionFalse)
 		if export.Status.IdentityHash != widgetsHash {
 			t.Errorf("identityHash changed to %q after the key was swapped", export.Status.IdentityHash)
 		}
@@ -257,7 +257,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets("kcp-system").Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitForIdentity(ctx, t, kcp, org.path(), "widgets", corev1.ConditionTrue)
+		waitForIdentity(t, kcp, org.path(), "widgets", corev1.ConditionTrue)
 	})
 
 	t.Run("SameKeyIsTheSameAPIAndAnotherKeyIsNot", func(t *testing.T) {
@@ -281,9 +281,9 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		a := waitForIdentity(ctx, t, kcp, org.path(), "same-a", corev1.ConditionTrue)
-		b := waitForIdentity(ctx, t, kcp, org.path(), "same-b", corev1.ConditionTrue)
-		modern := waitForIdentity(ctx, t, kcp, org.path(), "modern", corev1.ConditionTrue)
+		a := waitForIdentity(t, kcp, org.path(), "same-a", corev1.ConditionTrue)
+		b := waitForIdentity(t, kcp, org.path(), "same-b", corev1.ConditionTrue)
+		modern := waitForIdentity(t, kcp, org.path(), "modern", corev1.ConditionTrue)
 		if a.Status.IdentityHash != hexSHA256(shared.Data["key"]) || a.Status.IdentityHash != b.Status.IdentityHash {
 			t.Errorf("exports sharing a key: hashes %q and %q, want both %q", a.Status.IdentityHash, b.Status.IdentityHash, hexSHA256(shared.Data["key"]))
 		}
@@ -301,7 +301,7 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		if err := kcp.create(ctx, org.path(), apiExportsGVR, export, &apisv1alpha2.APIExport{}); err != nil {
 			t.Fatal(err)
 		}
-		got := waitForIdentity(ctx, t, kcp, org.path(), "orphan", corev1.ConditionFalse)
+		got := waitForIdentity(t, kcp, org.path(), "orphan", corev1.ConditionFalse)
 		c := got.Status.Conditions.Get(apisv1alpha1.APIExportIdentityValid)
 		if c.Reason != apisv1alpha1.IdentityVerificationFailedReason || !strings.Contains(c.Message, "kcp-system/nowhere") || got.Status.IdentityHash != "" {
 			t.Errorf("IdentityValid = %+v, identityHash %q; want False naming kcp-system/nowhere and no hash", c, got.Status.IdentityHash)
@@ -411,13 +411,10 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 	e.waitForRootBootstrap(t)
 
 	t.Run("EverythingSurvivesRestart", func(t *testing.T) {
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-			return kcp.get(ctx, org.path(), apiResourceSchemasGVR, schemaName, &apisv1alpha1.APIResourceSchema{}) == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("schema after restart: %v", err)
-		}
-		a := waitForIdentity(ctx, t, kcp, org.path(), "same-a", corev1.ConditionTrue)
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			return kcp.get(ctx, org.path(), apiResourceSchemasGVR, schemaName, &apisv1alpha1.APIResourceSchema{})
+		}, "schema after restart")
+		a := waitForIdentity(t, kcp, org.path(), "same-a", corev1.ConditionTrue)
 		if a.Status.IdentityHash != hexSHA256([]byte("a shared identity key")) {
 			t.Errorf("same-a identityHash after restart = %q", a.Status.IdentityHash)
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestExportsAreTheSystemsAndTheirUseNeedsBind mirrors kcp's
@@ -96,15 +98,14 @@ func TestExportsAreTheSystemsAndTheirUseNeedsBind(t *testing.T) {
 	}
 
 	t.Run("ExportStatusIsNotTheWorkspaceAdminsToWrite", func(t *testing.T) {
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-			last = user2.patchStatus(ctx, provider.path(), apiExportsGVR, "today-cowboys", `{"status":{"identityHash":"`+hexSHA256([]byte("claimed"))+`"}}`)
-			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), "status update not permitted"), nil
-		})
-		if err != nil {
-			t.Fatalf("the provider's admin wrote the export's status: %v", last)
-		}
-		err = kcp.patchStatus(ctx, provider.path(), apiExportsGVR, "today-cowboys", `{"status":{"identityHash":"`+hexSHA256([]byte("claimed"))+`"}}`)
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			err := user2.patchStatus(ctx, provider.path(), apiExportsGVR, "today-cowboys", `{"status":{"identityHash":"`+hexSHA256([]byte("claimed"))+`"}}`)
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "status update not permitted") {
+				return nil
+			}
+			return fmt.Errorf("the provider's admin writes the export's status: %v", err)
+		}, "the export's status refused to its workspace's admin")
+		err := kcp.patchStatus(ctx, provider.path(), apiExportsGVR, "today-cowboys", `{"status":{"identityHash":"`+hexSHA256([]byte("claimed"))+`"}}`)
 		requireAPIError(t, err, 403, "kcp-admin writes the export's status", "status update not permitted")
 	})
 

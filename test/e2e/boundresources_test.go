@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // schemaFromCRD is the APIResourceSchema that publishes what crd defines.
@@ -69,7 +71,7 @@ func publish(ctx context.Context, t *testing.T, c *kcpREST, cluster, export stri
 	if err := c.create(ctx, cluster, apiExportsGVR, e, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport %s in %s: %v", export, cluster, err)
 	}
-	return waitForIdentity(ctx, t, c, cluster, export, corev1.ConditionTrue).Status.IdentityHash
+	return waitForIdentity(t, c, cluster, export, corev1.ConditionTrue).Status.IdentityHash
 }
 
 // bindAndWait binds path:export in cluster as name and waits for Bound.
@@ -78,7 +80,7 @@ func bindAndWait(ctx context.Context, t *testing.T, c *kcpREST, cluster, name, p
 	if err := c.create(ctx, cluster, apiBindingsGVR, bindingTo(name, path, export), &apisv1alpha2.APIBinding{}); err != nil {
 		t.Fatalf("create APIBinding %s in %s: %v", name, cluster, err)
 	}
-	return waitForBinding(ctx, t, c, cluster, name, "Bound", bound)
+	return waitForBinding(t, c, cluster, name, "Bound", bound)
 }
 
 func ensureDefaultNamespace(ctx context.Context, t *testing.T, e *wsEnv, cluster string) {
@@ -306,7 +308,7 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		if err != nil {
 			t.Fatalf("update export: %v", err)
 		}
-		binding := waitForBinding(ctx, t, kcp, b.path(), "widgets", "moved to schema v2", func(b *apisv1alpha2.APIBinding) bool {
+		binding := waitForBinding(t, kcp, b.path(), "widgets", "moved to schema v2", func(b *apisv1alpha2.APIBinding) bool {
 			return len(b.Status.BoundResources) == 1 && b.Status.BoundResources[0].Schema.UID == string(created.UID)
 		})
 		if got := strings.Join(binding.Status.BoundResources[0].StorageVersions, ","); got != "v1,v2" {
@@ -314,13 +316,11 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		}
 		v2Widgets := inB.dynamic.Resource(schema.GroupVersionResource{Group: crdGroup, Version: "v2", Resource: "widgets"}).Namespace("default")
 		var got *unstructured.Unstructured
-		err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+		framework.EventuallyEvery(t, 100*time.Millisecond, eventually, func(ctx context.Context) error {
+			var err error
 			got, err = v2Widgets.Get(ctx, "b-1", metav1.GetOptions{})
-			return err == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("read b-1 in v2: %v", err)
-		}
+			return err
+		}, "read b-1 in v2")
 		if got.GetAPIVersion() != crdGroup+"/v2" {
 			t.Errorf("apiVersion = %s, want v2", got.GetAPIVersion())
 		}
@@ -346,7 +346,7 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		if err := kcp.delete(ctx, rival.path(), apiExportsGVR, "widgets"); err != nil {
 			t.Fatalf("delete the rival's export: %v", err)
 		}
-		b := waitForBinding(ctx, t, kcp, d.path(), "widgets", "says the export is gone", func(b *apisv1alpha2.APIBinding) bool {
+		b := waitForBinding(t, kcp, d.path(), "widgets", "says the export is gone", func(b *apisv1alpha2.APIBinding) bool {
 			return conditionReason(b, apisv1alpha2.APIExportValid, corev1.ConditionFalse, apisv1alpha2.APIExportNotFoundReason)
 		})
 		if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound || len(b.Status.BoundResources) != 1 {
@@ -360,14 +360,13 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 		if err := kcp.delete(ctx, c.path(), apiBindingsGVR, "widgets"); err != nil {
 			t.Fatalf("delete binding: %v", err)
 		}
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-			err := kcp.get(ctx, c.path(), apiBindingsGVR, "widgets", &apisv1alpha2.APIBinding{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			t.Fatalf("binding never went away: %v", err)
-		}
-		_, err = inC.widgets("").List(ctx, metav1.ListOptions{})
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			if err := kcp.get(ctx, c.path(), apiBindingsGVR, "widgets", &apisv1alpha2.APIBinding{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("answered %v", err)
+			}
+			return nil
+		}, "binding never went away")
+		_, err := inC.widgets("").List(ctx, metav1.ListOptions{})
 		requireAPIError(t, err, 404, "list widgets in c after unbinding")
 		listNames(ctx, t, wildcard(identity), "wildcard by the provider's identity", "b-1", "b-2")
 		// Binding again starts empty.

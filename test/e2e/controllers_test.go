@@ -36,7 +36,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // gcTimeout bounds waits for the controllers of this file.
@@ -106,16 +106,14 @@ func createOwned(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, 
 }
 
 // waitGone waits until get answers NotFound.
-func waitGone(ctx context.Context, t *testing.T, what string, get func(context.Context) error) {
+func waitGone(t *testing.T, what string, get func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		last = get(ctx)
-		return apierrors.IsNotFound(last), nil
-	})
-	if err != nil {
-		t.Fatalf("%s still there (last error: %v)", what, last)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		if err := get(ctx); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
+	}, "%s still there", what)
 }
 
 func getConfigMap(c kubernetes.Interface, ns, name string) func(context.Context) error {
@@ -166,13 +164,13 @@ func TestNamespaceDeletionDeletesContentAndWaitsForFinalizers(t *testing.T) {
 	createOwned(ctx, t, c.kube, ns, "plain", nil)
 	createOwned(ctx, t, c.kube, ns, "held", []string{"example.com/hold"})
 	gizmos := installGizmos(ctx, t, c).Namespace(ns)
-	createGizmo(ctx, t, gizmos, "custom")
+	createGizmo(t, gizmos, "custom")
 
 	if err := c.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "configmap plain", getConfigMap(c.kube, ns, "plain"))
-	waitGone(ctx, t, "custom resource", func(ctx context.Context) error {
+	waitGone(t, "configmap plain", getConfigMap(c.kube, ns, "plain"))
+	waitGone(t, "custom resource", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "custom", metav1.GetOptions{})
 		return err
 	})
@@ -193,7 +191,7 @@ func TestNamespaceDeletionDeletesContentAndWaitsForFinalizers(t *testing.T) {
 	}
 
 	removeFinalizers(ctx, t, c.kube, ns, "held")
-	waitGone(ctx, t, "namespace "+ns, func(ctx context.Context) error {
+	waitGone(t, "namespace "+ns, func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err
 	})
@@ -212,7 +210,7 @@ func TestGarbageCollectorDeletesDependentsInTheBackground(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcbg")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	createOwned(ctx, t, c.kube, "default", "dependent", nil, ownerRef(owner, false))
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: []metav1.OwnerReference{ownerRef(owner, false)}}}
@@ -221,8 +219,8 @@ func TestGarbageCollectorDeletesDependentsInTheBackground(t *testing.T) {
 	}
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "dependent configmap", getConfigMap(c.kube, "default", "dependent"))
-	waitGone(ctx, t, "dependent secret", func(ctx context.Context) error {
+	waitGone(t, "dependent configmap", getConfigMap(c.kube, "default", "dependent"))
+	waitGone(t, "dependent secret", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("default").Get(ctx, "dependent", metav1.GetOptions{})
 		return err
 	})
@@ -232,13 +230,13 @@ func TestGarbageCollectorForegroundDeletionWaitsForBlockingDependents(t *testing
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcfg")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	createOwned(ctx, t, c.kube, "default", "blocking", []string{"example.com/hold"}, ownerRef(owner, true))
 	createOwned(ctx, t, c.kube, "default", "nonblocking", nil, ownerRef(owner, false))
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationForeground)
-	waitGone(ctx, t, "non-blocking dependent", getConfigMap(c.kube, "default", "nonblocking"))
+	waitGone(t, "non-blocking dependent", getConfigMap(c.kube, "default", "nonblocking"))
 
 	// The blocking dependent is being deleted, held by its finalizer; the
 	// owner waits for it.
@@ -258,7 +256,7 @@ func TestGarbageCollectorForegroundDeletionWaitsForBlockingDependents(t *testing
 	}
 
 	removeFinalizers(ctx, t, c.kube, "default", "blocking")
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "default", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "default", "owner"))
 }
 
 func containsString(list []string, s string) bool {
@@ -274,13 +272,13 @@ func TestGarbageCollectorOrphanDeletionKeepsDependents(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gcorphan")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "default", "owner", nil)
 	other := createOwned(ctx, t, c.kube, "default", "other-owner", nil)
 	dep := createOwned(ctx, t, c.kube, "default", "dependent", nil, ownerRef(owner, true), ownerRef(other, false))
 
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationOrphan)
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "default", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "default", "owner"))
 	got := requireStays(ctx, t, c.kube, dep, 2*time.Second)
 	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != other.UID {
 		t.Errorf("orphaned dependent: ownerReferences %+v, want only %s", got.OwnerReferences, other.UID)
@@ -326,20 +324,17 @@ func installGizmos(ctx context.Context, t *testing.T, c kcCluster) dynamic.Names
 }
 
 // createGizmo creates a gizmo, retrying while its CRD is not served yet.
-func createGizmo(ctx context.Context, t *testing.T, gizmos dynamic.ResourceInterface, name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
+func createGizmo(t *testing.T, gizmos dynamic.ResourceInterface, name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "gc.shardplane.test/v1", "kind": "Gizmo"}}
 	u.SetName(name)
 	u.SetOwnerReferences(refs)
 	var created *unstructured.Unstructured
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		created, lastErr = gizmos.Create(ctx, u, metav1.CreateOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("create gizmo %s: %v (last error: %v)", name, err, lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		var err error
+		created, err = gizmos.Create(ctx, u, metav1.CreateOptions{})
+		return err
+	}, "create gizmo %s", name)
 	return created
 }
 
@@ -347,11 +342,11 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gccr")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	gizmos := installGizmos(ctx, t, c).Namespace("default")
 	create := func(name string, refs ...metav1.OwnerReference) *unstructured.Unstructured {
 		t.Helper()
-		return createGizmo(ctx, t, gizmos, name, refs...)
+		return createGizmo(t, gizmos, name, refs...)
 	}
 	owner := create("owner")
 	ref := metav1.OwnerReference{APIVersion: "gc.shardplane.test/v1", Kind: "Gizmo", Name: "owner", UID: owner.GetUID()}
@@ -361,17 +356,17 @@ func TestGarbageCollectorCollectsCustomResources(t *testing.T) {
 	if err := gizmos.Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "dependent gizmo", func(ctx context.Context) error {
+	waitGone(t, "dependent gizmo", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "dependent", metav1.GetOptions{})
 		return err
 	})
-	waitGone(ctx, t, "configmap owned by a gizmo", getConfigMap(c.kube, "default", "dependent-of-gizmo"))
+	waitGone(t, "configmap owned by a gizmo", getConfigMap(c.kube, "default", "dependent-of-gizmo"))
 
 	// A custom resource owned by a deleted configmap goes too.
 	cmOwner := createOwned(ctx, t, c.kube, "default", "cm-owner", nil)
 	create("owned-by-cm", ownerRef(cmOwner, false))
 	deleteConfigMap(ctx, t, c.kube, cmOwner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "gizmo owned by a configmap", func(ctx context.Context) error {
+	waitGone(t, "gizmo owned by a configmap", func(ctx context.Context) error {
 		_, err := gizmos.Get(ctx, "owned-by-cm", metav1.GetOptions{})
 		return err
 	})
@@ -385,8 +380,8 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	s := sharedShard(t)
 	ctx := testContext(t)
 	a, b := newKCCluster(ctx, t, s, "gcuid-a"), newKCCluster(ctx, t, s, "gcuid-b")
-	waitForNamespace(ctx, t, a.kube, "default")
-	waitForNamespace(ctx, t, b.kube, "default")
+	waitForNamespace(t, a.kube, "default")
+	waitForNamespace(t, b.kube, "default")
 
 	ownerA := createOwned(ctx, t, a.kube, "default", "owner", nil)
 	ownerB := createOwned(ctx, t, b.kube, "default", "owner", nil) // same name, other UID
@@ -395,7 +390,7 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	createOwned(ctx, t, b.kube, "default", "foreign", nil, ownerRef(ownerA, false))
 	mixed := createOwned(ctx, t, b.kube, "default", "mixed", nil, ownerRef(ownerB, false), ownerRef(ownerA, false))
 
-	waitGone(ctx, t, "B's dependent naming only A's owner UID", getConfigMap(b.kube, "default", "foreign"))
+	waitGone(t, "B's dependent naming only A's owner UID", getConfigMap(b.kube, "default", "foreign"))
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
 		got, err := b.kube.CoreV1().ConfigMaps("default").Get(ctx, "mixed", metav1.GetOptions{})
 		if err != nil {
@@ -409,7 +404,7 @@ func TestGarbageCollectorKeysOwnersByClusterAndUID(t *testing.T) {
 	requireStays(ctx, t, a.kube, depA, time.Second)
 
 	deleteConfigMap(ctx, t, a.kube, ownerA, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "A's dependent", getConfigMap(a.kube, "default", "dependent"))
+	waitGone(t, "A's dependent", getConfigMap(a.kube, "default", "dependent"))
 	requireStays(ctx, t, b.kube, depB, 2*time.Second)
 	requireStays(ctx, t, b.kube, mixed, 0)
 	requireStays(ctx, t, b.kube, ownerB, 0)
@@ -468,36 +463,28 @@ func TestEveryNamespaceGetsDefaultServiceAccountAndRootCA(t *testing.T) {
 
 	waitDefaults := func(what string) {
 		t.Helper()
-		var lastErr error
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-			if _, lastErr = c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); lastErr != nil {
-				return false, nil
+		framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+			if _, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+				return err
 			}
 			cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			if lastErr = err; err != nil {
-				return false, nil
+			if err != nil {
+				return err
 			}
 			if !bytes.Equal([]byte(cm.Data["ca.crt"]), ca) {
-				lastErr = fmt.Errorf("ca.crt is %d bytes, not the serving certificate's CA", len(cm.Data["ca.crt"]))
-				return false, nil
+				return fmt.Errorf("ca.crt is %d bytes, not the serving certificate's CA", len(cm.Data["ca.crt"]))
 			}
-			return true, nil
-		})
-		if err != nil {
-			t.Fatalf("%s: default service account and kube-root-ca.crt: %v (last: %v)", what, err, lastErr)
-		}
+			return nil
+		}, "%s: default service account and kube-root-ca.crt", what)
 	}
 	waitDefaults("new namespace")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	if _, err := c.kube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
 		// The default namespace gets them too (eventually).
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+		framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 			_, err := c.kube.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			return err == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("namespace default has no kube-root-ca.crt")
-		}
+			return err
+		}, "namespace default has no kube-root-ca.crt")
 	}
 
 	if err := c.kube.CoreV1().ServiceAccounts(ns).Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
@@ -529,13 +516,10 @@ func saCluster(ctx context.Context, t *testing.T, s *framework.Shard, prefix str
 	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no default service account in %s", c.name)
-	}
+		return err
+	}, "no default service account in %s", c.name)
 	return c
 }
 
@@ -558,14 +542,10 @@ func TestServiceAccountTokenAuthenticatesOnlyInItsCluster(t *testing.T) {
 	}
 
 	// RBAC caches may lag the binding a moment.
-	var lastErr error
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("token in its own cluster: %v", lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		_, err := as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+		return err
+	}, "token in its own cluster")
 	review, err := as(a.name).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SelfSubjectReview: %v", err)
@@ -679,15 +659,8 @@ func TestIdleClusterCost(t *testing.T) {
 // shardCost reads go_goroutines from /metrics and VmRSS of the shard process.
 func shardCost(ctx context.Context, t *testing.T, s *framework.Shard) (goroutines int, rssKB int) {
 	t.Helper()
-	code, body := httpGet(ctx, t, s.HTTPClient(t), s.BaseURL(t)+"/metrics", s.KubeconfigToken(t, "shard-admin"))
-	if code != http.StatusOK {
-		t.Fatalf("GET /metrics: HTTP %d", code)
-	}
-	for _, line := range strings.Split(body, "\n") {
-		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
-			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			goroutines = int(f)
-		}
+	if v, ok := s.Metrics(ctx, t).Value("go_goroutines", nil); ok {
+		goroutines = int(v)
 	}
 	pid := shardPID(t, s)
 	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))

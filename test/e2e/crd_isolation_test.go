@@ -2,21 +2,21 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // The tests of this file are the attacks of one tenant on another through
@@ -77,7 +77,7 @@ func requireCollected(ctx context.Context, t *testing.T, e crdEnv, version strin
 	if err := e.forces(version).Delete(ctx, owner.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete owner %s in %s: %v", owner.GetName(), e.cluster, err)
 	}
-	waitGone(ctx, t, "dependent "+dependent.GetName()+" in "+e.cluster, func(ctx context.Context) error {
+	waitGone(t, "dependent "+dependent.GetName()+" in "+e.cluster, func(ctx context.Context) error {
 		_, err := e.forces(version).Get(ctx, dependent.GetName(), metav1.GetOptions{})
 		return err
 	})
@@ -135,13 +135,12 @@ func TestTenantCannotStopGarbageCollectionOfAnotherByRedefiningItsCRD(t *testing
 	if err := a.crds.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, "theforces."+forceGroup, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := a.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "theforces."+forceGroup, metav1.GetOptions{})
-		return err != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("A's CRD was not deleted: %v", err)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		if _, err := a.crds.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "theforces."+forceGroup, metav1.GetOptions{}); err == nil {
+			return errors.New("still served")
+		}
+		return nil
+	}, "A's CRD was not deleted")
 	ownerB = createForce(ctx, t, b, "v2", "owner-2", nil)
 	dependentB = createForce(ctx, t, b, "v2", "dependent-2", ownerB)
 	requireCollected(ctx, t, b, "v2", ownerB, dependentB)
@@ -384,15 +383,13 @@ spec:
   - port: 80
 `
 	server := "--server=" + s.ClusterURL(t, e.cluster, "")
-	var out, stderr string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		var err error
-		out, stderr, err = s.Kubectl(ctx, manifest, "--context", crdTestContext, server, "create", "-f", "-")
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("kubectl create service: %v: %s %s", err, out, stderr)
-	}
+	framework.EventuallyWithin(t, eventually, func(ctx context.Context) error {
+		out, stderr, err := s.Kubectl(ctx, manifest, "--context", crdTestContext, server, "create", "-f", "-")
+		if err != nil {
+			return fmt.Errorf("%w: %s %s", err, out, stderr)
+		}
+		return nil
+	}, "kubectl create service")
 	got := kubectl(ctx, t, s, "", "--context", crdTestContext, server, "get", "services,configmaps", "-n", "default", "-o", "name")
 	if !strings.Contains(got, "service/frontend") || !strings.Contains(got, "configmap/") {
 		t.Errorf("kubectl get services,configmaps: %q, want service/frontend and the configmaps", got)

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // The CRD tests act as shard-admin (system:masters), so that they depend on
@@ -776,14 +776,9 @@ func TestFirstRequestCostOfManyClustersWithCRDs(t *testing.T) {
 		// A heap profile request with gc=1 collects garbage first, so the
 		// heap numbers are live objects.
 		rawGet(ctx, t, s, "system:admin", "/debug/pprof/heap?gc=1", "")
-		_, body := rawGet(ctx, t, s, "system:admin", "/metrics", "")
-		for _, line := range strings.Split(body, "\n") {
-			if strings.HasPrefix(line, name+" ") {
-				v, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
-				return v
-			}
-		}
-		return 0
+		// /metrics is shard-level: below /clusters/ it answers 501.
+		v, _ := s.Metrics(ctx, t).Value(name, nil)
+		return v
 	}
 	mb := func(v float64) string { return fmt.Sprintf("%.1f MiB", v/(1<<20)) }
 	clusters := make([]crdEnv, n)

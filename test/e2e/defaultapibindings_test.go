@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,13 +11,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
-	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady: a WorkspaceType
@@ -57,7 +58,7 @@ func TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady(t *testing.T) {
 	if err := kcp.create(ctx, provider.path(), apiExportsGVR, export, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport widgets: %v", err)
 	}
-	waitForIdentity(ctx, t, kcp, provider.path(), "widgets", corev1.ConditionTrue)
+	waitForIdentity(t, kcp, provider.path(), "widgets", corev1.ConditionTrue)
 
 	base := uniqueName("widgetbase")
 	createWorkspaceType(ctx, t, kcp, org.path(), base, tenancyv1alpha1.WorkspaceTypeSpec{
@@ -79,17 +80,17 @@ func TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady(t *testing.T) {
 
 	t.Run("ExtendingTypeIsReadyOnlyWithItsBindingBound", func(t *testing.T) {
 		w := createWorkspace(ctx, t, kcp, org.path(), "consumer", typeRef(extending, org.path()))
-		w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+		w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 		if !slices.Contains(w.obj.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer) {
 			t.Fatalf("Initializing workspace %s: status.initializers %v lack %s", w.path(), w.obj.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
 		}
 		// The binding is there and says why it is not bound; the
 		// LogicalCluster says it waits for it.
-		b := waitForDefaultBinding(ctx, t, kcp, w.cluster(), provider.path(), "widgets")
+		b := waitForDefaultBinding(t, kcp, w.cluster(), provider.path(), "widgets")
 		if !strings.HasPrefix(b.Name, "widgets-") {
 			t.Errorf("default binding is named %s, want widgets-<hash> as kcp names it", b.Name)
 		}
-		lc := waitForBindingsCondition(ctx, t, kcp, w.cluster(), tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings, b.Name, schemaName)
+		lc := waitForBindingsCondition(t, kcp, w.cluster(), tenancyv1alpha1.WorkspaceInitializedWaitingOnAPIBindings, b.Name, schemaName)
 		if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseInitializing {
 			t.Errorf("LogicalCluster %s is %s while its binding is not bound", w.cluster(), lc.Status.Phase)
 		}
@@ -101,7 +102,7 @@ func TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady(t *testing.T) {
 		if err := kcp.create(ctx, provider.path(), apiResourceSchemasGVR, schema, &apisv1alpha1.APIResourceSchema{}); err != nil {
 			t.Fatalf("create APIResourceSchema: %v", err)
 		}
-		w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
+		w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
 		b = requireDefaultBindingBound(ctx, t, kcp, w, provider.path(), "widgets")
 		if len(b.Status.BoundResources) != 1 || b.Status.BoundResources[0].Resource != "widgets" {
 			t.Errorf("binding %s: boundResources %+v, want widgets", b.Name, b.Status.BoundResources)
@@ -109,12 +110,12 @@ func TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady(t *testing.T) {
 	})
 
 	t.Run("MissingExportHoldsOnlyItsWorkspaceAndSaysWhich", func(t *testing.T) {
-		w := waitForPhase(ctx, t, kcp, waiting, corev1alpha1.LogicalClusterPhaseInitializing)
+		w := waitForPhase(t, kcp, waiting, corev1alpha1.LogicalClusterPhaseInitializing)
 		missingRef := org.cluster() + ":" + missingExport
-		waitForBindingsCondition(ctx, t, kcp, w.cluster(), tenancyv1alpha1.WorkspaceInitializedAPIBindingErrors,
+		waitForBindingsCondition(t, kcp, w.cluster(), tenancyv1alpha1.WorkspaceInitializedAPIBindingErrors,
 			"APIExport "+missingRef+" ", "WorkspaceType "+org.path()+":"+missingType, "does not exist")
 		// Still held, after the workspaces created later became Ready.
-		w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+		w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 		if !slices.Contains(w.obj.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer) {
 			t.Errorf("workspace %s: status.initializers %v lack %s", w.path(), w.obj.Status.Initializers, tenancyv1alpha1.WorkspaceAPIBindingsInitializer)
 		}
@@ -126,7 +127,7 @@ func TestWorkspaceTypeDefaultAPIBindingsAreBoundBeforeReady(t *testing.T) {
 		if err := kcp.create(ctx, org.path(), apiExportsGVR, empty, &apisv1alpha2.APIExport{}); err != nil {
 			t.Fatalf("create APIExport %s: %v", missingExport, err)
 		}
-		w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
+		w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
 		requireDefaultBindingBound(ctx, t, kcp, w, org.cluster(), missingExport)
 	})
 }
@@ -147,17 +148,16 @@ func defaultBinding(ctx context.Context, c *kcpREST, cluster, path, export strin
 
 // waitForDefaultBinding waits until the system created the APIBinding of a
 // cluster to path:export.
-func waitForDefaultBinding(ctx context.Context, t *testing.T, c *kcpREST, cluster, path, export string) *apisv1alpha2.APIBinding {
+func waitForDefaultBinding(t *testing.T, c *kcpREST, cluster, path, export string) *apisv1alpha2.APIBinding {
 	t.Helper()
 	var b *apisv1alpha2.APIBinding
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		b, last = defaultBinding(ctx, c, cluster, path, export)
-		return b != nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no APIBinding to %s:%s was created in %s: %v (last error %v)", path, export, cluster, err, last)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		var err error
+		if b, err = defaultBinding(ctx, c, cluster, path, export); err == nil && b == nil {
+			err = errors.New("none yet")
+		}
+		return err
+	}, "no APIBinding to %s:%s was created in %s", path, export, cluster)
 	return b
 }
 
@@ -190,28 +190,24 @@ func requireDefaultBindingBound(ctx context.Context, t *testing.T, c *kcpREST, w
 // waitForBindingsCondition waits until the LogicalCluster of a cluster has
 // APIBindingsInitialized False with reason and a message mentioning each
 // of substrings.
-func waitForBindingsCondition(ctx context.Context, t *testing.T, c *kcpREST, cluster, reason string, substrings ...string) *corev1alpha1.LogicalCluster {
+func waitForBindingsCondition(t *testing.T, c *kcpREST, cluster, reason string, substrings ...string) *corev1alpha1.LogicalCluster {
 	t.Helper()
 	var lc *corev1alpha1.LogicalCluster
-	var cond *conditionsv1alpha1.Condition
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 		lc = &corev1alpha1.LogicalCluster{}
 		if err := c.get(ctx, cluster, logicalClustersGVR, corev1alpha1.LogicalClusterName, lc); err != nil {
-			return false, nil
+			return err
 		}
-		cond = lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceAPIBindingsInitialized)
+		cond := lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceAPIBindingsInitialized)
 		if cond == nil || cond.Status != corev1.ConditionFalse || cond.Reason != reason {
-			return false, nil
+			return fmt.Errorf("condition %+v", cond)
 		}
 		for _, s := range substrings {
 			if !strings.Contains(cond.Message, s) {
-				return false, nil
+				return fmt.Errorf("condition %+v", cond)
 			}
 		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("LogicalCluster %s: condition %s never False/%s mentioning %q: %v (last %+v)", cluster, tenancyv1alpha1.WorkspaceAPIBindingsInitialized, reason, substrings, err, cond)
-	}
+		return nil
+	}, "LogicalCluster %s: condition %s never False/%s mentioning %q", cluster, tenancyv1alpha1.WorkspaceAPIBindingsInitialized, reason, substrings)
 	return lc
 }

@@ -9,10 +9,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestEveryAPIExportGetsAnEndpointSliceOfItsName: as in kcp, an APIExport
@@ -43,15 +43,16 @@ func TestEveryAPIExportGetsAnEndpointSliceOfItsName(t *testing.T) {
 	waitForSlice := func(name string, not types.UID) *apisv1alpha1.APIExportEndpointSlice {
 		t.Helper()
 		var slice *apisv1alpha1.APIExportEndpointSlice
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 			slice = &apisv1alpha1.APIExportEndpointSlice{}
-			last = kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, name, slice)
-			return last == nil && slice.UID != not, nil
-		})
-		if err != nil {
-			t.Fatalf("no APIExportEndpointSlice %s: %v", name, last)
-		}
+			if err := kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, name, slice); err != nil {
+				return err
+			}
+			if slice.UID == not {
+				return fmt.Errorf("still the slice %s", not)
+			}
+			return nil
+		}, "APIExportEndpointSlice %s", name)
 		return slice
 	}
 
@@ -86,13 +87,12 @@ func TestEveryAPIExportGetsAnEndpointSliceOfItsName(t *testing.T) {
 		if err := kcp.delete(ctx, org.path(), apiExportsGVR, "widgets"); err != nil {
 			t.Fatal(err)
 		}
-		var last error
-		err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-			last = kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", &apisv1alpha1.APIExportEndpointSlice{})
-			return apierrors.IsNotFound(last), nil
-		})
-		if err != nil {
-			t.Fatalf("the slice outlived its export: %v", fmt.Errorf("last get: %v", last))
-		}
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			err := kcp.get(ctx, org.path(), apiExportEndpointSlicesGVR, "widgets", &apisv1alpha1.APIExportEndpointSlice{})
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the slice outlived its export: %v", err)
+			}
+			return nil
+		}, "the export's slice is gone")
 	})
 }

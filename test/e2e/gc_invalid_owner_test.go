@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,31 +11,29 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // waitForEvent waits for an event of a reason about the object of uid in a
 // namespace and returns it.
-func waitForEvent(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, reason string, uid types.UID) corev1.Event {
+func waitForEvent(t *testing.T, c kubernetes.Interface, ns, reason string, uid types.UID) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
 		for _, ev := range list.Items {
 			if ev.Reason == reason && ev.InvolvedObject.UID == uid {
 				found = ev
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("no %s event about %s in namespace %q", reason, uid, ns)
-	}
+		return fmt.Errorf("%d other events", len(list.Items))
+	}, "no %s event about %s in namespace %q", reason, uid, ns)
 	return found
 }
 
@@ -55,8 +54,8 @@ func TestGarbageCollectorDeletesDependentNamingAnOwnerInAnotherNamespace(t *test
 	owner := createOwned(ctx, t, c.kube, "owners", "owner", nil)
 	dep := createOwned(ctx, t, c.kube, "squatters", "dependent", nil, ownerRef(owner, false))
 
-	waitGone(ctx, t, "dependent naming an owner in another namespace", getConfigMap(c.kube, "squatters", "dependent"))
-	ev := waitForEvent(ctx, t, c.kube, "squatters", "OwnerRefInvalidNamespace", dep.UID)
+	waitGone(t, "dependent naming an owner in another namespace", getConfigMap(c.kube, "squatters", "dependent"))
+	ev := waitForEvent(t, c.kube, "squatters", "OwnerRefInvalidNamespace", dep.UID)
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, `does not exist in namespace "squatters"`) ||
 		ev.InvolvedObject.Kind != "ConfigMap" || ev.InvolvedObject.Name != "dependent" {
 		t.Errorf("event: %s %q about %+v", ev.Type, ev.Message, ev.InvolvedObject)
@@ -78,7 +77,7 @@ func TestGarbageCollectorKeepsClusterScopedDependentOfNamespacedOwner(t *testing
 	ctx := testContext(t)
 	c := newKCCluster(ctx, t, s, "gc-cs")
 	createNamespace(ctx, t, c.kube, "owners")
-	waitForNamespace(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
 	owner := createOwned(ctx, t, c.kube, "owners", "owner", nil)
 
 	role, err := c.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
@@ -87,13 +86,13 @@ func TestGarbageCollectorKeepsClusterScopedDependentOfNamespacedOwner(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := waitForEvent(ctx, t, c.kube, "default", "OwnerRefInvalidNamespace", role.UID)
+	ev := waitForEvent(t, c.kube, "default", "OwnerRefInvalidNamespace", role.UID)
 	if !strings.Contains(ev.Message, `does not exist in namespace ""`) || ev.InvolvedObject.Kind != "ClusterRole" {
 		t.Errorf("event: %q about %+v", ev.Message, ev.InvolvedObject)
 	}
 	// Deleting the owner does not make the reference resolvable either.
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationBackground)
-	waitGone(ctx, t, "owner", getConfigMap(c.kube, "owners", "owner"))
+	waitGone(t, "owner", getConfigMap(c.kube, "owners", "owner"))
 	deadline := time.Now().Add(2 * time.Second)
 	for time.Now().Before(deadline) {
 		got, err := c.kube.RbacV1().ClusterRoles().Get(ctx, role.Name, metav1.GetOptions{})

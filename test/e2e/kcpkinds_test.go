@@ -57,7 +57,7 @@ func TestWorkspaceAdminCannotForgeStatusOfKCPKinds(t *testing.T) {
 		child = ws{parent: org.path(), name: "mine", obj: obj}
 		return err
 	})
-	child = waitForPhase(ctx, t, user, child, corev1alpha1.LogicalClusterPhaseReady)
+	child = waitForPhase(t, user, child, corev1alpha1.LogicalClusterPhaseReady)
 
 	// The child's creator is its cluster-admin; still, the status is not theirs.
 	eventuallyAllowed(ctx, t, attacker+": read the LogicalCluster of "+child.path(), func(ctx context.Context) error {

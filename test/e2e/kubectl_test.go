@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // requireKubectl skips the test when kubectl is not installed.
@@ -47,7 +47,7 @@ func TestKubectlServerSideApplyThenGetShowsConfigMap(t *testing.T) {
 	ctx := testContext(t)
 	cluster := s.NewLogicalCluster(t, "apply")
 	c := kubeClient(t, s, "base", cluster)
-	waitForNamespace(ctx, t, c, metav1.NamespaceDefault)
+	waitForNamespace(t, c, metav1.NamespaceDefault)
 
 	const manifest = `apiVersion: v1
 kind: ConfigMap

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // robotCluster is a cluster with namespace "team" and a service account
@@ -54,20 +55,19 @@ func createTokenSecret(ctx context.Context, t *testing.T, c kubernetes.Interface
 }
 
 // waitFilled waits until the tokens controller filled a token secret.
-func waitFilled(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, name string) *corev1.Secret {
+func waitFilled(t *testing.T, c kubernetes.Interface, ns, name string) *corev1.Secret {
 	t.Helper()
 	var got *corev1.Secret
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		var err error
-		got, err = c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
+		if got, err = c.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
 		}
-		return len(got.Data["token"]) > 0 && len(got.Data["ca.crt"]) > 0 && len(got.Data["namespace"]) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("token secret %s/%s was never filled: %+v", ns, name, got)
-	}
+		if len(got.Data["token"]) == 0 || len(got.Data["ca.crt"]) == 0 || len(got.Data["namespace"]) == 0 {
+			return fmt.Errorf("not filled: %+v", got)
+		}
+		return nil
+	}, "token secret %s/%s was never filled", ns, name)
 	return got
 }
 
@@ -83,7 +83,7 @@ func TestLegacyServiceAccountTokenSecretWorksOnlyInItsCluster(t *testing.T) {
 	a, b := robotCluster(ctx, t, s, "legacy-a"), robotCluster(ctx, t, s, "legacy-b")
 
 	createTokenSecret(ctx, t, a.kube, "team", "robot-token", "robot")
-	secret := waitFilled(ctx, t, a.kube, "team", "robot-token")
+	secret := waitFilled(t, a.kube, "team", "robot-token")
 	if !bytes.Equal(secret.Data["ca.crt"], rootCA(t, s)) || string(secret.Data["namespace"]) != "team" {
 		t.Errorf("ca.crt is not the serving certificate's CA or namespace is %q", secret.Data["namespace"])
 	}
@@ -97,14 +97,10 @@ func TestLegacyServiceAccountTokenSecretWorksOnlyInItsCluster(t *testing.T) {
 		return newKubeClient(t, cfg)
 	}
 
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("legacy token in its own cluster: %v", lastErr)
-	}
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
+		_, err := as(a.name).CoreV1().ConfigMaps("team").List(ctx, metav1.ListOptions{})
+		return err
+	}, "legacy token in its own cluster")
 	review, err := as(a.name).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("SelfSubjectReview: %v", err)
@@ -142,17 +138,17 @@ func TestLegacyTokenSecretsOfMissingServiceAccountsAreDeleted(t *testing.T) {
 	c := robotCluster(ctx, t, s, "legacy-gone")
 
 	createTokenSecret(ctx, t, c.kube, "team", "ghost-token", "ghost")
-	waitGone(ctx, t, "token secret of a missing service account", func(ctx context.Context) error {
+	waitGone(t, "token secret of a missing service account", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("team").Get(ctx, "ghost-token", metav1.GetOptions{})
 		return err
 	})
 
 	createTokenSecret(ctx, t, c.kube, "team", "robot-token", "robot")
-	waitFilled(ctx, t, c.kube, "team", "robot-token")
+	waitFilled(t, c.kube, "team", "robot-token")
 	if err := c.kube.CoreV1().ServiceAccounts("team").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(ctx, t, "token secret of a deleted service account", func(ctx context.Context) error {
+	waitGone(t, "token secret of a deleted service account", func(ctx context.Context) error {
 		_, err := c.kube.CoreV1().Secrets("team").Get(ctx, "robot-token", metav1.GetOptions{})
 		return err
 	})

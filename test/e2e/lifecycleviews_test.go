@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -26,6 +25,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/initializingworkspaces"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // lifecycleView serves the initializing and terminating workspace views of
@@ -169,7 +169,7 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	}
 	defer w.Stop()
 
-	child := waitForPhase(ctx, t, admin, createWorkspace(ctx, t, admin, org.path(), "child", typeRef(typeName, org.path())), corev1alpha1.LogicalClusterPhaseInitializing)
+	child := waitForPhase(t, admin, createWorkspace(ctx, t, admin, org.path(), "child", typeRef(typeName, org.path())), corev1alpha1.LogicalClusterPhaseInitializing)
 	cluster := child.cluster()
 	if got := nextEvent(ctx, t, w, cluster, ""); got != watch.Added {
 		t.Fatalf("first event about the new workspace: %s, want ADDED", got)
@@ -199,7 +199,7 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	if got := nextEvent(ctx, t, w, cluster, watch.Modified); got != watch.Deleted {
 		t.Fatalf("event after the initializer left: %s, want DELETED", got)
 	}
-	child = waitForPhase(ctx, t, admin, child, corev1alpha1.LogicalClusterPhaseReady)
+	child = waitForPhase(t, admin, child, corev1alpha1.LogicalClusterPhaseReady)
 	requireConfigMap(ctx, t, e.kube(t, kcpAdmin, cluster), kcpAdmin, cm, cluster)
 	if got, _, err := viewedClusters(ctx, initializing); err != nil || slices.Contains(got, cluster) {
 		t.Errorf("initializing view lists %v (%v) after initialization, want %s gone", got, err, cluster)
@@ -212,19 +212,19 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	if err := admin.delete(ctx, org.path(), workspacesGVR, child.name); err != nil {
 		t.Fatalf("delete workspace %s: %v", child.path(), err)
 	}
-	var last []string
-	if err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		last, _, err = viewedClusters(ctx, terminating)
-		return err == nil && slices.Contains(last, cluster), nil
-	}); err != nil {
-		t.Fatalf("terminating view never listed %s: last %v (%v)", cluster, last, err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		lc = getLogicalCluster(ctx, t, admin, cluster)
-		return lc.Status.Phase == corev1alpha1.LogicalClusterPhaseTerminating, nil
-	}); err != nil {
-		t.Fatalf("deleted LogicalCluster never Terminating: phase %s (%v)", lc.Status.Phase, err)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		listed, _, err := viewedClusters(ctx, terminating)
+		if err == nil && !slices.Contains(listed, cluster) {
+			err = fmt.Errorf("listed %v", listed)
+		}
+		return err
+	}, "terminating view never listed %s", cluster)
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		if lc = getLogicalCluster(ctx, t, admin, cluster); lc.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+			return fmt.Errorf("phase %s", lc.Status.Phase)
+		}
+		return nil
+	}, "deleted LogicalCluster never Terminating")
 	if !slices.Contains(lc.Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer) {
 		t.Errorf("terminating LogicalCluster: finalizers %v, want %s", lc.Finalizers, corev1alpha1.LogicalClusterHasTerminatorsFinalizer)
 	}
@@ -238,10 +238,10 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 		Patch(ctx, corev1alpha1.LogicalClusterName, types.JSONPatchType, []byte(release), metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatalf("remove the terminator through the view: %v", err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		err := admin.get(ctx, org.path(), workspacesGVR, child.name, &tenancyv1alpha1.Workspace{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		t.Fatalf("workspace %s not deleted after its terminator released it: %v", child.path(), err)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		if err := admin.get(ctx, org.path(), workspacesGVR, child.name, &tenancyv1alpha1.Workspace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
+	}, "workspace %s not deleted after its terminator released it", child.path())
 }

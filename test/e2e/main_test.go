@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 const (
@@ -136,16 +136,12 @@ func createConfigMap(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 }
 
 // waitForNamespace waits until a namespace exists in the client's cluster.
-func waitForNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface, name string) {
+func waitForNamespace(t *testing.T, c kubernetes.Interface, name string) {
 	t.Helper()
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
-		_, lastErr = c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("namespace %q never appeared: %v (last error: %v)", name, err, lastErr)
-	}
+	framework.EventuallyWithin(t, eventually, func(ctx context.Context) error {
+		_, err := c.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		return err
+	}, "namespace %q never appeared", name)
 }
 
 // requireCluster fails the test unless obj carries the cluster annotation

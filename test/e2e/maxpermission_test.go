@@ -19,6 +19,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // policyPrefix prefixes the subjects of a maximal permission policy.
@@ -65,7 +66,7 @@ func setUpMaxPermission(ctx context.Context, t *testing.T, e *wsEnv, prefix stri
 	if err := kcp.create(ctx, s.provider.path(), apiExportsGVR, export, &apisv1alpha2.APIExport{}); err != nil {
 		t.Fatalf("create APIExport: %v", err)
 	}
-	waitForIdentity(ctx, t, kcp, s.provider.path(), "widgets", corev1.ConditionTrue)
+	waitForIdentity(t, kcp, s.provider.path(), "widgets", corev1.ConditionTrue)
 
 	// The policy: user-1 may get and list widgets in any consumer.
 	providerAdmin := e.kube(t, kcpAdmin, s.provider.path())
@@ -77,7 +78,7 @@ func setUpMaxPermission(ctx context.Context, t *testing.T, e *wsEnv, prefix stri
 	if err := kcp.create(ctx, s.consumer.path(), apiBindingsGVR, bindingTo("widgets", s.provider.path(), "widgets"), &apisv1alpha2.APIBinding{}); err != nil {
 		t.Fatalf("create APIBinding: %v", err)
 	}
-	waitForBinding(ctx, t, kcp, s.consumer.path(), "widgets", "Bound", bound)
+	waitForBinding(t, kcp, s.consumer.path(), "widgets", "Bound", bound)
 	consumerAdmin := e.kube(t, kcpAdmin, s.consumer.path())
 	createClusterRole(ctx, t, consumerAdmin, "widgets-all",
 		rbacv1.PolicyRule{APIGroups: []string{s.gvr.Group}, Resources: []string{"widgets", "widgets/status"}, Verbs: []string{"*"}})
@@ -134,14 +135,10 @@ func TestMaximalPermissionPolicyLimitsBoundResources(t *testing.T) {
 
 	// Serving the bound resource and the RBAC caches catch up
 	// asynchronously: wait until user-1 lists.
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		_, last = widgets.List(ctx, metav1.ListOptions{})
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("user-1 never listed widgets in %s: %v (last error: %v)", s.consumer.path(), err, last)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		_, err := widgets.List(ctx, metav1.ListOptions{})
+		return err
+	}, "user-1 never listed widgets in %s", s.consumer.path())
 
 	_, err = widgets.Create(ctx, newWidget("refused"), metav1.CreateOptions{})
 	requireAPIError(t, err, 403, "create a widget beyond the provider's policy", s.policyDenial()...)

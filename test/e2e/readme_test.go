@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // readmeServer is the URL the README's examples use (`make run`).

@@ -11,7 +11,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestRequiredGroupsGuardAnOrganizationAndItsChildren: system:masters
@@ -39,7 +39,7 @@ func TestRequiredGroupsGuardAnOrganizationAndItsChildren(t *testing.T) {
 	if err := masters.create(ctx, "root", workspacesGVR, orgObj, created); err != nil {
 		t.Fatalf("shard-admin: create workspace %s with %s=%s: %v", name, key, required, err)
 	}
-	org := waitForPhase(ctx, t, masters, ws{parent: "root", name: name, obj: created}, corev1alpha1.LogicalClusterPhaseReady)
+	org := waitForPhase(t, masters, ws{parent: "root", name: name, obj: created}, corev1alpha1.LogicalClusterPhaseReady)
 	if got := org.obj.Annotations[key]; got != required {
 		t.Fatalf("Workspace %s: %s = %q, want %q as system:masters set it", org.path(), key, got, required)
 	}
@@ -65,7 +65,7 @@ func TestRequiredGroupsGuardAnOrganizationAndItsChildren(t *testing.T) {
 	if got := child.obj.Annotations[key]; got != required {
 		t.Errorf("Workspace %s created with a forged %s: got %q, want the parent's %q", child.path(), key, got, required)
 	}
-	child = waitForPhase(ctx, t, user, child, corev1alpha1.LogicalClusterPhaseReady)
+	child = waitForPhase(t, user, child, corev1alpha1.LogicalClusterPhaseReady)
 	if got := getLogicalCluster(ctx, t, kcp, child.cluster()).Annotations[key]; got != required {
 		t.Errorf("LogicalCluster of %s: %s = %q, want %q", child.path(), key, got, required)
 	}

@@ -14,8 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // createQuota creates a quota and waits until its status is computed.
@@ -26,34 +27,34 @@ func createQuota(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, 
 		t.Fatalf("create quota %s/%s: %v", ns, name, err)
 	}
 	var got *corev1.ResourceQuota
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, 100*time.Millisecond, gcTimeout, func(ctx context.Context) error {
 		var err error
-		got, err = c.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && equality.Semantic.DeepEqual(got.Status.Hard, hard) && len(got.Status.Used) == len(hard), nil
-	})
-	if err != nil {
-		t.Fatalf("quota %s/%s status never computed: %+v", ns, name, got)
-	}
+		if got, err = c.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if !equality.Semantic.DeepEqual(got.Status.Hard, hard) || len(got.Status.Used) != len(hard) {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	}, "quota %s/%s status never computed", ns, name)
 	return got
 }
 
 // waitUsed waits until a quota reports used[name] == want and returns how
 // long that took.
-func waitUsed(ctx context.Context, t *testing.T, c kubernetes.Interface, ns, quota string, name corev1.ResourceName, want int64) time.Duration {
+func waitUsed(t *testing.T, c kubernetes.Interface, ns, quota string, name corev1.ResourceName, want int64) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var used resource.Quantity
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, 50*time.Millisecond, gcTimeout, func(ctx context.Context) error {
 		q, err := c.CoreV1().ResourceQuotas(ns).Get(ctx, quota, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return err
 		}
-		used = q.Status.Used[name]
-		return used.Value() == want, nil
-	})
-	if err != nil {
-		t.Fatalf("quota %s/%s: used %s = %s, want %d", ns, quota, name, used.String(), want)
-	}
+		if used := q.Status.Used[name]; used.Value() != want {
+			return fmt.Errorf("used %s = %s", name, used.String())
+		}
+		return nil
+	}, "quota %s/%s: used %s never %d", ns, quota, name, want)
 	return time.Since(start)
 }
 
@@ -68,15 +69,12 @@ func configMapCount(ctx context.Context, t *testing.T, c kubernetes.Interface, n
 
 // waitRootCA waits for the namespace's kube-root-ca.crt, which counts
 // against configmap quotas too.
-func waitRootCA(ctx context.Context, t *testing.T, c kubernetes.Interface, ns string) {
+func waitRootCA(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, gcTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyWithin(t, gcTimeout, func(ctx context.Context) error {
 		_, err := c.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("no kube-root-ca.crt in %s", ns)
-	}
+		return err
+	}, "no kube-root-ca.crt in %s", ns)
 }
 
 func requireExceeded(t *testing.T, err error, what, quota string, resourceName corev1.ResourceName, limit int64) {
@@ -100,10 +98,10 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 	a, b := newKCCluster(ctx, t, s, "quota-a"), newKCCluster(ctx, t, s, "quota-b")
 	for _, c := range []kcCluster{a, b} {
 		createNamespace(ctx, t, c.kube, "team")
-		waitRootCA(ctx, t, c.kube, "team")
+		waitRootCA(t, c.kube, "team")
 	}
 	gizmos := installGizmos(ctx, t, a).Namespace("team")
-	createGizmo(ctx, t, gizmos, "first")
+	createGizmo(t, gizmos, "first")
 
 	existing := configMapCount(ctx, t, a.kube, "team")
 	limit := existing + 2
@@ -129,7 +127,7 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 			t.Fatalf("create configmap %d within quota: %v", i, err)
 		}
 	}
-	t.Logf("status after a create: %v", waitUsed(ctx, t, a.kube, "team", "objects", "count/configmaps", limit))
+	t.Logf("status after a create: %v", waitUsed(t, a.kube, "team", "objects", "count/configmaps", limit))
 	_, err := a.kube.CoreV1().ConfigMaps("team").Create(ctx, cm("one-too-many"), metav1.CreateOptions{})
 	requireExceeded(t, err, "create configmap over quota", "objects", "count/configmaps", limit)
 
@@ -139,13 +137,13 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 			t.Fatalf("create configmap %d in another workspace: %v", i, err)
 		}
 	}
-	waitUsed(ctx, t, b.kube, "team", "objects", "count/configmaps", configMapCount(ctx, t, b.kube, "team"))
+	waitUsed(t, b.kube, "team", "objects", "count/configmaps", configMapCount(ctx, t, b.kube, "team"))
 
 	// A deletion frees room within moments.
 	if err := a.kube.CoreV1().ConfigMaps("team").Delete(ctx, "cm-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("status after a delete: %v", waitUsed(ctx, t, a.kube, "team", "objects", "count/configmaps", limit-1))
+	t.Logf("status after a delete: %v", waitUsed(t, a.kube, "team", "objects", "count/configmaps", limit-1))
 	if _, err := a.kube.CoreV1().ConfigMaps("team").Create(ctx, cm("after-delete"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("create after a deletion freed room: %v", err)
 	}
@@ -166,7 +164,7 @@ func TestResourceQuotaLimitsObjectCountsPerWorkspace(t *testing.T) {
 	if err := gizmos.Delete(ctx, "first", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("custom resource status after a delete: %v", waitUsed(ctx, t, a.kube, "team", "objects", "count/gizmos.gc.shardplane.test", 0))
+	t.Logf("custom resource status after a delete: %v", waitUsed(t, a.kube, "team", "objects", "count/gizmos.gc.shardplane.test", 0))
 	if _, err := gizmos.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Errorf("create gizmo after a deletion freed room: %v", err)
 	}
@@ -184,10 +182,10 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 	c, other := newKCCluster(ctx, t, s, "wsquota"), newKCCluster(ctx, t, s, "wsquota-other")
 	for _, ns := range []string{"admin", "team-1", "team-2"} {
 		createNamespace(ctx, t, c.kube, ns)
-		waitRootCA(ctx, t, c.kube, ns)
+		waitRootCA(t, c.kube, ns)
 	}
-	waitForNamespace(ctx, t, c.kube, "default")
-	waitRootCA(ctx, t, c.kube, "default")
+	waitForNamespace(t, c.kube, "default")
+	waitRootCA(t, c.kube, "default")
 	configMaps := configMapCount(ctx, t, c.kube, metav1.NamespaceAll)
 	roles, err := c.kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -205,8 +203,8 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 	if _, err := c.kube.CoreV1().ResourceQuotas("admin").Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUsed(ctx, t, c.kube, "admin", "workspace", "count/configmaps", configMaps)
-	waitUsed(ctx, t, c.kube, "admin", "workspace", rolesName, int64(len(roles.Items)))
+	waitUsed(t, c.kube, "admin", "workspace", "count/configmaps", configMaps)
+	waitUsed(t, c.kube, "admin", "workspace", rolesName, int64(len(roles.Items)))
 
 	cm := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -232,13 +230,13 @@ func TestWorkspaceWideQuotaLimitsAllNamespacesAndClusterScopedObjects(t *testing
 	if err := c.kube.RbacV1().ClusterRoles().Delete(ctx, "extra-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("workspace-wide status after a delete: %v", waitUsed(ctx, t, c.kube, "admin", "workspace", rolesName, int64(len(roles.Items))))
+	t.Logf("workspace-wide status after a delete: %v", waitUsed(t, c.kube, "admin", "workspace", rolesName, int64(len(roles.Items))))
 	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, role("extra-2"), metav1.CreateOptions{}); err != nil {
 		t.Errorf("cluster role after a deletion freed room: %v", err)
 	}
 
 	// Another workspace is not limited by it.
-	waitForNamespace(ctx, t, other.kube, "default")
+	waitForNamespace(t, other.kube, "default")
 	for i := 0; i < 3; i++ {
 		if _, err := other.kube.RbacV1().ClusterRoles().Create(ctx, role(fmt.Sprintf("extra-%d", i)), metav1.CreateOptions{}); err != nil {
 			t.Fatalf("cluster role %d in another workspace: %v", i, err)
@@ -281,5 +279,5 @@ func TestResourceQuotaHoldsUnderConcurrentCreates(t *testing.T) {
 	if created != 3 || len(list.Items) != 3 {
 		t.Errorf("%d creates succeeded and %d secrets exist, want 3 of each", created, len(list.Items))
 	}
-	waitUsed(ctx, t, c.kube, "team", "secrets", "count/secrets", 3)
+	waitUsed(t, c.kube, "team", "secrets", "count/secrets", 3)
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -10,9 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // saClusterExtra names the logical cluster of a service account (kcp's key).
@@ -26,18 +28,16 @@ func workspaceServiceAccount(ctx context.Context, t *testing.T, e *wsEnv, w ws, 
 	admin := e.kube(t, kcpAdmin, w.path())
 	createNamespace(ctx, t, admin, ns)
 	var token string
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 		tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		if last = err; err != nil {
-			return false, nil
+		if err != nil {
+			return err
 		}
-		token = tr.Status.Token
-		return token != "", nil
-	})
-	if err != nil {
-		t.Fatalf("token of %s/default in %s: %v (last error: %v)", ns, w.path(), err, last)
-	}
+		if token = tr.Status.Token; token == "" {
+			return errors.New("empty token")
+		}
+		return nil
+	}, "token of %s/default in %s", ns, w.path())
 	return func(cluster string) kubernetes.Interface {
 		cfg := rest.AnonymousClientConfig(e.config(t, kcpAdmin, cluster))
 		cfg.BearerToken = token
@@ -125,17 +125,17 @@ func TestForeignServiceAccountIsAPlainAuthenticatedUser(t *testing.T) {
 		return r.Status.Allowed
 	}
 	// The binding in root is effective for root's own service account.
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		return sar(map[string]authorizationv1.ExtraValue{saClusterExtra: {"root"}}), nil
-	})
-	if err != nil {
-		t.Fatalf("SubjectAccessReview for root's own %s/default never allowed", ns)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(context.Context) error {
+		if !sar(map[string]authorizationv1.ExtraValue{saClusterExtra: {"root"}}) {
+			return errors.New("denied")
+		}
+		return nil
+	}, "SubjectAccessReview for root's own %s/default never allowed", ns)
 
 	// In root, where authenticated users may enter, the foreign service
 	// account is one of them: no more.
 	root := as("root")
-	err = listConfigMaps(ctx, root)
+	err := listConfigMaps(ctx, root)
 	requireAPIError(t, err, 403, "foreign service account: list configmaps in root", "act only in that cluster")
 	if _, err := root.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{}); err != nil {
 		t.Errorf("foreign service account: whoami in root: %v", err)

@@ -22,7 +22,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // twoShards are a root shard and shard beta that joined it, both serving
@@ -52,11 +52,7 @@ func startTwoShards(t *testing.T) twoShards {
 	root := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(common...))}
 	root.waitForRootBootstrap(t)
 
-	ports, err := framework.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	external := "https://127.0.0.1:" + strconv.Itoa(ports[0])
+	external := "https://127.0.0.1:" + strconv.Itoa(framework.FreePort(t))
 	beta := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(lca, user), framework.WithArgs(append(common,
 		"--shard-name=beta",
 		"--root-shard-kubeconfig="+root.s.Kubeconfig(),
@@ -99,7 +95,7 @@ func readyWorkspaceAt(ctx context.Context, t *testing.T, c *kcpREST, parent, nam
 	if err := c.create(ctx, parent, workspacesGVR, obj, out); err != nil {
 		t.Fatalf("create workspace %s in %s: %v", name, parent, err)
 	}
-	return waitForPhase(ctx, t, c, ws{parent: parent, name: name, obj: out}, corev1alpha1.LogicalClusterPhaseReady)
+	return waitForPhase(t, c, ws{parent: parent, name: name, obj: out}, corev1alpha1.LogicalClusterPhaseReady)
 }
 
 // shardOfWorkspace is the shard a workspace was scheduled to.
@@ -204,7 +200,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 	}
 	perShard := map[string][]ws{}
 	for _, w := range children {
-		w = waitForPhase(ctx, t, rootKCP, w, corev1alpha1.LogicalClusterPhaseReady)
+		w = waitForPhase(t, rootKCP, w, corev1alpha1.LogicalClusterPhaseReady)
 		perShard[shardOfWorkspace(w)] = append(perShard[shardOfWorkspace(w)], w)
 	}
 	// Root counts the organization itself on root: least loaded leaves the
@@ -259,7 +255,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 		_, err := createWorkspaceOnce(ctx, userKCP, orgB.path(), "by-user", nil)
 		return err
 	})
-	byUser := waitForPhase(ctx, t, userKCP, ws{parent: orgB.path(), name: "by-user"}, corev1alpha1.LogicalClusterPhaseReady)
+	byUser := waitForPhase(t, userKCP, ws{parent: orgB.path(), name: "by-user"}, corev1alpha1.LogicalClusterPhaseReady)
 	t.Logf("user-1's workspace %s is on shard %s", byUser.path(), shardOfWorkspace(byUser))
 
 	// Deleting a workspace on beta from root deletes its LogicalCluster there.
@@ -267,7 +263,7 @@ func TestSecondShardJoinsAndReceivesWorkspaces(t *testing.T) {
 	if err := rootKCP.delete(ctx, org.path(), workspacesGVR, gone.name); err != nil {
 		t.Fatalf("delete workspace %s: %v", gone.path(), err)
 	}
-	waitGone(ctx, t, "LogicalCluster of "+gone.path()+" on beta", func(ctx context.Context) error {
+	waitGone(t, "LogicalCluster of "+gone.path()+" on beta", func(ctx context.Context) error {
 		return beta.kcp(t, shardAdmin).get(ctx, gone.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{})
 	})
 

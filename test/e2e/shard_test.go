@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -430,7 +430,7 @@ func TestFreshClusterHasDefaultNamespace(t *testing.T) {
 	cluster := s.NewLogicalCluster(t, "fresh")
 	c := kubeClient(t, s, "base", cluster)
 
-	waitForNamespace(ctx, t, c, metav1.NamespaceDefault)
+	waitForNamespace(t, c, metav1.NamespaceDefault)
 	ns, err := c.CoreV1().Namespaces().Get(ctx, metav1.NamespaceDefault, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("get namespace default in %s: %v", cluster, err)

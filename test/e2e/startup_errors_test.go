@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/shardplane/shardplane/pkg/rootdir"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestServiceAccountKeyThatCannotBeReadStopsStartUp: a shard whose service
@@ -29,10 +29,7 @@ func TestServiceAccountKeyThatCannotBeReadStopsStartUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := framework.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := framework.FreePorts(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--root-directory="+filepath.Join(dir, "root"), "--bind-address=127.0.0.1",

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestShardGivesBackItsStartUpPagesOnceReady: once ready, a shard pages

@@ -18,7 +18,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // kcp's system exports in root.
@@ -52,16 +52,16 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		}
 		requireSystemExport(ctx, t, e, shardsExport, "shards.core.kcp.io")
 		for _, name := range []string{tenancyExport, shardsExport} {
-			waitForBinding(ctx, t, kcp, "root", name, "Bound in root", bound)
+			waitForBinding(t, kcp, "root", name, "Bound in root", bound)
 		}
 
 		// An organization and a team in it: Ready means the default
 		// binding is Bound, with the export's identity.
 		org := createWorkspace(ctx, t, kcp, "root", framework.UniqueClusterName("sysexp"), nil)
-		org = waitForPhase(ctx, t, kcp, org, corev1alpha1.LogicalClusterPhaseReady)
+		org = waitForPhase(t, kcp, org, corev1alpha1.LogicalClusterPhaseReady)
 		requireTenancyBinding(ctx, t, kcp, org, tenancy.Status.IdentityHash)
 		team := createWorkspace(ctx, t, kcp, org.path(), "team", typeRef("team", "root"))
-		team = waitForPhase(ctx, t, kcp, team, corev1alpha1.LogicalClusterPhaseReady)
+		team = waitForPhase(t, kcp, team, corev1alpha1.LogicalClusterPhaseReady)
 		requireTenancyBinding(ctx, t, kcp, team, tenancy.Status.IdentityHash)
 
 		// The kinds stay the shard's own: listed once, served as before.
@@ -147,7 +147,7 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		}
 		shards := requireSystemExport(ctx, t, e, shardsExport, "shards.core.kcp.io")
 		org := createWorkspace(ctx, t, kcp, "root", framework.UniqueClusterName("ids"), nil)
-		org = waitForPhase(ctx, t, kcp, org, corev1alpha1.LogicalClusterPhaseReady)
+		org = waitForPhase(t, kcp, org, corev1alpha1.LogicalClusterPhaseReady)
 		requireTenancyBinding(ctx, t, kcp, org, tenancy.Status.IdentityHash)
 
 		// Another key in the file changes nothing: the identity is set.
@@ -155,12 +155,12 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		e.s.Restart(t)
 		e.waitForRootBootstrap(t)
 		for name, want := range map[string]string{tenancyExport: tenancy.Status.IdentityHash, shardsExport: shards.Status.IdentityHash} {
-			got := waitForIdentity(ctx, t, kcp, "root", name, corev1.ConditionTrue)
+			got := waitForIdentity(t, kcp, "root", name, corev1.ConditionTrue)
 			if got.Status.IdentityHash != want {
 				t.Errorf("identity of root:%s changed across a restart: %s, then %s", name, want, got.Status.IdentityHash)
 			}
 		}
-		b := requireTenancyBinding(ctx, t, kcp, waitForPhase(ctx, t, kcp, org, corev1alpha1.LogicalClusterPhaseReady), tenancy.Status.IdentityHash)
+		b := requireTenancyBinding(ctx, t, kcp, waitForPhase(t, kcp, org, corev1alpha1.LogicalClusterPhaseReady), tenancy.Status.IdentityHash)
 		if !bound(b) {
 			t.Errorf("binding %s of %s is %s after a restart", b.Name, org.path(), b.Status.Phase)
 		}
@@ -188,7 +188,7 @@ func writeIdentities(t *testing.T, file, key string) {
 func requireSystemExport(ctx context.Context, t *testing.T, e *wsEnv, name string, resources ...string) *apisv1alpha2.APIExport {
 	t.Helper()
 	kcp := e.kcp(t, kcpAdmin)
-	export := waitForIdentity(ctx, t, kcp, "root", name, corev1.ConditionTrue)
+	export := waitForIdentity(t, kcp, "root", name, corev1.ConditionTrue)
 	published := sets.New[string]()
 	for _, r := range export.Spec.Resources {
 		published.Insert(r.Name + "." + r.Group)

@@ -30,7 +30,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // Who makes a request: the two users of admin.kubeconfig, or a token user.
@@ -238,25 +238,20 @@ func createWorkspace(ctx context.Context, t *testing.T, c *kcpREST, parent, name
 }
 
 // waitForPhase waits until the workspace is scheduled and has the phase.
-func waitForPhase(ctx context.Context, t *testing.T, c *kcpREST, w ws, phase corev1alpha1.LogicalClusterPhaseType) ws {
+func waitForPhase(t *testing.T, c *kcpREST, w ws, phase corev1alpha1.LogicalClusterPhaseType) ws {
 	t.Helper()
 	var last *tenancyv1alpha1.Workspace
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 		got := &tenancyv1alpha1.Workspace{}
-		if lastErr = c.get(ctx, w.parent, workspacesGVR, w.name, got); lastErr != nil {
-			return false, nil
+		if err := c.get(ctx, w.parent, workspacesGVR, w.name, got); err != nil {
+			return err
 		}
 		last = got
-		return got.Spec.Cluster != "" && got.Status.Phase == phase, nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Fatalf("workspace %s never reached phase %s: %v (last: cluster %q phase %q conditions %+v initializers %v; last error %v)",
-				w.path(), phase, err, last.Spec.Cluster, last.Status.Phase, last.Status.Conditions, last.Status.Initializers, lastErr)
+		if got.Spec.Cluster == "" || got.Status.Phase != phase {
+			return fmt.Errorf("cluster %q phase %q conditions %+v initializers %v", got.Spec.Cluster, got.Status.Phase, got.Status.Conditions, got.Status.Initializers)
 		}
-		t.Fatalf("workspace %s never reached phase %s: %v (last error %v)", w.path(), phase, err, lastErr)
-	}
+		return nil
+	}, "workspace %s never reached phase %s", w.path(), phase)
 	w.obj = last
 	return w
 }
@@ -264,7 +259,7 @@ func waitForPhase(ctx context.Context, t *testing.T, c *kcpREST, w ws, phase cor
 // readyWorkspace creates a workspace and waits until it is Ready.
 func readyWorkspace(ctx context.Context, t *testing.T, c *kcpREST, parent, name string, typ *tenancyv1alpha1.WorkspaceTypeReference) ws {
 	t.Helper()
-	return waitForPhase(ctx, t, c, createWorkspace(ctx, t, c, parent, name, typ), corev1alpha1.LogicalClusterPhaseReady)
+	return waitForPhase(t, c, createWorkspace(ctx, t, c, parent, name, typ), corev1alpha1.LogicalClusterPhaseReady)
 }
 
 // readyOrg creates an organization workspace with a unique name in root as
@@ -382,16 +377,14 @@ func eventuallyAllowed(ctx context.Context, t *testing.T, what string, f func(co
 
 // eventuallyDenied polls f until it answers 403 with the workspace access
 // reason.
-func eventuallyDenied(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
+func eventuallyDenied(t *testing.T, what string, f func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, wsTimeout, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return apierrors.IsForbidden(last) && strings.Contains(last.Error(), accessDenied), nil
-	})
-	if err != nil {
-		t.Fatalf("%s: never denied with %q: %v (last result: %v)", what, accessDenied, err, last)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		if err := f(ctx); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), accessDenied) {
+			return fmt.Errorf("answered %v", err)
+		}
+		return nil
+	}, "%s: never denied with %q", what, accessDenied)
 }
 
 // requireAPIError fails the test unless err is an API error with the HTTP

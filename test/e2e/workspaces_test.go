@@ -17,11 +17,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestWorkspaces runs the workspace scenarios of issue 4 against one shard
@@ -198,7 +198,7 @@ func testUseVerb(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user, org.path(), "allowed", typeRef("universal", "root"))
 		return err
 	})
-	waitForPhase(ctx, t, user, ws{parent: org.path(), name: "allowed"}, corev1alpha1.LogicalClusterPhaseReady)
+	waitForPhase(t, user, ws{parent: org.path(), name: "allowed"}, corev1alpha1.LogicalClusterPhaseReady)
 
 	// ... but not of the restricted one.
 	_, err := tryCreateWorkspace(ctx, user, org.path(), "refused", typeRef(restricted, "root"))
@@ -216,7 +216,7 @@ func testUseVerb(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user, org.path(), "permitted", typeRef(restricted, "root"))
 		return err
 	})
-	w := waitForPhase(ctx, t, user, ws{parent: org.path(), name: "permitted"}, corev1alpha1.LogicalClusterPhaseReady)
+	w := waitForPhase(t, user, ws{parent: org.path(), name: "permitted"}, corev1alpha1.LogicalClusterPhaseReady)
 	if got := *w.obj.Spec.Type; got != *typeRef(restricted, "root") {
 		t.Errorf("spec.type %+v, want root:%s", got, restricted)
 	}
@@ -240,7 +240,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 	for _, typ := range []string{initType, extending} {
 		t.Run(typ, func(t *testing.T) {
 			w := createWorkspace(ctx, t, kcp, org.path(), typ, typeRef(typ, "root"))
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 			if !slices.Contains(w.obj.Status.Initializers, initializer) {
 				t.Errorf("workspace %s: status.initializers %v lack %s", w.path(), w.obj.Status.Initializers, initializer)
 			}
@@ -262,7 +262,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 			requireAPIError(t, err, 403, "kcp-admin: move LogicalCluster "+w.cluster()+" to another path")
 
 			// Still held.
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseInitializing)
 
 			err = updateLogicalCluster(ctx, masters, w.cluster(), true, func(lc *corev1alpha1.LogicalCluster) {
 				lc.Status.Initializers = slices.DeleteFunc(lc.Status.Initializers, func(i corev1alpha1.LogicalClusterInitializer) bool { return i == initializer })
@@ -270,7 +270,7 @@ func testInitializer(t *testing.T, e *wsEnv) {
 			if err != nil {
 				t.Fatalf("shard-admin: remove %s from LogicalCluster %s status: %v", initializer, w.cluster(), err)
 			}
-			w = waitForPhase(ctx, t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
+			w = waitForPhase(t, kcp, w, corev1alpha1.LogicalClusterPhaseReady)
 			if len(w.obj.Status.Initializers) != 0 {
 				t.Errorf("workspace %s is Ready with initializers %v", w.path(), w.obj.Status.Initializers)
 			}
@@ -311,23 +311,17 @@ func testDeletion(t *testing.T, e *wsEnv) {
 	if err := kcp.delete(ctx, org.path(), workspacesGVR, doomed.name); err != nil {
 		t.Fatalf("delete workspace %s: %v", doomed.path(), err)
 	}
-	var last *tenancyv1alpha1.Workspace
-	var lastErr error
-	err := wait.PollUntilContextTimeout(ctx, wsPoll, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, wsPoll, 60*time.Second, func(ctx context.Context) error {
 		got := &tenancyv1alpha1.Workspace{}
-		lastErr = kcp.get(ctx, org.path(), workspacesGVR, doomed.name, got)
-		if lastErr == nil {
-			last = got
+		err := kcp.get(ctx, org.path(), workspacesGVR, doomed.name, got)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return apierrors.IsNotFound(lastErr), nil
-	})
-	if err != nil {
-		if last != nil {
-			t.Fatalf("workspace %s still exists 60s after deletion: phase %q finalizers %v conditions %+v (last error %v)",
-				doomed.path(), last.Status.Phase, last.Finalizers, last.Status.Conditions, lastErr)
-		}
-		t.Fatalf("workspace %s still exists 60s after deletion: %v (last error %v)", doomed.path(), err, lastErr)
-	}
+		return fmt.Errorf("phase %q finalizers %v conditions %+v", got.Status.Phase, got.Finalizers, got.Status.Conditions)
+	}, "workspace %s still exists 60s after deletion", doomed.path())
 
 	// The logical clusters stop answering ...
 	for _, w := range []ws{doomed, inner} {
@@ -417,7 +411,7 @@ func testCreatorIsAdmin(t *testing.T, e *wsEnv) {
 		_, err := tryCreateWorkspace(ctx, user1, org.path(), "mine", nil)
 		return err
 	})
-	mine := waitForPhase(ctx, t, user1, ws{parent: org.path(), name: "mine"}, corev1alpha1.LogicalClusterPhaseReady)
+	mine := waitForPhase(t, user1, ws{parent: org.path(), name: "mine"}, corev1alpha1.LogicalClusterPhaseReady)
 
 	// spec.cluster and spec.URL belong to the system.
 	forged := newWorkspace("forged", nil)
@@ -493,7 +487,7 @@ func testRequiredGroups(t *testing.T, e *wsEnv) {
 	}
 
 	setRequiredGroups("team-3")
-	eventuallyDenied(ctx, t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
+	eventuallyDenied(t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
 	requireAccessDenied(t, listConfigMaps(ctx, e.kube(t, "user-2", guarded.cluster())), "user-2 (team-2): list configmaps in "+guarded.cluster()+" requiring team-3")
 	if err := listConfigMaps(ctx, user3); err != nil {
 		t.Errorf("user-3 (team-3): list configmaps in %s requiring team-3: %v", guarded.path(), err)
@@ -516,7 +510,7 @@ func testRequiredGroups(t *testing.T, e *wsEnv) {
 
 	// All of: neither user is in both groups.
 	setRequiredGroups("team-2,team-3")
-	eventuallyDenied(ctx, t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-2 and team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
+	eventuallyDenied(t, "user-2 (team-2): list configmaps in "+guarded.path()+" requiring team-2 and team-3", func(ctx context.Context) error { return listConfigMaps(ctx, user2) })
 	requireAccessDenied(t, listConfigMaps(ctx, user3), "user-3 (team-3): list configmaps in "+guarded.path()+" requiring team-2 and team-3")
 }
 
@@ -638,13 +632,13 @@ func testRestart(t *testing.T, e *wsEnv) {
 	eventuallyAllowed(ctx, t, "user-3: list configmaps in "+guarded.path(), func(ctx context.Context) error {
 		return listConfigMaps(ctx, e.kube(t, "user-3", guarded.path()))
 	})
-	eventuallyDenied(ctx, t, "user-2: list configmaps in "+guarded.path(), func(ctx context.Context) error {
+	eventuallyDenied(t, "user-2: list configmaps in "+guarded.path(), func(ctx context.Context) error {
 		return listConfigMaps(ctx, e.kube(t, "user-2", guarded.path()))
 	})
 
 	initType := uniqueName("restartinit")
 	createWorkspaceType(ctx, t, kcp, "root", initType, tenancyv1alpha1.WorkspaceTypeSpec{Initializer: true})
-	held := waitForPhase(ctx, t, kcp, createWorkspace(ctx, t, kcp, org.path(), "held", typeRef(initType, "root")), corev1alpha1.LogicalClusterPhaseInitializing)
+	held := waitForPhase(t, kcp, createWorkspace(ctx, t, kcp, org.path(), "held", typeRef(initType, "root")), corev1alpha1.LogicalClusterPhaseInitializing)
 
 	e.s.Restart(t)
 	e.waitForRootBootstrap(t)
@@ -680,7 +674,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 	requireAccessDenied(t, listConfigMaps(ctx, e.kube(t, "user-2", guarded.path())), "after restart: user-2 (not team-3): list configmaps in "+guarded.path())
 
 	// The initializer still holds; removing it completes the workspace.
-	held = waitForPhase(ctx, t, kcp, held, corev1alpha1.LogicalClusterPhaseInitializing)
+	held = waitForPhase(t, kcp, held, corev1alpha1.LogicalClusterPhaseInitializing)
 	initializer := corev1alpha1.LogicalClusterInitializer("root:" + initType)
 	if !slices.Contains(held.obj.Status.Initializers, initializer) {
 		t.Errorf("after restart: workspace %s: initializers %v lack %s", held.path(), held.obj.Status.Initializers, initializer)
@@ -688,7 +682,7 @@ func testRestart(t *testing.T, e *wsEnv) {
 	if err := updateLogicalCluster(ctx, masters, held.cluster(), true, func(lc *corev1alpha1.LogicalCluster) { lc.Status.Initializers = nil }); err != nil {
 		t.Fatalf("after restart: remove the initializers of %s: %v", held.cluster(), err)
 	}
-	waitForPhase(ctx, t, kcp, held, corev1alpha1.LogicalClusterPhaseReady)
+	waitForPhase(t, kcp, held, corev1alpha1.LogicalClusterPhaseReady)
 
 	// New workspaces are scheduled after the restart.
 	fresh := readyWorkspace(ctx, t, kcp, app.path(), "fresh", nil)

@@ -21,7 +21,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // Token users of the shared cache server.
@@ -57,7 +57,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ports, err := framework.FreePorts(3)
+	ports, err := framework.FindFreePorts(3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -6,7 +6,6 @@ package e2eplugins
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,12 +14,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // plugins are the binaries under test, by kubectl plugin name.
@@ -105,23 +103,17 @@ func waitForRootBootstrap(kubeconfig string) error {
 		return err
 	}
 	types := schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspacetypes"}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var last error
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = framework.Poll(context.Background(), 2*time.Minute, func(ctx context.Context) error {
 		for _, name := range []string{"organization", "team", "universal"} {
-			if _, last = dyn.Resource(types).Get(ctx, name, metav1.GetOptions{}); last != nil {
-				last = fmt.Errorf("WorkspaceType root:%s: %w", name, last)
-				return false, nil
+			if _, err := dyn.Resource(types).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return fmt.Errorf("WorkspaceType root:%s: %w", name, err)
 			}
 		}
-		if _, last = kube.RbacV1().ClusterRoleBindings().Get(ctx, "system:kcp:workspace:access:authenticated", metav1.GetOptions{}); last != nil {
-			return false, nil
-		}
-		return true, nil
+		_, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "system:kcp:workspace:access:authenticated", metav1.GetOptions{})
+		return err
 	})
 	if err != nil {
-		return errors.Join(fmt.Errorf("root bootstrap did not complete: %w", err), last)
+		return fmt.Errorf("root bootstrap did not complete: %w", err)
 	}
 	return nil
 }

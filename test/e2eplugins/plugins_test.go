@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/shardplane/shardplane/pkg/cliplugins/workspace"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // kubectlTimeout bounds one kubectl run; creating a workspace waits for it
@@ -269,18 +271,16 @@ func TestWsTellsAUserWithoutAccessThatItHasNone(t *testing.T) {
 	// Once the admin lets user-1 in, the same command works.
 	mustKubectl(t, admin, "ws", org)
 	mustKubectl(t, admin, "create", "clusterrolebinding", "user-1-admin", "--clusterrole=cluster-admin", "--user=user-1")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, errOut, err := kubectl(t, user, "ws", org)
-		if err == nil {
-			if want := "Current workspace is 'root:" + org + "'"; !strings.HasPrefix(out, want) {
-				t.Errorf("user-1 entering %s printed %q, want it to start with %q", org, out, want)
-			}
-			break
+	var out string
+	framework.EventuallyWithin(t, 30*time.Second, func(context.Context) error {
+		var errOut string
+		var err error
+		if out, errOut, err = kubectl(t, user, "ws", org); err != nil {
+			return fmt.Errorf("%w\n%s", err, errOut)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("user-1 still cannot enter %s after being made its cluster-admin: %v\n%s", org, err, errOut)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}, "user-1 still cannot enter %s after being made its cluster-admin", org)
+	if want := "Current workspace is 'root:" + org + "'"; !strings.HasPrefix(out, want) {
+		t.Errorf("user-1 entering %s printed %q, want it to start with %q", org, out, want)
 	}
 }

@@ -30,11 +30,8 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
-
-// eventually bounds every wait; replication itself takes about a second.
-const eventually = 2 * time.Minute
 
 var (
 	workspaces  = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
@@ -55,11 +52,6 @@ func kube(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	return framework.KubeClient(t, cfg)
 }
 
-func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
-	t.Helper()
-	framework.Eventually(ctx, t, what, f)
-}
-
 // readyWorkspace creates a workspace of type typ (a path:name reference)
 // below parent as cfg's user, on the shard named by onShard if set, and
 // waits until it is Ready.
@@ -78,7 +70,7 @@ func readyWorkspace(ctx context.Context, t *testing.T, cfg *rest.Config, parent,
 		t.Fatalf("create workspace %s:%s: %v", parent, name, err)
 	}
 	got := &tenancyv1alpha1.Workspace{}
-	poll(ctx, t, "workspace "+parent+":"+name+" Ready", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		if err := c.Get(ctx, logicalcluster.Name(parent), workspaces, name, got); err != nil {
 			return err
 		}
@@ -86,7 +78,7 @@ func readyWorkspace(ctx context.Context, t *testing.T, cfg *rest.Config, parent,
 			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
 		}
 		return nil
-	})
+	}, "workspace %s:%s Ready", parent, name)
 	return got
 }
 
@@ -143,13 +135,13 @@ func bindingTo(name, path, exportName string) *apisv1alpha2.APIBinding {
 // waitForBinding polls a binding until ok accepts it.
 func waitForBinding(ctx context.Context, t *testing.T, c *kcpclient.Client, path, name, what string, ok func(*apisv1alpha2.APIBinding) error) {
 	t.Helper()
-	poll(ctx, t, "APIBinding "+path+"|"+name+" "+what, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		b := &apisv1alpha2.APIBinding{}
 		if err := c.Get(ctx, logicalcluster.Name(path), bindings, name, b); err != nil {
 			return err
 		}
 		return ok(b)
-	})
+	}, "APIBinding %s|%s %s", path, name, what)
 }
 
 func isBound(b *apisv1alpha2.APIBinding) error {
@@ -218,7 +210,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 		rbacv1.PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports"}, ResourceNames: []string{"widgets"}})
 
 	t.Run("the export and the RBAC that grants bind are replicated with their origin", func(t *testing.T) {
-		poll(ctx, t, "replicas of provider's exports", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, exports.GroupVersion().WithResource("apiexports"))
 			if err != nil {
 				return err
@@ -231,9 +223,9 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("replica annotations %v", a)
 			}
 			return nil
-		})
+		}, "replicas of provider's exports")
 		// The export's default endpoint slice, of its name, is replicated.
-		poll(ctx, t, "replica of the APIExportEndpointSlice", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"))
 			if err != nil {
 				return err
@@ -242,8 +234,8 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("replicas %v", names(items))
 			}
 			return nil
-		})
-		poll(ctx, t, "replica of the ClusterRoleBinding granting bind", func(ctx context.Context) error {
+		}, "replica of the APIExportEndpointSlice")
+		framework.Eventually(t, func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 			if err != nil {
 				return err
@@ -252,14 +244,14 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("replicas %v", names(items))
 			}
 			return nil
-		})
+		}, "replica of the ClusterRoleBinding granting bind")
 	})
 
 	t.Run("an export on shard-1 is bound and served in a workspace on root", func(t *testing.T) {
 		c := kcp(t, user2)
-		poll(ctx, t, "user-2 binds root:provider:widgets in root:consumer", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			return c.Create(ctx, logicalcluster.Name(consumerPath), bindings, bindingTo("widgets", providerPath, "widgets"), &apisv1alpha2.APIBinding{})
-		})
+		}, "user-2 binds root:provider:widgets in root:consumer")
 		waitForBinding(ctx, t, c, consumerPath, "widgets", "Bound", isBound)
 		d, err := dynamic.NewForConfig(sys.UserConfig(t, "user-2", consumerPath))
 		if err != nil {
@@ -269,13 +261,13 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 			"apiVersion": "example.io/v1", "kind": "Widget",
 			"metadata": map[string]interface{}{"name": "w1"}, "spec": map[string]interface{}{"size": int64(3)},
 		}}
-		poll(ctx, t, "create a widget in root:consumer", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			_, err := d.Resource(widgetsGVR).Namespace("default").Create(ctx, w, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				return nil
 			}
 			return err
-		})
+		}, "create a widget in root:consumer")
 		got, err := d.Resource(widgetsGVR).Namespace("default").Get(ctx, "w1", metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("get widget: %v", err)
@@ -302,15 +294,15 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 			rbacv1.PolicyRule{Verbs: []string{"use"}, APIGroups: []string{"tenancy.kcp.io"}, Resources: []string{"workspacetypes"}, ResourceNames: []string{"store"}})
 		ref := &tenancyv1alpha1.WorkspaceTypeReference{Name: "store", Path: providerPath}
 		c := kcp(t, user2)
-		poll(ctx, t, "user-2 creates a workspace of type root:provider:store in root:consumer", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			ws := &tenancyv1alpha1.Workspace{
 				TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
 				ObjectMeta: metav1.ObjectMeta{Name: "store"},
 				Spec:       tenancyv1alpha1.WorkspaceSpec{Type: ref},
 			}
 			return c.Create(ctx, logicalcluster.Name(consumerPath), workspaces, ws, &tenancyv1alpha1.Workspace{})
-		})
-		poll(ctx, t, "workspace root:consumer:store Ready", func(ctx context.Context) error {
+		}, "user-2 creates a workspace of type root:provider:store in root:consumer")
+		framework.Eventually(t, func(ctx context.Context) error {
 			got := &tenancyv1alpha1.Workspace{}
 			if err := c.Get(ctx, logicalcluster.Name(consumerPath), workspaces, "store", got); err != nil {
 				return err
@@ -319,7 +311,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("phase %q, type %+v", got.Status.Phase, got.Spec.Type)
 			}
 			return nil
-		})
+		}, "workspace root:consumer:store Ready")
 	})
 
 	t.Run("revoking bind on shard-1 stops new bindings on root within seconds", func(t *testing.T) {
@@ -328,13 +320,13 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 		}
 		c := kcp(t, user2)
 		start := time.Now()
-		poll(ctx, t, "a new binding to root:provider:widgets is forbidden", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			err := c.Create(ctx, logicalcluster.Name(consumerPath), bindings, bindingTo(fmt.Sprintf("again-%d", time.Now().UnixNano()), providerPath, "widgets"), &apisv1alpha2.APIBinding{})
 			if apierrors.IsForbidden(err) {
 				return nil
 			}
 			return fmt.Errorf("create: %v", err)
-		})
+		}, "a new binding to root:provider:widgets is forbidden")
 		t.Logf("bind revoked on shard-1 took effect on root after %v", time.Since(start).Round(10*time.Millisecond))
 		// The binding made before keeps its API.
 		waitForBinding(ctx, t, c, consumerPath, "widgets", "still Bound", isBound)
@@ -377,10 +369,10 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(ctx, t, "list gadgets in root:consumer", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			_, err := dg.Resource(gadgetsGVR).Namespace("default").List(ctx, metav1.ListOptions{})
 			return err
-		})
+		}, "list gadgets in root:consumer")
 	})
 
 	t.Run("a wiped cache server is re-populated by the shards", func(t *testing.T) {
@@ -396,7 +388,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 		}
 		sys.RestartExited(t, "cache", sys.CacheURL(t)+"/readyz")
 		restarted = true
-		poll(ctx, t, "provider's exports back in the wiped cache", func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, exports.GroupVersion().WithResource("apiexports"))
 			if err != nil {
 				return err
@@ -405,8 +397,8 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("replicas %v", got)
 			}
 			return nil
-		})
-		poll(ctx, t, "root's exports back in the wiped cache", func(ctx context.Context) error {
+		}, "provider's exports back in the wiped cache")
+		framework.Eventually(t, func(ctx context.Context) error {
 			items, err := cacheReplicas(ctx, t, "root", logicalcluster.Root, exports.GroupVersion().WithResource("apiexports"))
 			if err != nil {
 				return err
@@ -415,7 +407,7 @@ func TestWhatOneShardPublishesEveryShardUses(t *testing.T) {
 				return fmt.Errorf("replicas %v", names(items))
 			}
 			return nil
-		})
+		}, "root's exports back in the wiped cache")
 		// The revoked binding stays gone.
 		items, err := cacheReplicas(ctx, t, "shard-1", providerCluster, rbacv1.SchemeGroupVersion.WithResource("clusterrolebindings"))
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestProtobufBodiesOfCustomResourcesAre415: a create or update of a custom
@@ -63,14 +65,14 @@ func TestProtobufBodiesOfCustomResourcesAre415(t *testing.T) {
 			err := r.Do(ctx).StatusCode(&code).Error()
 			return code, err
 		}
-		eventuallyOK(ctx, t, "serve widgets and services at the "+where.name, func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			for _, p := range []string{"/apis/example.com/v1/namespaces/default/widgets", "/api/v1/namespaces/default/services"} {
 				if err := client.Get().AbsPath(p).Do(ctx).Error(); err != nil {
 					return err
 				}
 			}
 			return nil
-		})
+		}, "serve widgets and services at the %s", where.name)
 		if where.name == "front-proxy" {
 			if code, err := send("POST", "/apis/example.com/v1/namespaces/default/widgets", "application/json", widget("existing")); code != 201 {
 				t.Fatalf("create widget as JSON: %d %v", code, err)

@@ -20,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -30,10 +29,8 @@ import (
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
-
-const eventually = 2 * time.Minute
 
 var workspacesGVR = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
 
@@ -85,34 +82,27 @@ func readyWorkspace(ctx context.Context, t *testing.T, parent, name, typ, onShar
 		t.Fatalf("create workspace %s:%s: %v", parent, name, err)
 	}
 	var got tenancyv1alpha1.Workspace
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+	framework.EventuallyEvery(t, 100*time.Millisecond, framework.EventuallyTimeout, func(ctx context.Context) error {
 		if err := c.Get(ctx, cluster, workspacesGVR, name, &got); err != nil {
-			return false, nil
+			return err
 		}
-		return got.Status.Phase == corev1alpha1.LogicalClusterPhaseReady, nil
-	})
-	if err != nil {
-		t.Fatalf("workspace %s:%s never Ready: %v (status %+v)", parent, name, err, got.Status)
-	}
+		if got.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	}, "workspace %s:%s never Ready", parent, name)
 	// The front-proxy learns of the new logical cluster from a watch of its
 	// shard, which may still be backing off after that shard restarted.
-	eventuallyOK(ctx, t, "reach "+name+" through the front-proxy", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.AdminConfig(t, got.Spec.Cluster)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		return err
-	})
+	}, "reach %s through the front-proxy", name)
 	return &got
 }
 
 // shardOf returns the shard a workspace was scheduled to.
 func shardOf(ws *tenancyv1alpha1.Workspace) string {
 	return ws.Annotations[corev1alpha1.ShardAnnotationKey]
-}
-
-// eventuallyOK retries f until it succeeds: the index learns of new
-// workspaces from watches.
-func eventuallyOK(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
-	t.Helper()
-	framework.Eventually(ctx, t, what, f)
 }
 
 func kubectl(ctx context.Context, t *testing.T, server string, args ...string) string {
@@ -150,10 +140,10 @@ func TestKubectlWorksThroughTheFrontProxyByPath(t *testing.T) {
 		t.Errorf("team spec.URL = %q, want the front-proxy's %q", team.Spec.URL, want)
 	}
 	server := sys.URL(t) + "/clusters/" + orgPath + ":team"
-	eventuallyOK(ctx, t, "reach the team through the proxy", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.AdminConfig(t, orgPath+":team")).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		return err
-	})
+	}, "reach the team through the proxy")
 	kubectl(ctx, t, server, "create", "configmap", "via-proxy", "-n", "default", "--from-literal=k=v")
 	out := kubectl(ctx, t, server, "get", "configmap", "via-proxy", "-n", "default", "-o", "jsonpath={.data.k}")
 	if out != "v" {
@@ -172,10 +162,10 @@ func TestKubectlWorksThroughTheFrontProxyByPath(t *testing.T) {
 		t.Errorf("kubectl explain through the proxy:\n%s", out)
 	}
 	// The same workspace by its logical cluster name.
-	eventuallyOK(ctx, t, "reach the team by cluster name", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.AdminConfig(t, team.Spec.Cluster)).CoreV1().ConfigMaps("default").Get(ctx, "via-proxy", metav1.GetOptions{})
 		return err
-	})
+	}, "reach the team by cluster name")
 }
 
 // rawGet sends a GET through the front-proxy with a bearer token (may be
@@ -222,13 +212,13 @@ func TestNoAccessAndNoWorkspaceLookTheSame(t *testing.T) {
 	token := sys.UserToken("user-1")
 	var existing string
 	var code int
-	eventuallyOK(ctx, t, "403 for the existing workspace", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		code, existing = rawGet(ctx, t, client, "/clusters/root:"+org.Name+"/api/v1/namespaces", token, nil)
 		if code != http.StatusForbidden {
 			return fmt.Errorf("%d: %s", code, existing)
 		}
 		return nil
-	})
+	}, "403 for the existing workspace")
 	code, missing := rawGet(ctx, t, client, "/clusters/root:"+org.Name+"-missing/api/v1/namespaces", token, nil)
 	if code != http.StatusForbidden {
 		t.Fatalf("missing workspace: %d %s", code, missing)
@@ -343,20 +333,20 @@ func TestDeletedWorkspacePathGoesAway(t *testing.T) {
 	ctx := testContext(t)
 	org := readyWorkspace(ctx, t, "root", uniqueName("gone"), "organization", "")
 	path := "root:" + org.Name
-	eventuallyOK(ctx, t, "reach the workspace", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.AdminConfig(t, path)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		return err
-	})
+	}, "reach the workspace")
 	if err := kcp(t, sys.AdminConfig(t, "")).Delete(ctx, logicalcluster.Root, workspacesGVR, org.Name, nil); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyOK(ctx, t, "403 after deletion", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.AdminConfig(t, path)).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "workspace access not permitted") {
 			return nil
 		}
 		return fmt.Errorf("still answered: %v", err)
-	})
+	}, "403 after deletion")
 }
 
 // TestWatchThroughTheProxyLosesNothing: a watch streams every event of a
@@ -370,11 +360,11 @@ func TestWatchThroughTheProxyLosesNothing(t *testing.T) {
 	var w watch.Interface
 	// The watch lives as long as the test, not as one poll.
 	watchCtx := ctx
-	eventuallyOK(ctx, t, "start the watch", func(context.Context) error {
+	framework.Eventually(t, func(context.Context) error {
 		var err error
 		w, err = c.CoreV1().ConfigMaps("default").Watch(watchCtx, metav1.ListOptions{})
 		return err
-	})
+	}, "start the watch")
 	defer w.Stop()
 	const n = 1000
 	errs := make(chan error, n)
@@ -433,7 +423,7 @@ func TestShardOutageOnlyFailsItsWorkspaces(t *testing.T) {
 		_, err := kube(t, sys.AdminConfig(t, path)).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}
-	eventuallyOK(ctx, t, "reach the workspace on shard-1", func(ctx context.Context) error { return get(ctx, "root:"+onBeta.Name) })
+	framework.Eventually(t, func(ctx context.Context) error { return get(ctx, "root:"+onBeta.Name) }, "reach the workspace on shard-1")
 
 	sys.StopProcess(t, "shard-1")
 	restarted := false
@@ -451,7 +441,7 @@ func TestShardOutageOnlyFailsItsWorkspaces(t *testing.T) {
 	}
 	sys.RestartExited(t, "shard-1", sys.ShardURL(t, "shard-1")+"/livez")
 	restarted = true
-	eventuallyOK(ctx, t, "workspace on shard-1 after its restart", func(ctx context.Context) error { return get(ctx, "root:"+onBeta.Name) })
+	framework.Eventually(t, func(ctx context.Context) error { return get(ctx, "root:"+onBeta.Name) }, "workspace on shard-1 after its restart")
 }
 
 // TestFrontProxiesAreStatelessAndInterchangeable: what one front-proxy
@@ -470,15 +460,15 @@ func TestFrontProxiesAreStatelessAndInterchangeable(t *testing.T) {
 		cfg.Host = logicalcluster.Path(path).URL(urls[i])
 		return kube(t, cfg)
 	}
-	eventuallyOK(ctx, t, "create through the first front-proxy", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := via(0).CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shared"}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
-	})
-	eventuallyOK(ctx, t, "read through the second front-proxy", func(ctx context.Context) error {
+	}, "create through the first front-proxy")
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := via(1).CoreV1().ConfigMaps("default").Get(ctx, "shared", metav1.GetOptions{})
 		return err
-	})
+	}, "read through the second front-proxy")
 }

@@ -15,6 +15,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/home"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // homeOf asks root, through the front-proxy, for a user's home until it
@@ -24,7 +25,7 @@ func homeOf(ctx context.Context, t *testing.T, user string) *tenancyv1alpha1.Wor
 	c := kcp(t, sys.UserConfig(t, user, ""))
 	got := &tenancyv1alpha1.Workspace{}
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, framework.EventuallyTimeout, true, func(ctx context.Context) (bool, error) {
 		last = c.Get(ctx, logicalcluster.Root, workspacesGVR, home.WorkspaceName, got)
 		if apierrors.IsTooManyRequests(last) {
 			return false, nil
@@ -58,20 +59,20 @@ func TestHomeWorkspaceThroughTheFrontProxy(t *testing.T) {
 	}
 
 	byPath := kube(t, sys.UserConfig(t, owner, "user:"+owner))
-	eventuallyOK(ctx, t, "create a configmap in the home by path", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := byPath.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "at-home"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
-	})
+	}, "create a configmap in the home by path")
 	if out := kubectlAs(ctx, t, ws.Spec.URL, owner, "get", "configmap", "at-home", "-n", "default", "-o", "jsonpath={.data.k}"); out != "v" {
 		t.Errorf("kubectl at the home's spec.URL: %q", out)
 	}
-	eventuallyOK(ctx, t, "read the configmap by the home's cluster name", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kube(t, sys.UserConfig(t, owner, ws.Spec.Cluster)).CoreV1().ConfigMaps("default").Get(ctx, "at-home", metav1.GetOptions{})
 		return err
-	})
+	}, "read the configmap by the home's cluster name")
 
 	// A workspace below the home, placed on another shard when there is one.
 	childShard := "root"
@@ -87,14 +88,14 @@ func TestHomeWorkspaceThroughTheFrontProxy(t *testing.T) {
 		}},
 	}
 	homePath := logicalcluster.Name("user:" + owner)
-	eventuallyOK(ctx, t, "create a workspace in the home", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		err := c.Create(ctx, homePath, workspacesGVR, child, &tenancyv1alpha1.Workspace{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
-	})
-	eventuallyOK(ctx, t, "the nested workspace becomes Ready", func(ctx context.Context) error {
+	}, "create a workspace in the home")
+	framework.Eventually(t, func(ctx context.Context) error {
 		got := &tenancyv1alpha1.Workspace{}
 		if err := c.Get(ctx, homePath, workspacesGVR, "project", got); err != nil {
 			return err
@@ -106,15 +107,15 @@ func TestHomeWorkspaceThroughTheFrontProxy(t *testing.T) {
 			t.Errorf("nested workspace on shard %q, want %q", shardOf(got), childShard)
 		}
 		return nil
-	})
+	}, "the nested workspace becomes Ready")
 	nested := kube(t, sys.UserConfig(t, owner, "user:"+owner+":project"))
-	eventuallyOK(ctx, t, "create a configmap in user:"+owner+":project", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := nested.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "nested"}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		return err
-	})
+	}, "create a configmap in user:%s:project", owner)
 
 	// Another user is kept out of both, with the answer of a path that
 	// does not exist.

@@ -7,15 +7,14 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // TestEveryWorkspaceHasExactlyOneLogicalCluster: workspaces created at once
@@ -61,20 +60,20 @@ func TestEveryWorkspaceHasExactlyOneLogicalCluster(t *testing.T) {
 	}
 
 	var list tenancyv1alpha1.WorkspaceList
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, eventually, true, func(ctx context.Context) (bool, error) {
+	framework.Eventually(t, func(ctx context.Context) error {
 		if err := c.List(ctx, parent, workspacesGVR, &list); err != nil {
-			return false, nil
+			return err
 		}
 		for _, ws := range list.Items {
 			if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
-				return false, nil
+				return fmt.Errorf("workspace %s is %q", ws.Name, ws.Status.Phase)
 			}
 		}
-		return len(list.Items) == n, nil
-	})
-	if err != nil {
-		t.Fatalf("%d workspaces never all Ready: %v", n, err)
-	}
+		if len(list.Items) != n {
+			return fmt.Errorf("%d workspaces", len(list.Items))
+		}
+		return nil
+	}, "%d workspaces never all Ready", n)
 
 	// Where each logical cluster exists, read on every shard directly.
 	found := map[string][]string{}
@@ -126,7 +125,7 @@ func TestWorkspaceStillSchedulingAnswers429WithRetryAfter(t *testing.T) {
 	defer func() { _ = c.Delete(context.Background(), logicalcluster.Root, workspacesGVR, name, nil) }()
 	token := sys.AdminConfig(t, "").BearerToken
 	client := proxyClient(t)
-	eventuallyOK(ctx, t, "429 for the workspace being scheduled", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, sys.URL(t)+"/clusters/root:"+name+"/api/v1/namespaces", nil)
 		if err != nil {
 			return err
@@ -145,7 +144,7 @@ func TestWorkspaceStillSchedulingAnswers429WithRetryAfter(t *testing.T) {
 			return fmt.Errorf("429 without Retry-After: %s", body)
 		}
 		return nil
-	})
+	}, "429 for the workspace being scheduled")
 	got := &tenancyv1alpha1.Workspace{}
 	if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, got); err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/system"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "example.io", Version: "v1", Resource: "widgets"}
@@ -86,7 +86,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 		proxyURL + "/shards/" + system.ShardName(1) + "/services/apiexport/" + string(a) + "/" + export,
 	}
 	var endpoints []string
-	poll(ctx, t, "endpoint slice lists both shards", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		got := &apisv1alpha1.APIExportEndpointSlice{}
 		if err := kcp.Get(ctx, a, slicesGVR, "widgets", got); err != nil {
 			return err
@@ -100,7 +100,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 			return fmt.Errorf("endpoints %v, want %v", endpoints, want)
 		}
 		return nil
-	})
+	}, "endpoint slice lists both shards")
 
 	for ws, name := range map[logicalcluster.Name]string{b: "in-b", c: "in-c"} {
 		dyn := dynamic.NewForConfigOrDie(sys.AdminConfig(t, string(ws)))
@@ -125,9 +125,9 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 			t.Fatalf("informer at %s never synced", endpoint)
 		}
 	}
-	poll(ctx, t, "informers see the widgets of B and C with their clusters", func(context.Context) error {
+	framework.Eventually(t, func(context.Context) error {
 		return seen.has(map[string]logicalcluster.Name{"in-b": b, "in-c": c})
-	})
+	}, "informers see the widgets of B and C with their clusters")
 
 	// Discovery through the view shows the export's resource.
 	disc := discovery.NewDiscoveryClientForConfigOrDie(withCluster(user, endpoints[0], logicalcluster.Wildcard))
@@ -146,9 +146,9 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 	if _, err := inC.Resource(widgetsGVR).Namespace("team").Create(ctx, widget("by-provider", 7), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("provider creates a widget in C through the view: %v", err)
 	}
-	poll(ctx, t, "informer sees the provider's widget in C", func(context.Context) error {
+	framework.Eventually(t, func(context.Context) error {
 		return seen.has(map[string]logicalcluster.Name{"by-provider": c})
-	})
+	}, "informer sees the provider's widget in C")
 	if _, err := dynamic.NewForConfigOrDie(sys.AdminConfig(t, string(c))).Resource(widgetsGVR).Namespace("team").Get(ctx, "by-provider", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the consumer does not see the provider's widget: %v", err)
 	}
@@ -188,7 +188,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 	}
 	accept(ctx, t, b)
 	viewAll := kubeClient(t, withCluster(user, shard1Endpoint, logicalcluster.Wildcard))
-	poll(ctx, t, "claimed configmap of B visible through the view", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		list, err := viewAll.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -204,7 +204,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 			return fmt.Errorf("configmaps %v, want [claimed]", names)
 		}
 		return nil
-	})
+	}, "claimed configmap of B visible through the view")
 	if _, err := viewB.CoreV1().ConfigMaps("team").Get(ctx, "private", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("unselected configmap through the view: want 404, got %v", err)
 	}
@@ -219,7 +219,7 @@ func TestAPIExportViewServesTheProviderInEveryConsumerWorkspace(t *testing.T) {
 func accept(ctx context.Context, t *testing.T, cluster logicalcluster.Name) {
 	t.Helper()
 	kcp := kcpClient(t, sys.AdminConfig(t, ""))
-	poll(ctx, t, "accept the configmaps claim in "+string(cluster), func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		b := &apisv1alpha2.APIBinding{}
 		if err := kcp.Get(ctx, cluster, bindingsGVR, "widgets", b); err != nil {
 			return err
@@ -233,7 +233,7 @@ func accept(ctx context.Context, t *testing.T, cluster logicalcluster.Name) {
 		}}
 		b.APIVersion, b.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
 		return kcp.Update(ctx, cluster, bindingsGVR, b.Name, b, &apisv1alpha2.APIBinding{})
-	})
+	}, "accept the configmaps claim in %s", string(cluster))
 }
 
 // clusterNames records the cluster of every widget informers saw.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,11 +20,8 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
-
-// eventually bounds every wait.
-const eventually = 2 * time.Minute
 
 var (
 	workspacesGVR = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
@@ -41,11 +37,6 @@ func kcpClient(t *testing.T, cfg *rest.Config) *kcpclient.Client {
 
 func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 	return framework.KubeClient(t, cfg)
-}
-
-func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
-	t.Helper()
-	framework.Eventually(ctx, t, what, f)
 }
 
 // organization creates an organization workspace below root on a shard
@@ -66,7 +57,7 @@ func organization(ctx context.Context, t *testing.T, prefix, shard string) logic
 		t.Fatalf("create workspace %s: %v", name, err)
 	}
 	got := &tenancyv1alpha1.Workspace{}
-	poll(ctx, t, "workspace "+name+" Ready", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, got); err != nil {
 			return err
 		}
@@ -74,7 +65,7 @@ func organization(ctx context.Context, t *testing.T, prefix, shard string) logic
 			return fmt.Errorf("phase %q", got.Status.Phase)
 		}
 		return nil
-	})
+	}, "workspace %s Ready", name)
 	return logicalcluster.Name(got.Spec.Cluster)
 }
 
@@ -124,7 +115,7 @@ func bind(ctx context.Context, t *testing.T, c *kcpclient.Client, cluster, expor
 	if err := c.Create(ctx, cluster, bindingsGVR, b, &apisv1alpha2.APIBinding{}); err != nil {
 		t.Fatalf("create APIBinding in %s: %v", cluster, err)
 	}
-	poll(ctx, t, "APIBinding in "+string(cluster)+" bound", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		got := &apisv1alpha2.APIBinding{}
 		if err := c.Get(ctx, cluster, bindingsGVR, "widgets", got); err != nil {
 			return err
@@ -133,19 +124,19 @@ func bind(ctx context.Context, t *testing.T, c *kcpclient.Client, cluster, expor
 			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
 		}
 		return nil
-	})
+	}, "APIBinding in %s bound", string(cluster))
 }
 
 // namespace creates a namespace in the workspace of kc.
 func namespace(ctx context.Context, t *testing.T, kc kubernetes.Interface, name string) {
 	t.Helper()
-	poll(ctx, t, "create namespace "+name, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		if err != nil && strings.Contains(err.Error(), "already exists") {
 			return nil
 		}
 		return err
-	})
+	}, "create namespace %s", name)
 }
 
 // withCluster returns cfg with its host at <endpoint>/clusters/<cluster>.

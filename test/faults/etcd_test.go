@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // The heavy cases run with the faults build tag (make test-faults).
@@ -49,14 +48,10 @@ var etcdBinary = sync.OnceValues(func() (string, error) {
 
 // etcdMember is one member of an etcd cluster run by the test.
 type etcdMember struct {
-	name, dir  string
-	client     string
-	peer       string
-	args       []string
-	cmd        *exec.Cmd
-	done       chan struct{}
-	logPath    string
-	binaryPath string
+	name, dir string
+	client    string
+	peer      string
+	proc      *framework.Process
 }
 
 // startEtcd starts an etcd cluster of n members on loopback and stops it
@@ -67,24 +62,23 @@ func startEtcd(t *testing.T, n int) []*etcdMember {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := framework.FreePorts(2 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := framework.FreePorts(t, 2*n)
 	var members []*etcdMember
 	var initial []string
 	for i := 0; i < n; i++ {
-		m := &etcdMember{name: fmt.Sprintf("m%d", i), dir: t.TempDir(), binaryPath: bin,
+		m := &etcdMember{name: fmt.Sprintf("m%d", i), dir: t.TempDir(),
 			client: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]), peer: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])}
-		m.logPath = filepath.Join(m.dir, "etcd.log")
 		initial = append(initial, m.name+"="+m.peer)
 		members = append(members, m)
 	}
 	for _, m := range members {
-		m.args = []string{"--name=" + m.name, "--data-dir=" + filepath.Join(m.dir, "data"),
+		args := []string{"--name=" + m.name, "--data-dir=" + filepath.Join(m.dir, "data"),
 			"--listen-client-urls=" + m.client, "--advertise-client-urls=" + m.client,
 			"--listen-peer-urls=" + m.peer, "--initial-advertise-peer-urls=" + m.peer,
 			"--initial-cluster=" + strings.Join(initial, ","), "--initial-cluster-state=new", "--initial-cluster-token=shardplane-faults"}
+		// No readiness of its own: a member serves once the others have
+		// started too, which waitEtcdHealthy waits for.
+		m.proc = &framework.Process{Name: "etcd", Binary: bin, Args: func() []string { return args }, WorkDir: m.dir}
 		m.start(t)
 	}
 	t.Cleanup(func() {
@@ -98,33 +92,16 @@ func startEtcd(t *testing.T, n int) []*etcdMember {
 
 func (m *etcdMember) start(t *testing.T) {
 	t.Helper()
-	log, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := m.proc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	m.cmd = exec.Command(m.binaryPath, m.args...)
-	m.cmd.Stdout, m.cmd.Stderr = log, log
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	m.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) {
-		_ = cmd.Wait()
-		log.Close()
-		close(done)
-	}(m.cmd, m.done)
 }
 
 // kill kills the member with SIGKILL, by its PID, and waits for it.
 func (m *etcdMember) kill(t *testing.T) {
-	if m.cmd == nil {
-		return
-	}
-	select {
-	case <-m.done:
-	default:
-		_ = m.cmd.Process.Signal(syscall.SIGKILL)
-		<-m.done
+	t.Helper()
+	if err := m.proc.Kill(); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -143,12 +120,12 @@ func waitEtcdHealthy(t *testing.T, members []*etcdMember) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	eventuallyOK(context.Background(), t, "etcd healthy", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := c.Get(ctx, "health")
 		return err
-	})
+	}, "etcd healthy")
 }
 
 // leader returns the member that leads the cluster.

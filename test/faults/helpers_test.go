@@ -17,10 +17,8 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
-
-const eventually = 2 * time.Minute
 
 var workspacesGVR = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
 
@@ -47,12 +45,6 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1000000, nameCounter.n)
 }
 
-// eventuallyOK retries f until it succeeds.
-func eventuallyOK(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
-	t.Helper()
-	framework.Eventually(ctx, t, what, f)
-}
-
 // tenantWorkspace creates an organization below root on shard, waits for
 // it to be Ready and reachable through the front-proxy, and makes user
 // its cluster-admin. It returns the workspace's path.
@@ -75,7 +67,7 @@ func tenantWorkspace(ctx context.Context, t *testing.T, shard, user string) (log
 		t.Fatalf("create workspace %s: %v", name, err)
 	}
 	var got tenancyv1alpha1.Workspace
-	eventuallyOK(ctx, t, "workspace "+name+" Ready", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, &got); err != nil {
 			return err
 		}
@@ -83,10 +75,10 @@ func tenantWorkspace(ctx context.Context, t *testing.T, shard, user string) (log
 			return fmt.Errorf("phase %q", got.Status.Phase)
 		}
 		return nil
-	})
+	}, "workspace %s Ready", name)
 	path := logicalcluster.Root.Path().Join(name)
 	admin := kube(t, sys.AdminConfig(t, path.String()))
-	eventuallyOK(ctx, t, "bind "+user+" in "+name, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "tenant-admin"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -96,11 +88,11 @@ func tenantWorkspace(ctx context.Context, t *testing.T, shard, user string) (log
 			return nil
 		}
 		return err
-	})
+	}, "bind %s in %s", user, name)
 	userClient := kube(t, sys.UserConfig(t, user, path.String()))
-	eventuallyOK(ctx, t, user+" reaches "+name, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		_, err := userClient.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		return err
-	})
+	}, "%s reaches %s", user, name)
 	return path, logicalcluster.Name(got.Spec.Cluster)
 }

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // writer creates ConfigMaps in one namespace, one after the other, and
@@ -133,12 +135,12 @@ func startWriter(ctx context.Context, t *testing.T, name string, cfg *rest.Confi
 func (w *writer) waitAcked(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	start := len(w.ackedNames())
-	eventuallyOK(ctx, t, w.name+" acknowledges writes", func(context.Context) error {
+	framework.Eventually(t, func(context.Context) error {
 		if got := len(w.ackedNames()) - start; got < n {
 			return fmt.Errorf("%d of %d writes acknowledged; %s", got, n, w.summary())
 		}
 		return nil
-	})
+	}, "%s acknowledges writes", w.name)
 }
 
 // checkAcked checks that every acknowledged write of w is in the
@@ -147,11 +149,11 @@ func (w *writer) waitAcked(ctx context.Context, t *testing.T, n int) {
 func checkAcked(ctx context.Context, t *testing.T, w *writer, admin *rest.Config) int {
 	t.Helper()
 	var list *corev1.ConfigMapList
-	eventuallyOK(ctx, t, "list "+w.name, func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		var err error
 		list, err = kube(t, admin).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
 		return err
-	})
+	}, "list %s", w.name)
 	present := map[string]bool{}
 	for _, cm := range list.Items {
 		present[cm.Name] = true

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // encodingTarget is one resource of one family (built-in, CRD, core group
@@ -432,7 +433,7 @@ func encodingTargets(ctx context.Context, t *testing.T, tn *tenant) []encodingTa
 	ws := "/clusters/" + tn.path.String()
 	setUp := func(what, path, body string) {
 		t.Helper()
-		err := poll(ctx, what, func(ctx context.Context) error {
+		err := framework.Poll(ctx, 0, func(ctx context.Context) error {
 			a := send(ctx, t, probe{method: http.MethodPost, base: proxy, path: ws + path, header: token, body: []byte(body)})
 			if is2xx(a.code) || a.code == http.StatusConflict {
 				return nil
@@ -440,7 +441,7 @@ func encodingTargets(ctx context.Context, t *testing.T, tn *tenant) []encodingTa
 			return fmt.Errorf("%d: %s", a.code, truncate(a.body, 300))
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	schema := `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`
@@ -517,7 +518,7 @@ func encodingTargets(ctx context.Context, t *testing.T, tn *tenant) []encodingTa
 	// Every target serves its object before the probes start (CRDs and
 	// bindings take a moment to be served everywhere).
 	for _, tg := range targets {
-		err := poll(ctx, tg.family+" via "+tg.entrance+" serves "+encName, func(ctx context.Context) error {
+		err := framework.Poll(ctx, 0, func(ctx context.Context) error {
 			p := probe{method: http.MethodPost, base: tg.base, path: tg.prefix + tg.collection, header: tg.header, cert: tg.cert, body: jsonOf(tg)}
 			if a := send(ctx, t, p); !is2xx(a.code) && a.code != http.StatusConflict {
 				return fmt.Errorf("create: %d: %s", a.code, truncate(a.body, 300))
@@ -529,7 +530,7 @@ func encodingTargets(ctx context.Context, t *testing.T, tn *tenant) []encodingTa
 			return nil
 		})
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s via %s serves %s: %v", tg.family, tg.entrance, encName, err)
 		}
 	}
 	return targets

@@ -26,7 +26,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // sys is the system every test of the package shares.

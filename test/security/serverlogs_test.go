@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // A panic in a process log shows as "Observed a panic" when

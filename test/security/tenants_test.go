@@ -14,7 +14,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -22,6 +21,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 // tenant is a user who is cluster-admin of one workspace and of nothing
@@ -85,19 +85,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// poll retries f until it succeeds or ctx ends.
-func poll(ctx context.Context, what string, f func(context.Context) error) error {
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s: %w (last error: %v)", what, err, last)
-	}
-	return nil
-}
-
 func ignoreExists(err error) error {
 	if apierrors.IsAlreadyExists(err) {
 		return nil
@@ -127,7 +114,7 @@ func setUpTenant(ctx context.Context, t *testing.T, tn *tenant) error {
 		return fmt.Errorf("create workspace %s: %w", name, err)
 	}
 	var got tenancyv1alpha1.Workspace
-	if err := poll(ctx, "workspace "+name+" Ready", func(ctx context.Context) error {
+	if err := framework.Poll(ctx, 0, func(ctx context.Context) error {
 		if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, &got); err != nil {
 			return err
 		}
@@ -136,7 +123,7 @@ func setUpTenant(ctx context.Context, t *testing.T, tn *tenant) error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return fmt.Errorf("workspace %s Ready: %w", name, err)
 	}
 	tn.path, tn.cluster = logicalcluster.Root.Path().Join(name), logicalcluster.Name(got.Spec.Cluster)
 	admin, err := kubernetes.NewForConfig(sys.AdminConfig(t, tn.path.String()))
@@ -219,8 +206,8 @@ func setUpTenant(ctx context.Context, t *testing.T, tn *tenant) error {
 		}},
 	}
 	for _, s := range steps {
-		if err := poll(ctx, tn.user+": "+s.what, s.do); err != nil {
-			return err
+		if err := framework.Poll(ctx, 0, s.do); err != nil {
+			return fmt.Errorf("%s: %s: %w", tn.user, s.what, err)
 		}
 	}
 	return nil

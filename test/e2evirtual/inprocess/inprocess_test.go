@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,7 +27,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
-	"github.com/shardplane/shardplane/test/e2e/framework"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 var shard *framework.Shard
@@ -56,17 +55,6 @@ var (
 	slicesGVR   = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
 	gizmosGVR   = schema.GroupVersionResource{Group: "example.io", Version: "v1", Resource: "gizmos"}
 )
-
-func poll(ctx context.Context, t *testing.T, what string, f func(context.Context) error) {
-	t.Helper()
-	var last error
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	}); err != nil {
-		t.Fatalf("%s: %v (last: %v)", what, err, last)
-	}
-}
 
 // TestShardServesTheAPIExportViewInProcess: on a shard alone, the
 // endpoint slice names the shard itself, and the provider lists the
@@ -128,16 +116,16 @@ func TestShardServesTheAPIExportViewInProcess(t *testing.T) {
 		}
 		dyn := dynamic.NewForConfigOrDie(shard.ClusterConfig(t, "base", string(c)))
 		gizmo := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "example.io/v1", "kind": "Gizmo", "metadata": map[string]interface{}{"name": fmt.Sprintf("g%d", i)}}}
-		poll(ctx, t, "create a gizmo in "+string(c), func(ctx context.Context) error {
+		framework.Eventually(t, func(ctx context.Context) error {
 			_, err := dyn.Resource(gizmosGVR).Create(ctx, gizmo, metav1.CreateOptions{})
 			return err
-		})
+		}, "create a gizmo in %s", string(c))
 	}
 
 	// The export's default endpoint slice, of its name, lists the views.
 	want := strings.TrimSuffix(shard.BaseURL(t), "/") + "/services/apiexport/" + string(provider) + "/" + export
 	var endpoint string
-	poll(ctx, t, "the endpoint slice names the shard", func(ctx context.Context) error {
+	framework.Eventually(t, func(ctx context.Context) error {
 		got := &apisv1alpha1.APIExportEndpointSlice{}
 		if err := kcp.Get(ctx, provider, slicesGVR, "gizmos", got); err != nil {
 			return err
@@ -147,7 +135,7 @@ func TestShardServesTheAPIExportViewInProcess(t *testing.T) {
 		}
 		endpoint = got.Status.APIExportEndpoints[0].URL
 		return nil
-	})
+	}, "the endpoint slice names the shard")
 
 	user := shard.TokenUserConfig(t, "user-1", "")
 	view := rest.CopyConfig(user)

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -249,8 +248,11 @@ func (s *System) signalProcess(t testing.TB, name string, sig syscall.Signal) {
 	if err := proc.Signal(sig); err != nil {
 		t.Fatalf("signal %v to %s (pid %d): %v", sig, name, pid, err)
 	}
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, stopTimeout, true, func(context.Context) (bool, error) {
-		return proc.Signal(syscall.Signal(0)) != nil, nil
+	if err := PollEvery(context.Background(), 100*time.Millisecond, stopTimeout, func(context.Context) error {
+		if proc.Signal(syscall.Signal(0)) == nil {
+			return errors.New("still running")
+		}
+		return nil
 	}); err != nil {
 		t.Fatalf("%s (pid %d) did not exit: %v", name, pid, err)
 	}
@@ -270,7 +272,7 @@ func (s *System) RestartExited(t testing.TB, name, readyURL string) {
 		t.Fatal(err)
 	}
 	p := Process{Name: name, ReadyURL: readyURL}
-	if err := p.waitReady(run); err != nil {
+	if err := p.waitReady(context.Background(), run); err != nil {
 		t.Fatalf("%s after restart: %v", name, err)
 	}
 }

@@ -2,13 +2,13 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -44,18 +44,18 @@ func (s *Shard) CreateLogicalCluster(t testing.TB, name string) {
 	}
 
 	asAdmin := s.dynamicClient(t, "base", name).Resource(logicalClustersGVR)
-	var phase string
-	var lastErr error
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := PollEvery(ctx, 100*time.Millisecond, 0, func(ctx context.Context) error {
 		got, err := asAdmin.Get(ctx, "cluster", metav1.GetOptions{})
-		if lastErr = err; err != nil {
-			return false, nil
+		if err != nil {
+			return err
 		}
-		phase, _, _ = unstructured.NestedString(got.Object, "status", "phase")
-		return phase == "Ready", nil
+		if phase, _, _ := unstructured.NestedString(got.Object, "status", "phase"); phase != "Ready" {
+			return fmt.Errorf("phase %q", phase)
+		}
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("logical cluster %s never became Ready for kcp-admin: %v (phase %q, last error: %v)", name, err, phase, lastErr)
+		t.Fatalf("logical cluster %s never became Ready for kcp-admin: %v", name, err)
 	}
 }
 

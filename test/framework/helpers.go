@@ -3,20 +3,14 @@ package framework
 import (
 	"context"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 )
-
-// EventuallyTimeout bounds Eventually: what a system does in the
-// background (index, replication, scheduling) takes seconds at most.
-const EventuallyTimeout = 2 * time.Minute
 
 // KCPClient is a client of kcp's kinds for cfg; the test fails if it
 // cannot be built.
@@ -38,20 +32,6 @@ func KubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// Eventually retries f every 200 ms until it succeeds, and fails the test
-// with what and f's last error after EventuallyTimeout or when ctx ends.
-func Eventually(ctx context.Context, t testing.TB, what string, f func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, EventuallyTimeout, true, func(ctx context.Context) (bool, error) {
-		last = f(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %v (last error: %v)", what, err, last)
-	}
 }
 
 // Grant creates, in the workspace of kc, a ClusterRole with rules and binds

@@ -7,7 +7,6 @@ package framework
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,7 +131,7 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	ports, err := FreePorts(3)
+	ports, err := FindFreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -148,21 +147,6 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 		}
 	}
 	return s, nil
-}
-
-// FreePorts returns n distinct loopback ports that were free a moment ago.
-func FreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		// Held open until all are picked, so the ports differ.
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // RootDir returns the shard's --root-directory.

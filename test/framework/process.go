@@ -2,8 +2,10 @@ package framework
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +39,14 @@ type Process struct {
 	// ReadyFiles must exist before the process counts as ready (an admin
 	// kubeconfig the process writes, say).
 	ReadyFiles func() []string
+	// ReadyInterval is how often readiness is probed (default 250 ms); the
+	// benchmark probes more often because it times start-up.
+	ReadyInterval time.Duration
+	// ReadyTimeout bounds the wait for readiness (default 3 minutes).
+	ReadyTimeout time.Duration
+	// StopTimeout is how long Stop waits after SIGTERM before it kills
+	// (default 20 seconds).
+	StopTimeout time.Duration
 
 	mu     sync.Mutex
 	proc   *runningProcess // nil when stopped
@@ -54,13 +64,31 @@ type runningProcess struct {
 // LogPath returns the file that receives the process's stdout and stderr.
 func (p *Process) LogPath() string { return filepath.Join(p.WorkDir, p.Name+".log") }
 
+// ErrExited is what Stop returns (wrapped) when the process had exited on
+// its own before it was stopped.
+var ErrExited = errors.New("exited before it was stopped")
+
 // Start runs the binary and waits until it is ready.
-func (p *Process) Start() error {
+func (p *Process) Start() error { return p.StartContext(context.Background()) }
+
+// StartContext is Start that stops waiting for readiness when ctx ends.
+// A process that does not become ready keeps running until Stop or Kill.
+func (p *Process) StartContext(ctx context.Context) error {
 	run, err := p.spawn()
 	if err != nil {
 		return err
 	}
-	return p.waitReady(run)
+	return p.waitReady(ctx, run)
+}
+
+// PID is the process ID of the running process, 0 when it is stopped.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc == nil {
+		return 0
+	}
+	return p.proc.cmd.Process.Pid
 }
 
 func (p *Process) spawn() (*runningProcess, error) {
@@ -77,7 +105,15 @@ func (p *Process) spawn() (*runningProcess, error) {
 	args := p.Args()
 	fmt.Fprintf(logFile, "=== e2e framework: start #%d: %s %s\n", p.starts, p.Binary, strings.Join(args, " "))
 
-	cmd := exec.Command(p.Binary, args...)
+	binary := p.Binary
+	if strings.ContainsRune(binary, filepath.Separator) {
+		// exec would resolve a relative path against WorkDir.
+		if binary, err = filepath.Abs(binary); err != nil {
+			logFile.Close()
+			return nil, fmt.Errorf("locate %s: %w", p.Binary, err)
+		}
+	}
+	cmd := exec.Command(binary, args...)
 	cmd.Dir = p.WorkDir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
@@ -96,7 +132,7 @@ func (p *Process) spawn() (*runningProcess, error) {
 
 // waitReady polls the readiness URL until it answers 200 and the ready
 // files exist. Only this probe skips TLS verification.
-func (p *Process) waitReady(run *runningProcess) error {
+func (p *Process) waitReady(ctx context.Context, run *runningProcess) error {
 	client := &http.Client{
 		Timeout: 5 * time.Second,
 		Transport: &http.Transport{
@@ -106,7 +142,7 @@ func (p *Process) waitReady(run *runningProcess) error {
 	}
 	defer client.CloseIdleConnections()
 	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, readyTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, cmp.Or(p.ReadyInterval, 250*time.Millisecond), cmp.Or(p.ReadyTimeout, readyTimeout), true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-run.exited:
 			return false, fmt.Errorf("%s exited before it was ready: %v", p.Name, run.waitErr)
@@ -161,7 +197,7 @@ func (p *Process) Stop() error {
 
 	select {
 	case <-run.exited:
-		return fmt.Errorf("%s (pid %d) had exited before it was stopped: %v", p.Name, pid, run.waitErr)
+		return fmt.Errorf("%s (pid %d) %w: %v", p.Name, pid, ErrExited, run.waitErr)
 	default:
 	}
 	if err := run.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -173,14 +209,37 @@ func (p *Process) Stop() error {
 			return fmt.Errorf("%s (pid %d) exited unsuccessfully after SIGTERM: %w", p.Name, pid, run.waitErr)
 		}
 		return nil
-	case <-time.After(stopTimeout):
+	case <-time.After(cmp.Or(p.StopTimeout, stopTimeout)):
 	}
 	killErr := run.cmd.Process.Kill()
 	select {
 	case <-run.exited:
 	case <-time.After(10 * time.Second):
 	}
-	return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM and was killed (kill: %v)", p.Name, pid, stopTimeout, killErr)
+	return fmt.Errorf("%s (pid %d) did not exit within %s of SIGTERM and was killed (kill: %v)", p.Name, pid, cmp.Or(p.StopTimeout, stopTimeout), killErr)
+}
+
+// Kill kills the process with SIGKILL, as a crash would, and waits until
+// it is gone; Start runs it again.
+func (p *Process) Kill() error {
+	p.mu.Lock()
+	run := p.proc
+	p.proc = nil
+	p.mu.Unlock()
+	if run == nil {
+		return nil
+	}
+	defer run.log.Close()
+	select {
+	case <-run.exited:
+		return nil
+	default:
+	}
+	if err := run.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill %s (pid %d): %w", p.Name, run.cmd.Process.Pid, err)
+	}
+	<-run.exited
+	return nil
 }
 
 // LogSize returns the current length of the log, to be passed to

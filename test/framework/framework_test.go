@@ -3,6 +3,7 @@ package framework
 import (
 	"encoding/csv"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,13 +57,13 @@ func TestCompleteTokenUsersGivesDistinctRandomTokens(t *testing.T) {
 	}
 }
 
-func TestFreePortsAreDistinct(t *testing.T) {
-	ports, err := FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
-		t.Errorf("ports are not distinct: %v", ports)
+func TestFreePortsAreNeverHandedOutTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for _, p := range append(FreePorts(t, 3), FreePort(t), FreePort(t)) {
+		if seen[p] {
+			t.Errorf("port %d was handed out twice", p)
+		}
+		seen[p] = true
 	}
 }
 
@@ -97,5 +98,27 @@ func TestUniqueClusterNameIsAValidName(t *testing.T) {
 	}
 	if err := logicalcluster.ValidateName(a); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestProcessKillEndsTheProcessAndStartRunsItAgain(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep on PATH")
+	}
+	p := &Process{Name: "sleep", Binary: sleep, Args: func() []string { return []string{"60"} }, WorkDir: t.TempDir()}
+	for range 2 {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if p.PID() == 0 {
+			t.Fatal("a running process has no PID")
+		}
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if p.PID() != 0 {
+			t.Error("a killed process still has a PID")
+		}
 	}
 }
