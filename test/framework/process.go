@@ -181,14 +181,21 @@ func (p *Process) waitReady(ctx context.Context, run *runningProcess) error {
 	return nil
 }
 
+// take returns the running process, if any, and forgets it: only one of
+// Stop and Kill ends it.
+func (p *Process) take() *runningProcess {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	run := p.proc
+	p.proc = nil
+	return run
+}
+
 // Stop sends SIGTERM to the process and waits for it to exit, killing it
 // after stopTimeout. It returns an error when the process had already
 // exited on its own, did not stop in time, or exited unsuccessfully.
 func (p *Process) Stop() error {
-	p.mu.Lock()
-	run := p.proc
-	p.proc = nil
-	p.mu.Unlock()
+	run := p.take()
 	if run == nil {
 		return nil
 	}
@@ -222,10 +229,7 @@ func (p *Process) Stop() error {
 // Kill kills the process with SIGKILL, as a crash would, and waits until
 // it is gone; Start runs it again.
 func (p *Process) Kill() error {
-	p.mu.Lock()
-	run := p.proc
-	p.proc = nil
-	p.mu.Unlock()
+	run := p.take()
 	if run == nil {
 		return nil
 	}
