@@ -90,6 +90,7 @@ KUBE_API_PKGS=(
 	k8s.io/api/authentication/v1
 	k8s.io/api/authorization/v1
 	k8s.io/api/autoscaling/v1
+	k8s.io/api/certificates/v1
 	k8s.io/api/coordination/v1
 	k8s.io/api/core/v1
 	k8s.io/api/events/v1

@@ -146,6 +146,7 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		schema.GroupVersion{Version: "v1"},
 		schema.GroupVersion{Group: "authentication.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "certificates.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"},

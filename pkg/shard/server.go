@@ -24,6 +24,7 @@ import (
 	admissionregistrationrest "k8s.io/kubernetes/pkg/registry/admissionregistration/rest"
 	authenticationrest "k8s.io/kubernetes/pkg/registry/authentication/rest"
 	authorizationrest "k8s.io/kubernetes/pkg/registry/authorization/rest"
+	certificatesrest "k8s.io/kubernetes/pkg/registry/certificates/rest"
 	coordinationrest "k8s.io/kubernetes/pkg/registry/coordination/rest"
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
@@ -181,6 +182,7 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		completed.NewCoreGenericConfig(),
 		authenticationrest.RESTStorageProvider{Authenticator: generic.Authentication.Authenticator, APIAudiences: generic.Authentication.APIAudiences},
 		authorizationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, RuleResolver: generic.RuleResolver},
+		certificatesrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, Generic: true},
 		coordinationrest.RESTStorageProvider{},
 		rbacrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
 		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, DiscoveryClient: paramKinds},
