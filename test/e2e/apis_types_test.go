@@ -232,13 +232,16 @@ func TestAPIsKindsAreServedAndExportsGetIdentities(t *testing.T) {
 		// kcp's system CRD authorizer refuses kcp-admin too.
 		err = kcp.patchStatus(ctx, org.path(), apiExportsGVR, "widgets", `{"status":{"identityHash":"`+hexSHA256([]byte("other"))+`"}}`)
 		requireAPIError(t, err, 403, "kcp-admin rewrites status.identityHash", "status update not permitted")
-		// Touch the export so that it is reconciled now.
-		touched := &apisv1alpha2.APIExport{}
-		if err := kcp.get(ctx, org.path(), apiExportsGVR, "widgets", touched); err != nil {
-			t.Fatal(err)
-		}
-		touched.Labels = map[string]string{"touch": "1"}
-		if err := kcp.update(ctx, org.path(), apiExportsGVR, "widgets", touched, &apisv1alpha2.APIExport{}); err != nil {
+		// Touch the export so that it is reconciled now; its controller may
+		// write the status meanwhile.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			touched := &apisv1alpha2.APIExport{}
+			if err := kcp.get(ctx, org.path(), apiExportsGVR, "widgets", touched); err != nil {
+				return err
+			}
+			touched.Labels = map[string]string{"touch": "1"}
+			return kcp.update(ctx, org.path(), apiExportsGVR, "widgets", touched, &apisv1alpha2.APIExport{})
+		}); err != nil {
 			t.Fatal(err)
 		}
 		export = waitForIdentity(t, kcp, org.path(), "widgets", corev1.ConditionFalse)

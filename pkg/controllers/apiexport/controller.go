@@ -114,9 +114,21 @@ func New(cfg Config) *Controller {
 	}
 	c.loop = loop.New("apiexport", c.reconcile)
 	exports.AddHandler(c.loop.Handler(nil))
-	// A slice and its export share cluster and name, hence their key.
-	slices.AddHandler(c.loop.Handler(nil))
+	// A deleted slice is made again; a slice and its export share cluster
+	// and name, hence their key.
+	slices.AddHandler(onDelete{c.loop})
 	return c
+}
+
+// onDelete enqueues the key of each deleted object only.
+type onDelete struct{ loop *loop.Loop }
+
+func (onDelete) OnAdd(interface{})                 {}
+func (onDelete) OnUpdate(interface{}, interface{}) {}
+func (h onDelete) OnDelete(obj interface{}) {
+	if key, err := wildcardinformer.KeyFunc(obj); err == nil {
+		h.loop.Enqueue(key)
+	}
 }
 
 // Run runs the workers, once the slices are known, until ctx is done.
