@@ -3,6 +3,7 @@ package apiextensions
 import (
 	"sort"
 
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,7 +89,16 @@ func (i *crdIndex) hasAny(cluster logicalcluster.Name) bool {
 func (i *crdIndex) served(cluster logicalcluster.Name) []*apiextensionsv1.CustomResourceDefinition {
 	crds := i.list(cluster)
 	for _, br := range i.boundServed(cluster) {
-		crds = append(crds, br.CRD)
+		crd := br.CRD
+		if br.Terminating {
+			// As a deleted CRD: discovery offers no create while the
+			// binding goes (the shared CRD itself stays as it is).
+			crd = crd.DeepCopy()
+			apiextensionshelpers.SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+				Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue, Reason: "APIBindingDeleting",
+			})
+		}
+		crds = append(crds, crd)
 	}
 	return crds
 }

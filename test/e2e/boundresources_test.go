@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
@@ -357,16 +359,60 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 	})
 
 	t.Run("DeletingABindingDeletesItsObjects", func(t *testing.T) {
+		// A finalizer of our own holds the binding while it is deleted:
+		// meanwhile discovery offers no create (as for a deleted CRD, as in
+		// kcp) and a create is refused.
+		const hold = "e2e.shardplane.dev/hold"
+		setHold := func(on bool) {
+			t.Helper()
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				b := &apisv1alpha2.APIBinding{}
+				if err := kcp.get(ctx, c.path(), apiBindingsGVR, "widgets", b); err != nil {
+					return err
+				}
+				b.Finalizers = slices.DeleteFunc(b.Finalizers, func(f string) bool { return f == hold })
+				if on {
+					b.Finalizers = append(b.Finalizers, hold)
+				}
+				b.APIVersion, b.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
+				return kcp.update(ctx, c.path(), apiBindingsGVR, "widgets", b, &apisv1alpha2.APIBinding{})
+			})
+			if err != nil {
+				t.Fatalf("hold the binding %v: %v", on, err)
+			}
+		}
+		setHold(true)
 		if err := kcp.delete(ctx, c.path(), apiBindingsGVR, "widgets"); err != nil {
 			t.Fatalf("delete binding: %v", err)
 		}
+		discovery := e.kube(t, kcpAdmin, c.path()).Discovery()
+		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+			list, err := discovery.ServerResourcesForGroupVersion(widgetsGVR.GroupVersion().String())
+			if err != nil {
+				return err
+			}
+			for _, r := range list.APIResources {
+				if r.Name == "widgets" {
+					if slices.Contains(r.Verbs, "create") || !slices.Contains(r.Verbs, "list") {
+						return fmt.Errorf("widgets verbs %v", r.Verbs)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("widgets not listed: %+v", list.APIResources)
+		}, "discovery of a binding being deleted lists widgets without create")
+		_, err := inC.widgets("default").Create(ctx, widget("late", map[string]interface{}{}), metav1.CreateOptions{})
+		if err == nil {
+			t.Errorf("created a widget while its binding is deleted")
+		}
+		setHold(false)
 		framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 			if err := kcp.get(ctx, c.path(), apiBindingsGVR, "widgets", &apisv1alpha2.APIBinding{}); !apierrors.IsNotFound(err) {
 				return fmt.Errorf("answered %v", err)
 			}
 			return nil
 		}, "binding never went away")
-		_, err := inC.widgets("").List(ctx, metav1.ListOptions{})
+		_, err = inC.widgets("").List(ctx, metav1.ListOptions{})
 		requireAPIError(t, err, 404, "list widgets in c after unbinding")
 		listNames(ctx, t, wildcard(identity), "wildcard by the provider's identity", "b-1", "b-2")
 		// Binding again starts empty.
