@@ -251,6 +251,23 @@ func TestBoundResourcesServeLikeCRDsAndStayApartByIdentity(t *testing.T) {
 			}
 		}
 	}
+	t.Run("ASecondBindingOfALockedResourceReportsNamingConflicts", func(t *testing.T) {
+		// b binds provider's widgets; the rival's widgets are the same group
+		// and resource of another identity.
+		if err := kcp.create(ctx, b.path(), apiBindingsGVR, bindingTo("rival-widgets", rival.path(), "widgets"), &apisv1alpha2.APIBinding{}); err != nil {
+			t.Fatalf("create the second binding: %v", err)
+		}
+		second := waitForBinding(t, kcp, b.path(), "rival-widgets", "NamingConflicts", func(x *apisv1alpha2.APIBinding) bool {
+			return conditionReason(x, apisv1alpha2.BindingUpToDate, corev1.ConditionFalse, apisv1alpha2.NamingConflictsReason)
+		})
+		if second.Status.Phase == apisv1alpha2.APIBindingPhaseBound || len(second.Status.BoundResources) != 0 {
+			t.Errorf("the second binding binds: phase %q, boundResources %+v", second.Status.Phase, second.Status.BoundResources)
+		}
+		listNames(ctx, t, inB.widgets(""), "widgets in b beside the conflicting binding", "b-1")
+		if err := kcp.delete(ctx, b.path(), apiBindingsGVR, "rival-widgets"); err != nil {
+			t.Fatalf("delete the second binding: %v", err)
+		}
+	})
 	t.Run("WildcardByIdentityListsOnlyThatExport", func(t *testing.T) {
 		checkWildcard(t)
 		_, err := wildcard(strings.Repeat("0", 64)).List(ctx, metav1.ListOptions{})
