@@ -60,7 +60,17 @@ func (s *Server) routesToCoreCRD(req *http.Request) bool {
 	if cluster.IsWildcard() {
 		return len(s.crds.byName(name)) > 0
 	}
-	return s.crds.get(cluster, name) != nil
+	return s.crds.get(cluster, name) != nil || s.boundCore(cluster, info.Resource)
+}
+
+// boundCore tells whether an APIBinding of cluster serves a core group
+// resource, as kcp serves it below /api.
+func (s *Server) boundCore(cluster logicalcluster.Name, resource string) bool {
+	if s.crds.bound == nil {
+		return false
+	}
+	_, ok := s.crds.bound.Get(cluster, "", resource)
+	return ok
 }
 
 // withoutCoreGroup drops the core group, which is not listed below /apis.
