@@ -44,7 +44,7 @@ func IsDeepSAR(ctx context.Context) bool {
 // from anyone else.
 func WithDeepSubjectAccessReviews(handler http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(DeepSARHeader) == "true" && isSubjectAccessReview(r) && isMasters(r) {
+		if r.Header.Get(DeepSARHeader) == "true" && isSubjectAccessReview(r) && mayAskDeep(r) {
 			r = r.WithContext(WithDeepSAR(r.Context()))
 		}
 		handler.ServeHTTP(w, r)
@@ -56,7 +56,7 @@ func isSubjectAccessReview(r *http.Request) bool {
 	return ok && info.IsResourceRequest && info.APIGroup == authorizationv1.GroupName && info.Resource == "subjectaccessreviews"
 }
 
-func isMasters(r *http.Request) bool {
+func mayAskDeep(r *http.Request) bool {
 	u, ok := apirequest.UserFrom(r.Context())
 	return ok && (hasGroup(u, user.SystemPrivilegedGroup) || hasGroup(u, identities.KCPAdminGroup))
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -194,11 +195,14 @@ func (v *View) authorized(w http.ResponseWriter, req *http.Request, r *request) 
 	if decision == authorizer.DecisionAllow {
 		return true
 	}
-	msg := fmt.Sprintf("user %q cannot %s apiexports/content %q in workspace %q", u.GetName(), verb, r.exportName, r.exportCluster)
-	if reason != "" {
-		msg += ": " + reason
+	// The denial as kcp's view words it: the request's own resource, and
+	// the export's workspace's RBAC decision as the reason.
+	requested := authorizer.AttributesRecord{
+		User: u, Verb: verb, APIGroup: r.info.APIGroup, APIVersion: r.info.APIVersion, Resource: r.info.Resource,
+		Subresource: r.info.Subresource, Namespace: r.info.Namespace, Name: r.info.Name, ResourceRequest: r.info.IsResourceRequest, Path: r.info.Path,
 	}
-	framework.Error(w, req, apierrors.NewForbidden(schema.GroupResource{Group: apisv1alpha2.SchemeGroupVersion.Group, Resource: "apiexports/content"}, r.exportName, errors.New(msg)))
+	framework.Error(w, req, responsewriters.ForbiddenStatusError(requested,
+		fmt.Sprintf("API export: %q, workspace: %q RBAC decision: %v", r.exportName, r.exportCluster, reason)))
 	return false
 }
 

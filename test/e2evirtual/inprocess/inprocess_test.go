@@ -160,6 +160,9 @@ func TestShardServesTheAPIExportViewInProcess(t *testing.T) {
 	other.Host = view.Host
 	if _, err := dynamic.NewForConfigOrDie(other).Resource(gizmosGVR).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("user-2 through the view: want 403, got %v", err)
+	} else if want := fmt.Sprintf(`User "user-2" cannot list resource "gizmos" in API group "example.io" at the cluster scope: API export: %q, workspace: %q RBAC decision:`, export, provider); !strings.Contains(err.Error(), want) {
+		// kcp's view words its denial so.
+		t.Errorf("denial %q, want kcp's %q", err.Error(), want)
 	}
 	// Writes need a verb the provider lacks.
 	inB := rest.CopyConfig(user)
