@@ -314,7 +314,7 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 		pathannotation.New(informers.kcp.clusterPath),
 		lcadmission.New(),
 		systemstatus.New(),
-		wsadmission.New(informers.workspaceTypes(), informers.kcp.logicalCluster, workspacecontent.Deep(otherWorkspaces)),
+		wsadmission.New(informers.workspaceTypes(), informers.kcp.logicalCluster, otherWorkspaces),
 		apibindingadmission.New(apibindingadmission.Config{ResolvePath: informers.resolveAnyPath, Authorizer: otherWorkspaces, ExportExists: informers.exportExists}),
 		percluster.Reinvoking(c.clusterAdmission[0], c.clusterAdmission[1]),
 		c.clusterAdmission[2], c.clusterAdmission[3], admissionwebhook.NewServiceReferences(),

@@ -17,6 +17,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/workspacetypes"
 )
@@ -207,7 +208,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		User: a.GetUserInfo(), Verb: "use", APIGroup: tenancyv1alpha1.GroupName, APIVersion: tenancyv1alpha1.SchemeGroupVersion.Version,
 		Resource: "workspacetypes", Name: tenancyv1alpha1.ObjectName(childRef.Name), ResourceRequest: true,
 	}
-	d, _, _ := p.authorizer.Authorize(logicalcluster.WithCluster(ctx, typeCluster), use)
+	// kcp asks with a deep SubjectAccessReview: "use" granted in the
+	// type's workspace is enough, without "access" to it.
+	d, _, _ := p.authorizer.Authorize(workspacecontent.WithDeepSAR(logicalcluster.WithCluster(ctx, typeCluster)), use)
 	if d != authorizer.DecisionAllow {
 		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("user %q may not use workspace type %s: verb \"use\" on workspacetypes %q in workspace %s is required", a.GetUserInfo().GetName(), childRef.String(), childRef.Name, childRef.Path))
 	}
