@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // decode kcp's types
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -25,6 +26,8 @@ var (
 	Shards          = corev1alpha1.SchemeGroupVersion.WithResource("shards")
 	Workspaces      = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
 	WorkspaceTypes  = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspacetypes")
+	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
+	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
 )
 
 // Client addresses objects by logical cluster, resource and name.

@@ -31,9 +31,6 @@ import (
 // apiExports is the resource the controller writes the status of.
 var apiExports = apisv1alpha2.SchemeGroupVersion.WithResource("apiexports")
 
-// endpointSlices is the resource of the default slices.
-var endpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
-
 // Controller reconciles the identity of APIExports in all logical clusters
 // of the shard.
 type Controller struct {
@@ -71,7 +68,7 @@ func New(cfg Config) *Controller {
 				return err != nil || exists
 			},
 			createSlice: func(ctx context.Context, cluster logicalcluster.Name, slice *apisv1alpha1.APIExportEndpointSlice) error {
-				return kcp.Create(ctx, cluster, endpointSlices, slice, &apisv1alpha1.APIExportEndpointSlice{})
+				return kcp.Create(ctx, cluster, kcpclient.APIExportEndpointSlices, slice, &apisv1alpha1.APIExportEndpointSlice{})
 			},
 		},
 		getAPIExport: func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIExport, error) {

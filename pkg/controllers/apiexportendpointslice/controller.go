@@ -36,8 +36,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
-var slicesResource = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
-
 // Config is what the controller reads and writes.
 type Config struct {
 	// Wildcard reaches all logical clusters of the shard (its host ends in
@@ -85,7 +83,7 @@ func New(c Config) (*Controller, error) {
 		},
 		update: func(ctx context.Context, cluster logicalcluster.Name, slice *apisv1alpha1.APIExportEndpointSlice) error {
 			slice.APIVersion, slice.Kind = apisv1alpha1.SchemeGroupVersion.String(), "APIExportEndpointSlice"
-			return c.Client.Update(ctx, cluster, slicesResource, slice.Name, slice, &apisv1alpha1.APIExportEndpointSlice{}, "status")
+			return c.Client.Update(ctx, cluster, kcpclient.APIExportEndpointSlices, slice.Name, slice, &apisv1alpha1.APIExportEndpointSlice{}, "status")
 		},
 		endpoints: &endpointsReconciler{
 			resolvePath: c.ResolvePath,
