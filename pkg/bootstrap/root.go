@@ -47,7 +47,9 @@ type Shard struct {
 	Name        string
 	BaseURL     string
 	ExternalURL string
-	Labels      map[string]string
+	// VirtualWorkspaceURL is where clients reach the shard's views.
+	VirtualWorkspaceURL string
+	Labels              map[string]string
 }
 
 // Root bootstraps the root shard through loopback clients. identities
@@ -103,7 +105,7 @@ func RegisterShard(ctx context.Context, kcp *kcpclient.Client, shard Shard) erro
 	obj := &corev1alpha1.Shard{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "Shard"},
 		ObjectMeta: metav1.ObjectMeta{Name: shard.Name, Labels: labels},
-		Spec:       corev1alpha1.ShardSpec{BaseURL: shard.BaseURL, ExternalURL: shard.ExternalURL, VirtualWorkspaceURL: shard.BaseURL},
+		Spec:       corev1alpha1.ShardSpec{BaseURL: shard.BaseURL, ExternalURL: shard.ExternalURL, VirtualWorkspaceURL: shard.VirtualWorkspaceURL},
 	}
 	return createOrUpdate(ctx, kcp, logicalcluster.Root, kcpclient.Shards, shard.Name, obj, &corev1alpha1.Shard{}, func(existing runtime.Object) bool {
 		e := existing.(*corev1alpha1.Shard)

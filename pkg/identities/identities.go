@@ -82,4 +82,9 @@ const (
 	// certificate: the shards accept request headers (user, groups) only from
 	// it (--requestheader-allowed-names), so it may assert any identity.
 	FrontProxyUser = "front-proxy"
+
+	// ShardForwarderUser is the common name of the client certificate
+	// (system:masters) a shard forwards /services/ to its virtual-workspaces
+	// server with, impersonating the caller.
+	ShardForwarderUser = "shardplane-shard-forwarder"
 )

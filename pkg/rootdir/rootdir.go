@@ -26,15 +26,16 @@ import (
 
 // Files kept in a root directory.
 const (
-	AdminKubeconfigFile   = "admin.kubeconfig"
-	ClientCACertFile      = clientCAName + ".crt"
-	ClientCAKeyFile       = clientCAName + ".key"
+	AdminKubeconfigFile = "admin.kubeconfig"
+	// ClientCAName names the CA of client certificates (EnsureClientCert's ca).
+	ClientCAName          = "client-ca"
+	ClientCACertFile      = ClientCAName + ".crt"
+	ClientCAKeyFile       = ClientCAName + ".key"
 	ServiceAccountKeyFile = "service-account.key"
 	// ServingCertPairName names the serving certificate and key
 	// (<name>.crt, <name>.key), as kcp names them.
 	ServingCertPairName = "apiserver"
 	adminTokensFile     = ".admin-tokens.json"
-	clientCAName        = "client-ca"
 )
 
 // AdminTokens are the bearer tokens of the users in admin.kubeconfig.
@@ -112,7 +113,7 @@ func (d Dir) EnsureAdminTokens() (AdminTokens, error) {
 // EnsureClientCA creates a CA for client certificates once and returns the
 // path of its certificate.
 func (d Dir) EnsureClientCA() (string, error) {
-	return d.EnsureCA(clientCAName, "shardplane-client-ca")
+	return d.EnsureCA(ClientCAName, "shardplane-client-ca")
 }
 
 // EnsureServiceAccountKey creates the key that signs service account tokens

@@ -248,7 +248,7 @@ func (c *Server) installRootBootstrap(gs *genericapiserver.GenericAPIServer, cl 
 	if c.Options.ShardName != corev1alpha1.RootShard {
 		return nil
 	}
-	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
+	shard := c.Options.shard()
 	return c.afterInformers(gs, "shardplane-root-bootstrap", func(ctx context.Context) {
 		err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 			if err := bootstrap.Root(ctx, cl.loopback, shard, c.Options.rootIdentities); err != nil {

@@ -207,7 +207,7 @@ func (c *Server) installGlobal(gs *genericapiserver.GenericAPIServer, _ controll
 			return fmt.Errorf("--root-shard-kubeconfig: %w", err)
 		}
 	}
-	shard := bootstrap.Shard{Name: c.Options.ShardName, BaseURL: c.Options.BaseURL, ExternalURL: c.Options.ExternalURL}
+	shard := c.Options.shard()
 	loopback := c.ControlPlane.Generic.LoopbackClientConfig
 	return gs.AddPostStartHook("shardplane-global", func(hc genericapiserver.PostStartHookContext) error {
 		ctx := klog.NewContext(hc, klog.Background().WithName("global"))

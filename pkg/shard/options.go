@@ -294,6 +294,7 @@ func (o *Options) Complete(ctx context.Context, embedded *embeddedetcd.Server) (
 		o.ExternalURL = o.BaseURL
 	}
 	o.ExternalURL = strings.TrimSuffix(o.ExternalURL, "/")
+	o.virtual.complete(o.BaseURL)
 	etcdClient, err := storageEtcdClient(ctx, embedded, completed.Etcd.StorageConfig.Transport)
 	if err != nil {
 		return CompletedOptions{}, err
@@ -373,7 +374,12 @@ func validateOwn(o *Options) error {
 	return nil
 }
 
+// shard is this shard's Shard object as the options describe it.
+func (o CompletedOptions) shard() bootstrap.Shard {
+	return bootstrap.Shard{Name: o.ShardName, BaseURL: o.BaseURL, ExternalURL: o.ExternalURL, VirtualWorkspaceURL: o.virtual.URL}
+}
+
 // Validate checks the completed options.
 func (o CompletedOptions) Validate() []error {
-	return o.ControlPlane.Validate()
+	return append(o.ControlPlane.Validate(), o.virtual.validate(o.BaseURL)...)
 }

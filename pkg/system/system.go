@@ -508,9 +508,7 @@ func (s *System) shardArgs(name string) []string {
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
 	}
-	if s.o.VirtualWorkspacesBinary != "" {
-		args = append(args, "--run-virtual-workspaces=false")
-	}
+	args = append(args, s.viewArgs(name)...)
 	// Every shard replicates to and reads from the cache server; without
 	// one, from the cache the root shard serves in-process.
 	switch {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"k8s.io/apiserver/pkg/authentication/user"
+
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	"github.com/shardplane/shardplane/pkg/rootdir"
@@ -30,8 +32,14 @@ func (s *System) VirtualWorkspacesURL(shard string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d", s.ports.VirtualWorkspaces[shard])
 }
 
+// forwardClientCert is the shard's client certificate (system:masters,
+// signed by the shard's client CA, which its virtual workspace server
+// trusts) that it forwards /services/ with.
+const forwardClientCert = "virtual-workspaces-forward-client"
+
 // prepareVirtualWorkspaces creates the serving certificates of the
-// virtual workspace servers and returns them, for the front-proxy to trust.
+// virtual workspace servers and returns them, for the front-proxy to trust,
+// and each shard's certificate to forward to its server with.
 func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 	if s.o.VirtualWorkspacesBinary == "" {
 		return nil, nil
@@ -46,6 +54,16 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		shardDir, err := rootdir.Open(s.dir.Path(ShardName(i)))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := shardDir.EnsureClientCA(); err != nil {
+			return nil, err
+		}
+		if _, _, err := shardDir.EnsureClientCert(forwardClientCert, rootdir.ClientCAName, identities.ShardForwarderUser, user.SystemPrivilegedGroup); err != nil {
+			return nil, err
+		}
 		pem, err := os.ReadFile(certFile)
 		if err != nil {
 			return nil, err
@@ -53,6 +71,24 @@ func (s *System) prepareVirtualWorkspaces() ([]byte, error) {
 		bundle = append(bundle, pem...)
 	}
 	return bundle, nil
+}
+
+// viewArgs are the flags of a shard about its views: published through
+// the front-proxy, which maps /shards/<shard>/ to them, and, served by a
+// server of their own, forwarded there with the shard's certificate.
+func (s *System) viewArgs(shard string) []string {
+	args := []string{"--shard-virtual-workspace-url=" + s.URL() + viewurl.ShardsPrefix + shard}
+	if s.o.VirtualWorkspacesBinary == "" {
+		return args
+	}
+	vwDir := virtualWorkspacesName(shard)
+	return append(args,
+		"--run-virtual-workspaces=false",
+		"--shard-virtual-workspace-forward-url="+s.VirtualWorkspacesURL(shard),
+		"--shard-virtual-workspace-ca-file="+s.dir.Path(filepath.Join(vwDir, rootdir.ServingCertPairName+".crt")),
+		"--shard-client-cert-file="+s.dir.Path(filepath.Join(shard, forwardClientCert+".crt")),
+		"--shard-client-key-file="+s.dir.Path(filepath.Join(shard, forwardClientCert+".key")),
+	)
 }
 
 // virtualWorkspacesMapping routes the front-proxy's /services/ to the root

@@ -255,13 +255,19 @@ func TestChartComponentsStartAndBecomeReady(t *testing.T) {
 				t.Fatalf("GET %s as alice: %d %s, want 403 from the view", view, code, body)
 			}
 		}
-		// The shards run with --run-virtual-workspaces=false: the views
-		// are not on their own port.
+		// The shards run with --run-virtual-workspaces=false and still
+		// answer /services/ on their own port, as kcp's shards do: they
+		// forward to their virtual-workspaces server as the caller.
 		admin := c.clientWithCert(t, releaseName+"-shardplane-shard-root-tls", releaseName+"-shardplane-admin-client-tls")
+		anyone := c.clientWithCert(t, releaseName+"-shardplane-shard-root-tls", "")
 		for _, shard := range []string{"root", "beta"} {
 			direct := strings.Replace(views[len(views)-1], c.frontProxyURL(t), c.serviceURL(t, releaseName+"-shardplane-shard-"+shard, 6443), 1)
-			if code, body := get(t, admin, direct, ""); code != http.StatusNotFound {
-				t.Fatalf("GET %s on shard %s itself as shardplane-admin: %d %.300s, want 404", direct, shard, code, body)
+			code, body := get(t, admin, direct, "")
+			if code != http.StatusOK || !strings.Contains(body, `"kind":"LogicalClusterList"`) {
+				t.Fatalf("GET %s on shard %s itself as shardplane-admin: %d %.300s, want a LogicalClusterList from its view", direct, shard, code, body)
+			}
+			if code, body := get(t, anyone, direct, token); !forbiddenByView(code, body, "alice") {
+				t.Fatalf("GET %s on shard %s itself as alice: %d %.300s, want 403 from the view", direct, shard, code, body)
 			}
 		}
 	})

@@ -10,11 +10,8 @@
 // bindings of serves empty lists). With one shard this is exactly the
 // shards with bindings.
 //
-// Which URL for a shard: viewurl.ShardServerURL — spec.virtualWorkspaceURL
-// when it was set apart from the base URL; otherwise, when the shard has an
-// external URL of its own (a front-proxy), <externalURL>/shards/<shard>,
-// which the front-proxy maps to that shard's virtual workspace server;
-// otherwise the base URL (the shard serves the views in-process).
+// Which URL for a shard: viewurl.ShardServerURL — its
+// spec.virtualWorkspaceURL, which kcp's clients match endpoints against.
 package apiexportendpointslice
 
 import (

@@ -17,8 +17,8 @@ func shard(name, base, external, vw string) *corev1alpha1.Shard {
 
 func TestEndpointsNameTheShardsThatServeTheExportsConsumers(t *testing.T) {
 	shards := []*corev1alpha1.Shard{
-		shard("shard-1", "https://s:2", "https://proxy", ""),
-		shard("root", "https://s:1", "https://proxy", ""),
+		shard("shard-1", "https://s:2", "https://proxy", "https://proxy/shards/shard-1"),
+		shard("root", "https://s:1", "https://proxy", "https://proxy/shards/root"),
 	}
 	for _, tc := range []struct {
 		name        string

@@ -3,20 +3,19 @@ package initializingworkspaces
 import (
 	"fmt"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/transport"
+
+	"github.com/shardplane/shardplane/pkg/virtual/framework"
 )
 
 // contentProxy forwards requests into a workspace as the caller plus a
 // lifecycle group, impersonated with the privileged credential.
 type contentProxy struct {
-	shard *url.URL
-	base  http.RoundTripper
+	forwarder framework.Forwarder
 }
 
 func newContentProxy(cfg *rest.Config) (*contentProxy, error) {
@@ -30,36 +29,11 @@ func newContentProxy(cfg *rest.Config) (*contentProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport to the shard %s: %w", cfg.Host, err)
 	}
-	return &contentProxy{shard: shard, base: base}, nil
+	return &contentProxy{forwarder: framework.Forwarder{Target: shard, Transport: base, Unreachable: "the shard"}}, nil
 }
 
 // serve forwards req to path on the shard as u plus group.
 func (p *contentProxy) serve(w http.ResponseWriter, req *http.Request, u user.Info, group, path string) {
-	groups := append([]string(nil), u.GetGroups()...)
-	groups = append(groups, group)
-	rt := transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{
-		UserName: u.GetName(), UID: u.GetUID(), Groups: groups, Extra: u.GetExtra(),
-	}, p.base)
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			// Whatever identity the caller sent is not passed on: the
-			// impersonation above is who the request is.
-			r.Out.Header.Del("Authorization")
-			for name := range r.Out.Header {
-				if strings.HasPrefix(name, "Impersonate-") || strings.HasPrefix(name, "X-Remote-") {
-					r.Out.Header.Del(name)
-				}
-			}
-			r.Out.URL.Scheme, r.Out.URL.Host = p.shard.Scheme, p.shard.Host
-			r.Out.URL.Path = p.shard.Path + path
-			r.Out.URL.RawPath = ""
-			r.Out.Host = p.shard.Host
-		},
-		Transport:     rt,
-		FlushInterval: -1, // watches stream
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			writeError(w, fmt.Errorf("the shard is unreachable: %w", err))
-		},
-	}
-	proxy.ServeHTTP(w, req)
+	groups := append(append([]string(nil), u.GetGroups()...), group)
+	p.forwarder.Forward(w, req, &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: groups, Extra: u.GetExtra()}, path)
 }

@@ -70,20 +70,13 @@ func APIExportURL(base string, cluster logicalcluster.Name, export string) strin
 	return strings.TrimSuffix(base, "/") + ServicesPrefix + APIExportView + "/" + string(cluster) + "/" + export
 }
 
-// ShardServerURL is the base URL of a shard's virtual workspace server, as
-// the URLs of views in status fields (APIExportEndpointSlice endpoints,
-// WorkspaceType virtualWorkspaces) name it: spec.virtualWorkspaceURL when
-// it was set apart from the base URL; <externalURL>/shards/<shard> when
-// the shard is reached through a front-proxy (whose mapping routes that
-// prefix to the shard's server); the base URL otherwise (the shard serves
-// the views in-process).
+// ShardServerURL is the base URL of a shard's views, as the URLs of views
+// in status fields (APIExportEndpointSlice endpoints, WorkspaceType
+// virtualWorkspaces) name it: spec.virtualWorkspaceURL, which kcp's clients
+// match those URLs against, or the base URL when it is unset.
 func ShardServerURL(s *corev1alpha1.Shard) string {
-	base := strings.TrimSuffix(s.Spec.BaseURL, "/")
-	if vw := strings.TrimSuffix(s.Spec.VirtualWorkspaceURL, "/"); vw != "" && vw != base {
+	if vw := strings.TrimSuffix(s.Spec.VirtualWorkspaceURL, "/"); vw != "" {
 		return vw
 	}
-	if ext := strings.TrimSuffix(s.Spec.ExternalURL, "/"); ext != "" && ext != base {
-		return ext + ShardsPrefix + s.Name
-	}
-	return base
+	return strings.TrimSuffix(s.Spec.BaseURL, "/")
 }

@@ -36,7 +36,10 @@ func TestShardServerURL(t *testing.T) {
 	}{
 		{shard("root", "https://s:1", "https://s:1", "https://s:1"), "https://s:1"},
 		{shard("root", "https://s:1/", "", ""), "https://s:1"},
-		{shard("root", "https://s:1", "https://proxy:6443", "https://s:1"), "https://proxy:6443/shards/root"},
+		// kcp's clients take the view URL that starts with the shard's
+		// spec.virtualWorkspaceURL: it is the prefix, whatever externalURL is.
+		{shard("root", "https://s:1", "https://proxy:6443", "https://s:1"), "https://s:1"},
+		{shard("root", "https://s:1", "https://proxy:6443", "https://proxy:6443/shards/root/"), "https://proxy:6443/shards/root"},
 		{shard("b", "https://s:2", "https://proxy:6443", "https://vw-b:7444"), "https://vw-b:7444"},
 	} {
 		if got := ShardServerURL(tc.shard); got != tc.want {
