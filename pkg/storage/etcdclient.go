@@ -47,6 +47,9 @@ type EtcdClient struct {
 	// owned tells that Close closes the client: it was dialed for the
 	// storages.
 	owned bool
+	// checked is closed once etcd answered the feature check's status
+	// request (never, when another client checks the same endpoints).
+	checked <-chan struct{}
 	// streams numbers the watch streams of the storages.
 	streams atomic.Uint64
 	// compacted, when set, is called after compactTo compacted.
@@ -107,8 +110,9 @@ func newEtcdClient(ctx context.Context, c *clientv3.Client, t storagebackend.Tra
 	// The cacher serves consistent reads from the cache only once etcd is
 	// known to answer progress requests; as upstream, check the endpoints
 	// of each new client.
-	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: t.ServerList}, storage.RequestWatchProgress)
-	return &EtcdClient{client: kc, transport: t, owned: owned}
+	checked := make(chan struct{})
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: t.ServerList, answered: checked, once: &sync.Once{}}, storage.RequestWatchProgress)
+	return &EtcdClient{client: kc, transport: t, owned: owned, checked: checked}
 }
 
 // Close closes a client that DialEtcdClient dialed; the caller of
@@ -132,13 +136,23 @@ func (e *EtcdClient) Serves(t storagebackend.TransportConfig) bool {
 }
 
 // endpointClient names the endpoints of a client, which an in-process
-// client has none of.
+// client has none of, and tells when a status request was answered.
 type endpointClient struct {
 	*clientv3.Client
 	endpoints []string
+	answered  chan struct{}
+	once      *sync.Once
 }
 
 func (c endpointClient) Endpoints() []string { return c.endpoints }
+
+func (c endpointClient) Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error) {
+	resp, err := c.Client.Status(ctx, endpoint)
+	if err == nil {
+		c.once.Do(func() { close(c.answered) })
+	}
+	return resp, err
+}
 
 // NewRawStorage is generic.NewRawStorage on the shared client: the etcd
 // storage of one resource, built as upstream's factory builds it (codec,
