@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/panics"
 )
@@ -85,7 +86,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	px := newProxy(c.routes, s.index, c.Authenticator, c.serviceAccounts)
 	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
-	mux.Handle("/", withRequestMetrics(px))
+	// In-cluster clients of a workspace's service account send no /clusters/.
+	mux.Handle("/", serviceaccount.WithInClusterRewrite(withRequestMetrics(px)))
 	// No timeout filter moves handlers to a goroutine of their own: one
 	// recovery around everything sees every panic.
 	s.handler = panics.WithRecovery(mux)

@@ -1,12 +1,14 @@
 // Package scope knows the kcp user extras that bind an identity to logical
 // clusters: scopes (authentication.kcp.io/scopes), the logical cluster of a
-// service account (authentication.kubernetes.io/cluster-name) and warrants
+// service account (authentication.kcp.io/cluster-name) and warrants
 // (authorization.kcp.io/warrant, alternate identities the user may act as).
 //
 // An identity is in scope in a cluster when every one of its scope values
 // names that cluster and, for a service account, when it belongs to that
-// cluster. Out of scope it counts as a plain authenticated user (or a plain
-// unauthenticated one, if it was not authenticated).
+// cluster. Out of scope it counts, as in kcp, as a plain authenticated user
+// (or a plain unauthenticated one, if it was not authenticated) in the group
+// system:cluster:<cluster> of each cluster it comes from, which another
+// workspace's RBAC can grant.
 //
 // Authentication sets these extras and authorization reads them: both
 // import this package, and neither imports the other.
@@ -15,6 +17,7 @@ package scope
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	kubeserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
@@ -33,8 +36,11 @@ const (
 	WarrantExtraKey = "authorization.kcp.io/warrant"
 	// ServiceAccountClusterExtraKey carries the logical cluster of an
 	// authenticated service account (kcp's key); elsewhere the service
-	// account counts as a plain authenticated user.
-	ServiceAccountClusterExtraKey = "authentication.kubernetes.io/cluster-name"
+	// account counts as a plain authenticated user of that cluster's group.
+	ServiceAccountClusterExtraKey = "authentication.kcp.io/cluster-name"
+	// ClusterGroupPrefix starts the group an identity out of scope has for
+	// each cluster it comes from: system:cluster:<cluster>.
+	ClusterGroupPrefix = "system:cluster:"
 
 	clusterScopePrefix = "cluster:"
 )
@@ -108,15 +114,59 @@ func admits(value string, cluster logicalcluster.Name) bool {
 }
 
 // OutOfScope is what an identity counts as where it is not in scope: an
-// anonymous member of system:authenticated if it was authenticated, of
-// system:unauthenticated otherwise.
+// anonymous member of system:authenticated if it was authenticated (of
+// system:unauthenticated otherwise) and of the group ClusterGroup(c) of each
+// cluster c it comes from (Origins).
 func OutOfScope(u user.Info) user.Info {
+	authenticated := false
 	for _, g := range u.GetGroups() {
 		if g == user.AllAuthenticated {
-			return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllAuthenticated}}
+			authenticated = true
 		}
 	}
-	return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	if !authenticated {
+		return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	}
+	groups := []string{user.AllAuthenticated}
+	for _, c := range Origins(u) {
+		groups = append(groups, ClusterGroup(c))
+	}
+	return &user.DefaultInfo{Name: user.Anonymous, Groups: groups}
+}
+
+// ClusterGroup is the group of identities that come from cluster.
+func ClusterGroup(cluster logicalcluster.Name) string {
+	return ClusterGroupPrefix + string(cluster)
+}
+
+// Origins are the clusters an identity is bound to: a service account's
+// own cluster, and the clusters that every scope value admits. A service
+// account whose scopes exclude its own cluster, like a user whose scopes
+// admit no cluster together, comes from none.
+func Origins(u user.Info) []logicalcluster.Name {
+	var candidates []logicalcluster.Name
+	if IsServiceAccount(u) {
+		if c, ok := ServiceAccountCluster(u); ok {
+			candidates = []logicalcluster.Name{c}
+		}
+	} else {
+		values := u.GetExtra()[ScopeExtraKey]
+		if len(values) == 0 {
+			return nil
+		}
+		for _, s := range strings.Split(values[0], ",") {
+			if name, ok := strings.CutPrefix(strings.TrimSpace(s), clusterScopePrefix); ok && name != "" {
+				candidates = append(candidates, logicalcluster.Name(name))
+			}
+		}
+	}
+	var out []logicalcluster.Name
+	for _, c := range candidates {
+		if InScope(u, c) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Effective returns u in cluster: u itself when in scope, OutOfScope(u)

@@ -50,14 +50,32 @@ func TestInScope(t *testing.T) {
 	}
 }
 
-func TestEffectiveOutOfScopeIsAPlainUser(t *testing.T) {
+// Out of scope an identity is kcp's plain authenticated user in the group
+// system:cluster:<cluster> of each cluster it comes from.
+func TestEffectiveOutOfScopeIsAPlainUserOfItsClusters(t *testing.T) {
 	admin := &user.DefaultInfo{Name: "alice", Groups: []string{"system:kcp:admin", user.AllAuthenticated}, Extra: scoped("cluster:a")}
 	if got := Effective(admin, "a"); got != admin {
 		t.Errorf("in scope: %v, want the user itself", got)
 	}
-	want := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllAuthenticated}}
+	want := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllAuthenticated, "system:cluster:a"}}
 	if got := Effective(admin, "b"); !reflect.DeepEqual(got, want) {
 		t.Errorf("out of scope: %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		name string
+		u    user.Info
+		want []string
+	}{
+		{"service account of a", &user.DefaultInfo{Name: "system:serviceaccount:ns:x", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{ServiceAccountClusterExtraKey: {"a"}}}, []string{user.AllAuthenticated, "system:cluster:a"}},
+		{"alternatives", &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}, Extra: scoped("cluster:a,cluster:c")}, []string{user.AllAuthenticated, "system:cluster:a", "system:cluster:c"}},
+		{"and'ed values keep what all admit", &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}, Extra: scoped("cluster:a,cluster:c", "cluster:c")}, []string{user.AllAuthenticated, "system:cluster:c"}},
+		{"scopes that admit nothing together", &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}, Extra: scoped("cluster:a", "cluster:c")}, []string{user.AllAuthenticated}},
+		{"service account scoped away from its cluster", &user.DefaultInfo{Name: "system:serviceaccount:ns:x", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{ServiceAccountClusterExtraKey: {"a"}, ScopeExtraKey: {"cluster:c"}}}, []string{user.AllAuthenticated}},
+		{"unscoped user", &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}, []string{user.AllAuthenticated}},
+	} {
+		if got := OutOfScope(tc.u).GetGroups(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: groups %v, want %v", tc.name, got, tc.want)
+		}
 	}
 	anon := &user.DefaultInfo{Name: "x", Groups: []string{"system:masters"}, Extra: scoped("cluster:a")}
 	want = &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/applypatch"
 	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
@@ -47,6 +48,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// around it all.
 	chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), gc))
 	chain = clusterpath.WithCluster(c.apiExtensions.wrapHandler(chain), gc.Serializer, c.Informers.kcp.resolvePath)
+	// In-cluster clients of a workspace's service account send no /clusters/.
+	chain = serviceaccount.WithInClusterRewrite(chain)
 	chain = withVirtualWorkspaces(withEmbeddedCache(chain, c.embeddedCache), c.virtualWorkspaces)
 	informers := c.Informers.all()
 	synced := func() bool { return wildcardinformer.Synced(informers...) }

@@ -122,7 +122,8 @@ func NewOptions() *Options {
 	// compact every minute (upstream: 5), so that the memory of deleted
 	// workspaces comes back soon after (--etcd-compaction-interval).
 	cp.Etcd.StorageConfig.CompactionInterval = time.Minute
-	cp.Authentication.ServiceAccounts.Issuers = []string{"https://shardplane.default.svc"}
+	// kcp's issuer, which is also the audience of its clients' TokenRequests.
+	cp.Authentication.ServiceAccounts.Issuers = []string{"https://kcp.default.svc"}
 	tokenGetter := &serviceaccount.TokenGetter{}
 	cp.Authentication.ServiceAccounts.OptionalTokenGetter = tokenGetter.Factory
 	return &Options{

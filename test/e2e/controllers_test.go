@@ -550,7 +550,7 @@ func TestServiceAccountTokenAuthenticatesOnlyInItsCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("SelfSubjectReview: %v", err)
 	}
-	if u := review.Status.UserInfo; u.Username != "system:serviceaccount:team:default" || !containsString(u.Extra["authentication.kubernetes.io/cluster-name"], a.name) {
+	if u := review.Status.UserInfo; u.Username != "system:serviceaccount:team:default" || !containsString(u.Extra[saClusterExtra], a.name) {
 		t.Errorf("user %q extra %v, want the service account of %s", u.Username, u.Extra, a.name)
 	}
 

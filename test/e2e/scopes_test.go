@@ -18,18 +18,18 @@ import (
 )
 
 // saClusterExtra names the logical cluster of a service account (kcp's key).
-const saClusterExtra = "authentication.kubernetes.io/cluster-name"
+const saClusterExtra = "authentication.kcp.io/cluster-name"
 
-// workspaceServiceAccount creates namespace ns in a workspace, waits for
-// its default service account and returns a client with a token of it for
-// any cluster.
-func workspaceServiceAccount(ctx context.Context, t *testing.T, e *wsEnv, w ws, ns string) func(cluster string) kubernetes.Interface {
+// serviceAccountToken creates namespace ns in a workspace, waits for its
+// default service account and returns a bound token of it for audiences
+// (the issuer when none).
+func serviceAccountToken(ctx context.Context, t *testing.T, e *wsEnv, w ws, ns string, audiences ...string) string {
 	t.Helper()
 	admin := e.kube(t, kcpAdmin, w.path())
 	createNamespace(ctx, t, admin, ns)
 	var token string
 	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
-		tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
@@ -38,6 +38,15 @@ func workspaceServiceAccount(ctx context.Context, t *testing.T, e *wsEnv, w ws, 
 		}
 		return nil
 	}, "token of %s/default in %s", ns, w.path())
+	return token
+}
+
+// workspaceServiceAccount creates namespace ns in a workspace, waits for
+// its default service account and returns a client with a token of it for
+// any cluster.
+func workspaceServiceAccount(ctx context.Context, t *testing.T, e *wsEnv, w ws, ns string) func(cluster string) kubernetes.Interface {
+	t.Helper()
+	token := serviceAccountToken(ctx, t, e, w, ns)
 	return func(cluster string) kubernetes.Interface {
 		cfg := rest.AnonymousClientConfig(e.config(t, kcpAdmin, cluster))
 		cfg.BearerToken = token

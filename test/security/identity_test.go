@@ -43,7 +43,7 @@ func TestForgedIdentitiesDoNotCrossWorkspaces(t *testing.T) {
 			{"Impersonate-User", attacker.user, "Impersonate-Group", "system:kcp:logical-cluster-admin"},
 			{"Impersonate-User", attacker.user, "Impersonate-Group", "system:kcp:external-logical-cluster-admin"},
 			{"Impersonate-User", "system:kcp:logical-cluster-admin"},
-			{"Impersonate-User", "system:serviceaccount:default:x", "Impersonate-Extra-Authentication.kubernetes.io%2fcluster-name", victim.cluster.String()},
+			{"Impersonate-User", "system:serviceaccount:default:x", "Impersonate-Extra-Authentication.kcp.io%2fcluster-name", victim.cluster.String()},
 			{"Impersonate-User", victim.user, "Impersonate-Extra-Authentication.kcp.io%2fscopes", "cluster:" + victim.cluster.String()},
 			{"Impersonate-User", attacker.user, "Impersonate-Extra-Authentication.kcp.io%2fcluster-name", victim.cluster.String()},
 			{"Impersonate-User", attacker.user, "Impersonate-Extra-Authorization.kcp.io%2fwarrant", `{"user":"admin","groups":["system:masters"]}`},

@@ -19,7 +19,7 @@ func TestAuthenticatorThatCannotBeBuiltIsAnError(t *testing.T) {
 		"unreadable": {filepath.Join(dir, "missing.pem")},
 		"not a key":  {bad},
 	} {
-		_, err := NewAuthenticator(Options{Issuers: []string{"https://shardplane.default.svc"}, KeyFiles: files, Getter: &TokenGetter{}})
+		_, err := NewAuthenticator(Options{Issuers: []string{"https://kcp.default.svc"}, KeyFiles: files, Getter: &TokenGetter{}})
 		if err == nil || !strings.Contains(err.Error(), files[0]) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, files[0])
 		}
@@ -29,7 +29,7 @@ func TestAuthenticatorThatCannotBeBuiltIsAnError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := NewAuthenticator(Options{Issuers: []string{"https://shardplane.default.svc"}, KeyFiles: []string{key}, Getter: &TokenGetter{}})
+	a, err := NewAuthenticator(Options{Issuers: []string{"https://kcp.default.svc"}, KeyFiles: []string{key}, Getter: &TokenGetter{}})
 	if err != nil || a == nil {
 		t.Fatalf("valid key: %v", err)
 	}

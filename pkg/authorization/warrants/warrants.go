@@ -77,13 +77,21 @@ func (a *Authorizer) authorize(ctx context.Context, attr authorizer.Attributes, 
 
 // outOfScopeReason explains why an identity counted as a plain user.
 func outOfScopeReason(u user.Info) string {
+	as := "a plain authenticated user"
+	if origins := scope.Origins(u); len(origins) > 0 {
+		groups := make([]string, 0, len(origins))
+		for _, c := range origins {
+			groups = append(groups, scope.ClusterGroup(c))
+		}
+		as += " of " + strings.Join(groups, ", ")
+	}
 	if scope.IsServiceAccount(u) {
 		if home, ok := scope.ServiceAccountCluster(u); ok {
-			return fmt.Sprintf("service accounts of logical cluster %q act only in that cluster; here they count as a plain authenticated user", home)
+			return fmt.Sprintf("service accounts of logical cluster %q act only in that cluster; here they count as %s", home, as)
 		}
-		return "service account of another logical cluster; here it counts as a plain authenticated user"
+		return "service account of another logical cluster; here it counts as " + as
 	}
-	return fmt.Sprintf("user %q is scoped to other logical clusters (%s); here it counts as a plain authenticated user", u.GetName(), strings.Join(u.GetExtra()[scope.ScopeExtraKey], ";"))
+	return fmt.Sprintf("user %q is scoped to other logical clusters (%s); here it counts as %s", u.GetName(), strings.Join(u.GetExtra()[scope.ScopeExtraKey], ";"), as)
 }
 
 func joinReasons(a, b string) string {
