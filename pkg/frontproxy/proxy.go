@@ -26,6 +26,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 	"github.com/shardplane/shardplane/pkg/streamrequest"
 )
 
@@ -64,6 +65,9 @@ type proxy struct {
 	// serviceAccounts verifies shard service account tokens, which are
 	// passed on for the shard to authenticate.
 	serviceAccounts *serviceAccountTokens
+	// homeReviews authenticates such a token at its own shard when it is
+	// sent to a workspace on another shard.
+	homeReviews *homeReviews
 	// requests holds one reverse proxy per route that speaks HTTP/1.1 to
 	// the backend over a pool of kept-alive connections, for every request
 	// but the streams: one request, one connection at a time, has fewer
@@ -80,6 +84,9 @@ type proxy struct {
 
 func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
 	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{}}
+	if sa != nil && index != nil {
+		p.homeReviews = newHomeReviews(index)
+	}
 	for _, r := range routes {
 		// Streams (watches, chunked lists, logs: no Content-Length) are
 		// flushed on every write by ReverseProxy itself; a response of
@@ -179,6 +186,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{}, w, req)
 			return
 		}
+		if passToken {
+			if u, passToken, err = p.serviceAccountAt(req, u, target.Shard); err != nil || u == nil {
+				if err != nil {
+					klog.FromContext(req.Context()).V(4).Info("Service account token review failed", "err", err)
+				}
+				responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
+				return
+			}
+		}
 		fwd.shard = target.Shard
 		setShardLabel(req.Context(), target.Shard)
 		fwd.target = withPath(target.BaseURL, target.Cluster.RequestPath()+rest)
@@ -248,6 +264,27 @@ func (p *proxy) authenticate(req *http.Request) (user.Info, bool, error) {
 		return nil, false, nil
 	}
 	return resp.User, false, nil
+}
+
+// serviceAccountAt returns who a service account token is for a request
+// to a workspace on shard, and whether the token is passed on: to its own
+// shard it is (that shard looks the account up); to another, the token's
+// shard reviews it and its answer goes on as the identity, so that it
+// authenticates there too. Nil: not authenticated.
+func (p *proxy) serviceAccountAt(req *http.Request, u user.Info, shard string) (user.Info, bool, error) {
+	home, ok := scope.ServiceAccountCluster(u)
+	if !ok || p.homeReviews == nil {
+		return u, true, nil
+	}
+	if t, result := p.index.Resolve(home.Path()); result == Found && t.Shard == shard {
+		return u, true, nil
+	}
+	token, _ := bearerToken(req)
+	reviewed, ok, err := p.homeReviews.authenticate(req.Context(), token)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return reviewed, false, nil
 }
 
 func bearerToken(req *http.Request) (string, bool) {

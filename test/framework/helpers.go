@@ -38,13 +38,19 @@ func KubeClient(t testing.TB, cfg *rest.Config) kubernetes.Interface {
 // it to user; the test fails if either cannot be created.
 func Grant(ctx context.Context, t testing.TB, kc kubernetes.Interface, name, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
+	GrantTo(ctx, t, kc, name, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}, rules...)
+}
+
+// GrantTo is Grant for any subject: a group, a service account.
+func GrantTo(ctx context.Context, t testing.TB, kc kubernetes.Interface, name string, subject rbacv1.Subject, rules ...rbacv1.PolicyRule) {
+	t.Helper()
 	if _, err := kc.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterRole %s: %v", name, err)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		Subjects:   []rbacv1.Subject{subject},
 	}
 	if _, err := kc.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ClusterRoleBinding %s: %v", name, err)

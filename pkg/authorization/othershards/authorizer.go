@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/shardplane/shardplane/pkg/authorization/warrants"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -21,9 +22,12 @@ import (
 // authorizer. In one it does not host, system:masters and system:kcp:admin
 // may; everyone else needs "access" to the workspace (unless the check is
 // a deep SubjectAccessReview, see workspacecontent.WithDeepSAR) and the
-// permission itself, both by rbac, which holds the replicated RBAC.
+// permission itself, both by rbac, which holds the replicated RBAC, for
+// the user as it counts in that workspace (its scopes and warrants, as the
+// hosting shard's chain applies them: another workspace's service account
+// is a plain user of its cluster's group there).
 func New(chain, rbac authorizer.Authorizer, hosted func(logicalcluster.Name) bool) authorizer.Authorizer {
-	return checks{chain: chain, rbac: rbac, hosted: hosted}
+	return checks{chain: chain, rbac: warrants.New(rbac), hosted: hosted}
 }
 
 // checks judges requests in workspaces other shards host by their

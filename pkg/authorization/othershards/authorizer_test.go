@@ -84,3 +84,32 @@ func TestDeepSARInAnotherShardsWorkspaceNeedsNoAccess(t *testing.T) {
 		t.Errorf("deep SubjectAccessReview: %v, want Allow", got)
 	}
 }
+
+// TestAnotherWorkspacesServiceAccountCountsByItsClusterGroup: the replicated
+// RBAC of the other shard's workspace names a service account and a
+// cluster group; a service account of workspace "consumer" is not the
+// namesake there, only a member of system:cluster:consumer, as on the
+// hosting shard.
+func TestAnotherWorkspacesServiceAccountCountsByItsClusterGroup(t *testing.T) {
+	rbac := fixedAuthorizer(func(a authorizer.Attributes) bool {
+		u := a.GetUser()
+		if u.GetName() == "system:serviceaccount:team:default" {
+			return true
+		}
+		for _, g := range u.GetGroups() {
+			if g == "system:cluster:consumer" && a.GetVerb() == "bind" {
+				return true
+			}
+		}
+		return false
+	})
+	checks := New(fixedAuthorizer(func(authorizer.Attributes) bool { return false }), rbac, func(logicalcluster.Name) bool { return false })
+	sa := &user.DefaultInfo{Name: "system:serviceaccount:team:default", Groups: []string{user.AllAuthenticated}, Extra: map[string][]string{"authentication.kcp.io/cluster-name": {"consumer"}}}
+	ctx := workspacecontent.WithDeepSAR(logicalcluster.WithCluster(context.Background(), "provider"))
+	for verb, want := range map[string]authorizer.Decision{"bind": authorizer.DecisionAllow, "delete": authorizer.DecisionNoOpinion} {
+		got, _, _ := checks.Authorize(ctx, authorizer.AttributesRecord{User: sa, Verb: verb, Resource: "apiexports", ResourceRequest: true})
+		if got != want {
+			t.Errorf("%s by the consumer's service account in the provider: %v, want %v", verb, got, want)
+		}
+	}
+}

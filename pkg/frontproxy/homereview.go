@@ -1,0 +1,97 @@
+package frontproxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+)
+
+// homeReviewTTL is how long an answer of a service account's home shard is
+// reused: a deleted service account's token keeps working elsewhere at
+// most that long (upstream's webhook token cache keeps answers longer).
+const homeReviewTTL = 10 * time.Second
+
+// homeReviews authenticates a service account token at the shard of the
+// token's logical cluster, by a TokenReview there: only that shard can
+// look the service account up. The front-proxy uses it for a token sent
+// to a workspace on another shard, and passes the identity on in request
+// headers.
+type homeReviews struct {
+	index *Index
+	// clients are TokenReview clients by shard base URL.
+	clients sync.Map
+	cached  authenticator.Token
+}
+
+func newHomeReviews(index *Index) *homeReviews {
+	h := &homeReviews{index: index}
+	h.cached = tokencache.New(authenticator.TokenFunc(h.review), false, homeReviewTTL, 0)
+	return h
+}
+
+// authenticate returns the token's user as its home shard sees it; false
+// when the shard does not authenticate it or the index does not know the
+// cluster.
+func (h *homeReviews) authenticate(ctx context.Context, token string) (user.Info, bool, error) {
+	resp, ok, err := h.cached.AuthenticateToken(ctx, token)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return resp.User, true, nil
+}
+
+func (h *homeReviews) review(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	cluster, ok := serviceaccount.TokenCluster(token)
+	if !ok {
+		return nil, false, nil
+	}
+	target, result := h.index.Resolve(cluster.Path())
+	if result != Found || target.Cluster != cluster {
+		return nil, false, nil
+	}
+	client, err := h.client(target.BaseURL.String())
+	if err != nil {
+		return nil, false, err
+	}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	out := &authenticationv1.TokenReview{}
+	err = client.AuthenticationV1().RESTClient().Post().AbsPath(cluster.RequestPath(), "apis/authentication.k8s.io/v1/tokenreviews").
+		Body(review).Do(ctx).Into(out)
+	if err != nil {
+		return nil, false, fmt.Errorf("token review at shard %s: %w", target.Shard, err)
+	}
+	if !out.Status.Authenticated {
+		return nil, false, nil
+	}
+	u := out.Status.User
+	extra := map[string][]string{}
+	for k, v := range u.Extra {
+		extra[k] = v
+	}
+	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}}, true, nil
+}
+
+func (h *homeReviews) client(baseURL string) (kubernetes.Interface, error) {
+	if c, ok := h.clients.Load(baseURL); ok {
+		return c.(kubernetes.Interface), nil
+	}
+	cfg, err := h.index.shardConfig(baseURL)
+	if err != nil {
+		return nil, err
+	}
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := h.clients.LoadOrStore(baseURL, c)
+	return actual.(kubernetes.Interface), nil
+}
