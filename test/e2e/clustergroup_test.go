@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +103,32 @@ func TestOtherWorkspacesIdentitiesBindByTheirClusterGroup(t *testing.T) {
 			})
 			bindClusterRole(ctx, t, providerAdmin, "bind-apiexport", "bind-apiexport", rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:cluster:" + consumer.cluster()})
 			eventuallyAllowed(ctx, t, identity+" binds with its cluster's group granted", bind)
-
+			if identity == "ServiceAccount" {
+				// A SubjectAccessReview in the provider for it: denied
+				// without access to the provider, allowed as kcp's deep
+				// review, which the bind check is.
+				spec := authorizationv1.SubjectAccessReviewSpec{
+					User: "system:serviceaccount:default-sa:default", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default-sa", "system:authenticated"},
+					Extra:              map[string]authorizationv1.ExtraValue{saClusterExtra: {consumer.cluster()}},
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "bind", Group: apisv1alpha2.SchemeGroupVersion.Group, Resource: "apiexports", Name: "today-widgets"},
+				}
+				review, err := providerAdmin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+				if err != nil || review.Status.Allowed || !strings.Contains(review.Status.Reason, "system:cluster:"+consumer.cluster()) {
+					t.Errorf("SubjectAccessReview in the provider for the consumer's service account: %+v, %v; want denied as a plain user of its cluster's group", review.Status, err)
+				}
+				deep := e.config(t, kcpAdmin, provider.path())
+				deep.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+					return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+						req = req.Clone(req.Context())
+						req.Header.Set("X-Kcp-Internal-Deep-SubjectAccessReview", "true")
+						return rt.RoundTrip(req)
+					})
+				}
+				review, err = newKubeClient(t, deep).AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+				if err != nil || !review.Status.Allowed {
+					t.Errorf("deep SubjectAccessReview in the provider for the consumer's service account: %+v, %v; want allowed", review.Status, err)
+				}
+			}
 			framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
 				groups, err := newKubeClient(t, cfg).Discovery().ServerGroups()
 				if err != nil {
@@ -164,3 +191,7 @@ func TestServiceAccountTokensCarryKCPsClusterAndServeInCluster(t *testing.T) {
 		return nil
 	})
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
