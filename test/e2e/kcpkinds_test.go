@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +21,7 @@ import (
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/test/framework"
 )
 
 var shardsGVR = corev1alpha1.SchemeGroupVersion.WithResource("shards")
@@ -42,7 +46,9 @@ func orgWithAdmin(ctx context.Context, t *testing.T, e *wsEnv, prefix, user stri
 // TestWorkspaceAdminCannotForgeStatusOfKCPKinds: a workspace's
 // cluster-admin tries to mark their workspace Ready, drop its initializers
 // and fake conditions of their child Workspace, of a WorkspaceType and of
-// the Shard; the status of kcp's kinds is written only by the system.
+// the Shard; the status of kcp's kinds is written only by the system (kcp
+// lets a workspace's RBAC decide for LogicalClusters and WorkspaceTypes: we
+// are stricter), and by kcp-admin within kcp's rules.
 func TestWorkspaceAdminCannotForgeStatusOfKCPKinds(t *testing.T) {
 	t.Parallel()
 	e := sharedWorkspaceEnv(t)
@@ -85,10 +91,11 @@ func TestWorkspaceAdminCannotForgeStatusOfKCPKinds(t *testing.T) {
 	err = user.patchStatus(ctx, org.path(), workspaceTypesGVR, wtName, `{"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
 	requireAPIError(t, err, 403, attacker+": PATCH status of WorkspaceType "+wtName, "written only by the system")
 
-	// kcp-admin is cluster-admin everywhere, but not the system.
+	// kcp-admin writes a LogicalCluster's status only as kcp lets it, and
+	// never a Shard's.
 	kcp := e.kcp(t, kcpAdmin)
-	err = kcp.patchStatus(ctx, child.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, `{"status":{"phase":"Unavailable"}}`)
-	requireAPIError(t, err, 403, "kcp-admin: PATCH status of LogicalCluster "+child.cluster(), "written only by the system")
+	err = kcp.patchStatus(ctx, child.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, `{"status":{"phase":"Scheduling"}}`)
+	requireAPIError(t, err, 403, "kcp-admin: PATCH status of LogicalCluster "+child.cluster()+" back to Scheduling", `cannot transition from "Ready" to "Scheduling"`)
 	err = kcp.patchStatus(ctx, "root", shardsGVR, corev1alpha1.RootShard, `{"status":{"capacity":{"cpu":"1"}}}`)
 	requireAPIError(t, err, 403, "kcp-admin: PATCH status of Shard root", "written only by the system")
 
@@ -96,6 +103,59 @@ func TestWorkspaceAdminCannotForgeStatusOfKCPKinds(t *testing.T) {
 	lc := getLogicalCluster(ctx, t, kcp, child.cluster())
 	if lc.Status.Phase != corev1alpha1.LogicalClusterPhaseReady || len(lc.Status.Initializers) != 0 {
 		t.Errorf("LogicalCluster %s: phase %q initializers %v after the forgeries, want Ready without initializers", child.cluster(), lc.Status.Phase, lc.Status.Initializers)
+	}
+}
+
+// TestKCPAdminWritesStatusWhereKCPLetsIt: kcp-admin sets conditions of a
+// WorkspaceType and, as kcp's tests do, takes an initializer off a
+// workspace's LogicalCluster, which then turns Ready; adding one is refused
+// in kcp's words.
+func TestKCPAdminWritesStatusWhereKCPLetsIt(t *testing.T) {
+	t.Parallel()
+	e := sharedWorkspaceEnv(t)
+	ctx := testContext(t)
+	kcp := e.kcp(t, kcpAdmin)
+	org := e.readyOrg(ctx, t, "adminstatus")
+	wtName := uniqueName("init")
+	createWorkspaceType(ctx, t, kcp, org.path(), wtName, tenancyv1alpha1.WorkspaceTypeSpec{
+		Initializer: true,
+		Extend:      tenancyv1alpha1.WorkspaceTypeExtension{With: []tenancyv1alpha1.WorkspaceTypeReference{{Name: "universal", Path: "root"}}},
+	})
+	eventuallyAllowed(ctx, t, "kcp-admin: PATCH status of WorkspaceType "+wtName, func(ctx context.Context) error {
+		return kcp.patchStatus(ctx, org.path(), workspaceTypesGVR, wtName, `{"status":{"conditions":[{"type":"Example","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	})
+
+	child := createWorkspace(ctx, t, kcp, org.path(), "initializing", &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.WorkspaceTypeName(wtName), Path: org.path()})
+	child = waitForPhase(t, kcp, child, corev1alpha1.LogicalClusterPhaseInitializing)
+	own := corev1alpha1.LogicalClusterInitializer(org.cluster() + ":" + wtName)
+	var lc *corev1alpha1.LogicalCluster
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		lc = getLogicalCluster(ctx, t, kcp, child.cluster())
+		if !slices.Contains(lc.Status.Initializers, own) {
+			return fmt.Errorf("initializers %v, want %s among them", lc.Status.Initializers, own)
+		}
+		return nil
+	}, "the type's initializer on %s", child.path())
+
+	grown, _ := json.Marshal(append(append([]corev1alpha1.LogicalClusterInitializer(nil), lc.Status.Initializers...), "root:forged"))
+	err := kcp.patchStatus(ctx, child.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, `{"status":{"initializers":`+string(grown)+`}}`)
+	requireAPIError(t, err, 403, "kcp-admin adds an initializer", "status.initializers must not grow")
+
+	var left []corev1alpha1.LogicalClusterInitializer
+	for _, i := range lc.Status.Initializers {
+		if i != own {
+			left = append(left, i)
+		}
+	}
+	rest, _ := json.Marshal(left)
+	if left == nil {
+		rest = []byte("[]")
+	}
+	if err := kcp.patchStatus(ctx, child.cluster(), logicalClustersGVR, corev1alpha1.LogicalClusterName, `{"status":{"initializers":`+string(rest)+`}}`); err != nil {
+		t.Fatalf("kcp-admin takes initializer %s off %s: %v", own, child.path(), err)
+	}
+	if len(left) == 0 {
+		waitForPhase(t, kcp, child, corev1alpha1.LogicalClusterPhaseReady)
 	}
 }
 

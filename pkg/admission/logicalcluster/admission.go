@@ -6,7 +6,9 @@
 // deletion finalizer, ...) are changed only by system:masters and
 // system:kcp:logical-cluster-admin. Only they create LogicalClusters, and
 // only they delete one that is not spec.directlyDeletable. The status is
-// guarded by the systemstatus plugin.
+// guarded by the systemstatus plugin; what kcp-admin may write of it is
+// kcp's rule: initializers only ever shrink, once set, and the phase never
+// goes back.
 package logicalcluster
 
 import (
@@ -16,6 +18,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/shardplane/shardplane/pkg/admission/systemstatus"
@@ -37,11 +40,28 @@ func New() *Plugin {
 // users outside the system.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	gr := a.GetResource().GroupResource()
-	if gr != corev1alpha1.Resource("logicalclusters") || a.GetSubresource() != "" || systemstatus.IsSystem(a.GetUserInfo()) {
+	if gr != corev1alpha1.Resource("logicalclusters") || systemstatus.IsSystem(a.GetUserInfo()) {
 		return nil
 	}
 	forbidden := func(format string, args ...any) error {
 		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf(format, args...))
+	}
+	if a.GetSubresource() == "status" {
+		// Others than kcp-admin are refused by the systemstatus plugin.
+		if !systemstatus.IsKCPAdmin(a.GetUserInfo()) {
+			return nil
+		}
+		lc, ok := a.GetObject().(*corev1alpha1.LogicalCluster)
+		old, oldOK := a.GetOldObject().(*corev1alpha1.LogicalCluster)
+		if ok && oldOK && a.GetOperation() == admission.Update {
+			if msg := statusChange(old, lc); msg != "" {
+				return forbidden("%s", msg)
+			}
+		}
+		return nil
+	}
+	if a.GetSubresource() != "" {
+		return nil
 	}
 	switch a.GetOperation() {
 	case admission.Create:
@@ -78,6 +98,36 @@ func systemFieldChange(old, lc *corev1alpha1.LogicalCluster) string {
 		return "finalizers of kcp.io and its subdomains are managed by the system"
 	}
 	return ""
+}
+
+// phaseOrder is kcp's order of the phases a status write may only advance
+// through; phases outside it rank lowest, as in kcp.
+var phaseOrder = map[corev1alpha1.LogicalClusterPhaseType]int{
+	"": 1, corev1alpha1.LogicalClusterPhaseScheduling: 2, corev1alpha1.LogicalClusterPhaseInitializing: 3, corev1alpha1.LogicalClusterPhaseReady: 4,
+}
+
+// statusChange says why a status write from old to lc breaks kcp's rules
+// for LogicalClusters, or "" when it keeps them.
+func statusChange(old, lc *corev1alpha1.LogicalCluster) string {
+	oldInit, newInit := initializerSet(old.Status.Initializers), initializerSet(lc.Status.Initializers)
+	toInitializing := old.Status.Phase != corev1alpha1.LogicalClusterPhaseInitializing && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing
+	switch {
+	case toInitializing && !initializerSet(lc.Spec.Initializers).Equal(newInit):
+		return "status.initializers do not equal spec.initializers"
+	case !toInitializing && lc.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing && !oldInit.IsSuperset(newInit):
+		return "status.initializers must not grow"
+	case lc.Status.Phase != corev1alpha1.LogicalClusterPhaseInitializing && !oldInit.Equal(newInit):
+		return "status.initializers is immutable after initialization"
+	case old.Status.Phase == corev1alpha1.LogicalClusterPhaseInitializing && lc.Status.Phase != corev1alpha1.LogicalClusterPhaseInitializing && len(lc.Status.Initializers) > 0:
+		return "status.initializers is not empty"
+	case phaseOrder[old.Status.Phase] > phaseOrder[lc.Status.Phase]:
+		return fmt.Sprintf("cannot transition from %q to %q", old.Status.Phase, lc.Status.Phase)
+	}
+	return ""
+}
+
+func initializerSet(list []corev1alpha1.LogicalClusterInitializer) sets.Set[corev1alpha1.LogicalClusterInitializer] {
+	return sets.New(list...)
 }
 
 // changedSystemAnnotation returns a system annotation that was added,

@@ -2,6 +2,7 @@ package logicalcluster
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,4 +124,34 @@ func attributes(obj, old *corev1alpha1.LogicalCluster, op admission.Operation, u
 	}
 	return admission.NewAttributesRecord(o, oo, corev1alpha1.SchemeGroupVersion.WithKind("LogicalCluster"), "", corev1alpha1.LogicalClusterName,
 		corev1alpha1.SchemeGroupVersion.WithResource("logicalclusters"), "", op, nil, false, u)
+}
+
+// TestStatusWritesKeepKCPsRules: what kcp's logicalcluster admission lets a
+// status write by others than the system do.
+func TestStatusWritesKeepKCPsRules(t *testing.T) {
+	lc := func(phase corev1alpha1.LogicalClusterPhaseType, spec []corev1alpha1.LogicalClusterInitializer, status ...corev1alpha1.LogicalClusterInitializer) *corev1alpha1.LogicalCluster {
+		return &corev1alpha1.LogicalCluster{Spec: corev1alpha1.LogicalClusterSpec{Initializers: spec}, Status: corev1alpha1.LogicalClusterStatus{Phase: phase, Initializers: status}}
+	}
+	spec := []corev1alpha1.LogicalClusterInitializer{"a", "b"}
+	for _, tc := range []struct {
+		name     string
+		old, new *corev1alpha1.LogicalCluster
+		want     string
+	}{
+		{"an initializer removes itself", lc("Initializing", spec, "a", "b"), lc("Initializing", spec, "b"), ""},
+		{"initializers must not grow", lc("Initializing", spec, "b"), lc("Initializing", spec, "a", "b"), "must not grow"},
+		{"the last one leaves in the write that makes it Ready", lc("Initializing", spec, "b"), lc("Ready", spec), "immutable after initialization"},
+		{"the last one leaves", lc("Initializing", spec, "b"), lc("Initializing", spec), ""},
+		{"Ready with initializers left", lc("Initializing", spec, "b"), lc("Ready", spec, "b"), "is not empty"},
+		{"to Initializing with the spec's initializers", lc("Scheduling", spec), lc("Initializing", spec, "a", "b"), ""},
+		{"to Initializing with others", lc("Scheduling", spec), lc("Initializing", spec, "a"), "do not equal spec.initializers"},
+		{"immutable after initialization", lc("Ready", spec), lc("Ready", spec, "a"), "immutable after initialization"},
+		{"no way back", lc("Ready", spec), lc("Initializing", spec, "a", "b"), `cannot transition from "Ready" to "Initializing"`},
+		{"conditions only", lc("Ready", spec), lc("Ready", spec), ""},
+	} {
+		got := statusChange(tc.old, tc.new)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
 }

@@ -3,13 +3,16 @@
 // says what the system observed (phase, initializers, conditions), so only
 // system:masters (the shard's loopback controllers among them) and
 // system:kcp:logical-cluster-admin (the scheduler of another shard) may
-// write it. A workspace's cluster-admin, and kcp-admin, who is cluster-admin
-// everywhere but not the system (as in kcp), get 403.
+// write it; kcp-admin (system:kcp:admin) may too for WorkspaceTypes and
+// LogicalClusters, as kcp lets it (within the rules of package
+// logicalcluster). A workspace's cluster-admin gets 403: kcp lets its RBAC
+// decide, we are stricter.
 package systemstatus
 
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +34,12 @@ var guarded = map[schema.GroupResource]bool{
 
 // systemGroups are the groups of the identities that write status.
 var systemGroups = []string{user.SystemPrivilegedGroup, identities.LogicalClusterAdminGroup}
+
+// adminWritable are the guarded resources whose status kcp-admin writes too.
+var adminWritable = map[schema.GroupResource]bool{
+	corev1alpha1.Resource("logicalclusters"):   true,
+	tenancyv1alpha1.Resource("workspacetypes"): true,
+}
 
 // Plugin refuses status writes of kcp's kinds by anyone but the system.
 type Plugin struct{ *admission.Handler }
@@ -55,11 +64,19 @@ func IsSystem(u user.Info) bool {
 	return false
 }
 
+// IsKCPAdmin tells whether u is kcp-admin (group system:kcp:admin).
+func IsKCPAdmin(u user.Info) bool {
+	return slices.Contains(u.GetGroups(), identities.KCPAdminGroup)
+}
+
 // Validate refuses updates (PUT, PATCH, apply) of the status subresource of
 // a guarded resource by users outside the system.
 func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	gr := a.GetResource().GroupResource()
 	if a.GetSubresource() != "status" || !guarded[gr] || IsSystem(a.GetUserInfo()) {
+		return nil
+	}
+	if adminWritable[gr] && IsKCPAdmin(a.GetUserInfo()) {
 		return nil
 	}
 	return apierrors.NewForbidden(gr, a.GetName(),
