@@ -1,5 +1,6 @@
 // Command virtual-workspaces serves the virtual workspaces of one shard
-// (the APIExport view, initializing and terminating workspaces) as its own
+// (the APIExport and APIResourceSchema views, initializing and terminating
+// workspaces) as its own
 // process; a shard serves the same views in-process unless started with
 // --run-virtual-workspaces=false.
 package main
