@@ -67,7 +67,7 @@ func NewClusterAuthenticator(issuers []string, keys kubeserviceaccount.PublicKey
 
 // AuthenticateToken implements authenticator.Token.
 func (a *ClusterAuthenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	cluster, ok := tokenCluster(token)
+	cluster, ok := TokenCluster(token)
 	if !ok {
 		return nil, false, nil
 	}
@@ -88,9 +88,9 @@ func (a *ClusterAuthenticator) AuthenticateToken(ctx context.Context, token stri
 	return resp, true, nil
 }
 
-// tokenCluster reads ClusterClaim from a JWT without verifying it; the
-// delegate verifies the token.
-func tokenCluster(token string) (logicalcluster.Name, bool) {
+// TokenCluster reads ClusterClaim from a JWT without verifying it, only
+// to find the cluster whose shard verifies the token.
+func TokenCluster(token string) (logicalcluster.Name, bool) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return "", false

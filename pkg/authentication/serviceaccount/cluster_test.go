@@ -66,7 +66,7 @@ func TestTokensAuthenticateAgainstTheServiceAccountOfTheirCluster(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := tokenCluster(token); !ok || c != "a" {
+	if c, ok := TokenCluster(token); !ok || c != "a" {
 		t.Fatalf("token cluster = %q, %v; want a", c, ok)
 	}
 

@@ -46,9 +46,9 @@ func FuzzClusterAuthenticator(f *testing.F) {
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:default:a"}}, true, nil
 		})}
 		resp, ok, err := a.AuthenticateToken(context.Background(), token)
-		cluster, hasClaim := tokenCluster(token)
+		cluster, hasClaim := TokenCluster(token)
 		if hasClaim && cluster == "" {
-			t.Fatalf("tokenCluster(%q) found an empty cluster", token)
+			t.Fatalf("TokenCluster(%q) found an empty cluster", token)
 		}
 		if !ok {
 			if reached != "" && err == nil {

@@ -49,7 +49,7 @@ func TestLegacyTokensAuthenticateAgainstTheSecretOfTheirCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := tokenCluster(token); !ok || c != "a" {
+	if c, ok := TokenCluster(token); !ok || c != "a" {
 		t.Fatalf("legacy token cluster = %q, %v; want a", c, ok)
 	}
 	secretA.Data = map[string][]byte{"token": []byte(token)}
