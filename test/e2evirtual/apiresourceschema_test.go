@@ -2,11 +2,14 @@ package e2evirtual
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +24,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 	"github.com/shardplane/shardplane/pkg/system"
 	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/test/framework"
@@ -30,10 +34,11 @@ import (
 // test/e2e/virtual/apiresourceschema tests do (Discovery, Access,
 // ReadOnly, MultipleBindings, Authorization), on one set of workspaces
 // spread over both shards. kcp's tests reach the root shard's view
-// directly as system:masters; here a consumer's view is its shard's
-// server, reached through the front-proxy's /shards/<shard>/ route as
-// kcp-admin (the front-proxy strips system:masters): only the consumer's
-// shard knows its bindings, in kcp too.
+// directly as system:masters (its service account too); here a
+// consumer's view is its shard's server, reached through the
+// front-proxy's /shards/<shard>/ route as kcp-admin (the front-proxy
+// strips system:masters): only the consumer's shard knows its bindings,
+// in kcp too.
 func TestAPIResourceSchemaView(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -153,20 +158,36 @@ func TestAPIResourceSchemaView(t *testing.T) {
 	})
 
 	t.Run("Authorization", func(t *testing.T) {
-		// kcp's test uses a service account of the provider's workspace,
-		// bound in the consumer by kcp's global name
-		// (system:kcp:serviceaccount:<cluster>:<namespace>:<name>). A
-		// service account token is passed by the front-proxy to the views'
-		// process, which cannot authenticate it, and the global name is not
-		// resolved by the project's RBAC: a token user stands in for it.
-		const reader = "user-3"
-		vc := kcpClient(t, schemaView(t, sys.UserConfig(t, reader, ""), system.ShardName(1), a))
-		_, err := listSchemas(ctx, vc, a)
+		// A service account of the first provider's workspace (root)
+		// reads the schemas of A (shard-1) through A's shard's view.
+		providerKube := kubeClient(t, sys.AdminConfig(t, string(providers[0])))
+		sa, err := providerKube.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{GenerateName: "provider-operator-"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create a service account in the provider's workspace: %v", err)
+		}
+		var token string
+		framework.Eventually(t, func(ctx context.Context) error {
+			tr, err := providerKube.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			if token = tr.Status.Token; token == "" {
+				return errors.New("empty token")
+			}
+			return nil
+		}, "token of %s", sa.Name)
+		saConfig := rest.AnonymousClientConfig(sys.AdminConfig(t, ""))
+		saConfig.BearerToken = token
+		vc := kcpClient(t, schemaView(t, saConfig, system.ShardName(1), a))
+
+		_, err = listSchemas(ctx, vc, a)
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "user needs permission to read apibindings") {
 			t.Fatalf("list without permission to read apibindings: want Forbidden for want of apibindings, got %v", err)
 		}
-		framework.Grant(ctx, t, kubeClient(t, sys.AdminConfig(t, string(a))), "apibinding-reader", reader,
-			// Workspace access: the view's review is an ordinary one.
+		// kcp's global name of the service account, as RBAC names it.
+		global := scope.GlobalServiceAccountName(providers[0], "system:serviceaccount:default:"+sa.Name)
+		framework.Grant(ctx, t, kubeClient(t, sys.AdminConfig(t, string(a))), "apibinding-reader", global,
+			// Workspace access, required for a foreign service account.
 			rbacv1.PolicyRule{NonResourceURLs: []string{"/"}, Verbs: []string{"access"}},
 			rbacv1.PolicyRule{APIGroups: []string{apisv1alpha2.SchemeGroupVersion.Group}, Resources: []string{"apibindings"}, Verbs: []string{"get", "list", "watch"}},
 		)
@@ -175,14 +196,14 @@ func TestAPIResourceSchemaView(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !got.Has(schemaNames[1]) {
-				return fmt.Errorf("schemas %v, want %s among them", sets.List(got), schemaNames[1])
+			if !got.Has(schemaNames[0]) {
+				return fmt.Errorf("schemas %v, want %s among them", sets.List(got), schemaNames[0])
 			}
 			return nil
-		}, "the reader lists the schemas of A after the grant")
+		}, "the provider's service account lists the schemas of A after the grant")
 		got := &apisv1alpha1.APIResourceSchema{}
-		if err := vc.Get(ctx, a, kcpclient.APIResourceSchemas, schemaNames[1], got); err != nil || got.Name != schemaNames[1] {
-			t.Fatalf("the reader gets %s: %v", schemaNames[1], err)
+		if err := vc.Get(ctx, a, kcpclient.APIResourceSchemas, schemaNames[0], got); err != nil || got.Name != schemaNames[0] {
+			t.Fatalf("the provider's service account gets %s: %v", schemaNames[0], err)
 		}
 	})
 }
