@@ -1,7 +1,7 @@
 // Command virtual-workspaces serves the virtual workspaces of one shard
-// (the APIExport view, initializing and terminating workspaces) as its own
-// process; a shard serves the same views in-process unless started with
-// --run-virtual-workspaces=false.
+// (the APIExport and APIResourceSchema views, initializing and terminating
+// workspaces) as its own process; a shard serves the same views in-process
+// unless started with --run-virtual-workspaces=false.
 package main
 
 import (

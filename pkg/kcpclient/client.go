@@ -28,6 +28,8 @@ var (
 	WorkspaceTypes  = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspacetypes")
 	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
 	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
+	// APIResourceSchemas are served in apis.kcp.io/v1alpha1 only.
+	APIResourceSchemas = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
 )
 
 // Client addresses objects by logical cluster, resource and name.

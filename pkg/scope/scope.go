@@ -42,6 +42,12 @@ const (
 	// each cluster it comes from: system:cluster:<cluster>.
 	ClusterGroupPrefix = "system:cluster:"
 
+	// GlobalServiceAccountPrefix starts kcp's global name of a service
+	// account, which names its logical cluster:
+	// system:kcp:serviceaccount:<cluster>:<namespace>:<name>. No
+	// authenticator issues it; RBAC subjects name it.
+	GlobalServiceAccountPrefix = "system:kcp:serviceaccount:"
+
 	clusterScopePrefix = "cluster:"
 )
 
@@ -74,6 +80,38 @@ func ServiceAccountCluster(u user.Info) (logicalcluster.Name, bool) {
 		return "", false
 	}
 	return logicalcluster.Name(v[0]), true
+}
+
+// GlobalServiceAccountName is the global name of the service account
+// named saUser (system:serviceaccount:<namespace>:<name>) of cluster.
+func GlobalServiceAccountName(cluster logicalcluster.Name, saUser string) string {
+	return GlobalServiceAccountPrefix + string(cluster) + ":" + strings.TrimPrefix(saUser, kubeserviceaccount.ServiceAccountUsernamePrefix)
+}
+
+// GlobalServiceAccount returns the identity a service account has besides
+// its own in every logical cluster, kcp's GlobalServiceAccount feature (on
+// by default there): its global name, system:authenticated when it was
+// authenticated, and its scopes, which keep applying. False for other
+// users and for service accounts without a logical cluster.
+func GlobalServiceAccount(u user.Info) (user.Info, bool) {
+	if u == nil || !IsServiceAccount(u) {
+		return nil, false
+	}
+	home, ok := ServiceAccountCluster(u)
+	if !ok {
+		return nil, false
+	}
+	global := &user.DefaultInfo{Name: GlobalServiceAccountName(home, u.GetName())}
+	for _, g := range u.GetGroups() {
+		if g == user.AllAuthenticated {
+			global.Groups = []string{user.AllAuthenticated}
+			break
+		}
+	}
+	if scopes, ok := u.GetExtra()[ScopeExtraKey]; ok {
+		global.Extra = map[string][]string{ScopeExtraKey: scopes}
+	}
+	return global, true
 }
 
 // IsForeign tells whether service account u belongs to a cluster other than

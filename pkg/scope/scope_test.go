@@ -147,3 +147,20 @@ func TestScopeToScopesTheUserAndItsWarrants(t *testing.T) {
 		t.Errorf("nested warrant not scoped to b: %v", nested)
 	}
 }
+
+func TestGlobalServiceAccountNamesTheClusterAndKeepsOnlyScopes(t *testing.T) {
+	account := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Groups: []string{user.AllAuthenticated, "system:serviceaccounts", "system:serviceaccounts:ns"},
+		Extra: map[string][]string{ServiceAccountClusterExtraKey: {"home"}, ScopeExtraKey: {"cluster:home"}, WarrantExtraKey: {`{"user":"bob"}`}}}
+	g, ok := GlobalServiceAccount(account)
+	if !ok || g.GetName() != "system:kcp:serviceaccount:home:ns:sa" || len(g.GetGroups()) != 1 || g.GetGroups()[0] != user.AllAuthenticated {
+		t.Fatalf("global identity %+v, %v", g, ok)
+	}
+	if len(g.GetExtra()) != 1 || g.GetExtra()[ScopeExtraKey][0] != "cluster:home" {
+		t.Errorf("extra %v, want the scopes only", g.GetExtra())
+	}
+	for _, u := range []user.Info{&user.DefaultInfo{Name: "system:serviceaccount:ns:sa"}, &user.DefaultInfo{Name: "alice", Extra: map[string][]string{ServiceAccountClusterExtraKey: {"home"}}}} {
+		if _, ok := GlobalServiceAccount(u); ok {
+			t.Errorf("%+v has a global identity", u)
+		}
+	}
+}

@@ -8,8 +8,9 @@ import (
 // TestCacheServerAndViewsRefuseTenants: a tenant reaches neither the cache
 // server (directly, or through the front-proxy) nor another tenant's
 // workspace through the virtual workspaces — the APIExport view of an
-// export in the victim's workspace, or the initializing and terminating
-// views of a type there — nor learns the victim's objects from them.
+// export in the victim's workspace, the schemas the victim binds, or the
+// initializing and terminating views of a type there — nor learns the
+// victim's objects from them.
 func TestCacheServerAndViewsRefuseTenants(t *testing.T) {
 	ctx := testContext(t)
 	a, b := twoTenants(t)
@@ -35,6 +36,8 @@ func TestCacheServerAndViewsRefuseTenants(t *testing.T) {
 			"/services/initializingworkspaces/" + b.cluster.String() + ":anything/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
 			"/services/terminatingworkspaces/" + b.cluster.String() + ":anything/clusters/" + b.cluster.String() + "/api/v1/namespaces/default/configmaps",
 			"/shards/" + b.shard + "/services/apiexport/" + b.cluster.String() + "/anything/clusters/*/api/v1/configmaps",
+			"/services/apiresourceschema/" + b.cluster.String() + "/clusters/*/apis/apis.kcp.io/v1alpha1/apiresourceschemas",
+			"/shards/" + b.shard + "/services/apiresourceschema/" + b.cluster.String() + "/clusters/" + b.cluster.String() + "/apis",
 		} {
 			probes = append(probes, probe{what: "tenant uses a view into another tenant", method: http.MethodGet, base: base, path: path, header: bearer(token), victim: b, expect: refused})
 		}

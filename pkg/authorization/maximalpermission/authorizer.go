@@ -19,9 +19,7 @@ package maximalpermission
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	kubeserviceaccount "k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
@@ -37,11 +35,6 @@ const (
 	// grants meant as a policy for consumers never mix with the grants of
 	// the export's own workspace.
 	Prefix = apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix
-
-	// globalServiceAccountPrefix names a service account together with its
-	// logical cluster, as kcp does: a policy grants one consumer's service
-	// account, not every service account of that namespace and name.
-	globalServiceAccountPrefix = "system:kcp:serviceaccount:"
 )
 
 // BindingsFor returns the APIBindings of cluster whose status.boundResources
@@ -173,7 +166,7 @@ func PrefixedUser(u user.Info, cluster logicalcluster.Name) user.Info {
 		if !ok {
 			home = cluster
 		}
-		name = globalServiceAccountPrefix + string(home) + ":" + strings.TrimPrefix(name, kubeserviceaccount.ServiceAccountUsernamePrefix)
+		name = scope.GlobalServiceAccountName(home, name)
 	}
 	groups := make([]string, 0, len(u.GetGroups()))
 	for _, g := range u.GetGroups() {

@@ -1,8 +1,9 @@
 // Package warrants evaluates scopes and warrants around an authorizer: the
 // requester counts as itself only in the logical clusters it is scoped to
 // (a plain authenticated user elsewhere, see package scope), and a request
-// is allowed when the requester or one of its warrants, each scoped the same
-// way, is allowed.
+// is allowed when the requester, its global service account name (kcp's
+// GlobalServiceAccount, see scope.GlobalServiceAccount) or one of its
+// warrants, each scoped the same way, is allowed.
 package warrants
 
 import (
@@ -48,6 +49,12 @@ func (a *Authorizer) authorize(ctx context.Context, attr authorizer.Attributes, 
 	decision, reason, err := a.Delegate.Authorize(ctx, withUser{attr, scope.Effective(u, cluster)})
 	if decision == authorizer.DecisionAllow {
 		return decision, reason, err
+	}
+	// A service account is also its global name, in any cluster.
+	if global, ok := scope.GlobalServiceAccount(u); ok && scope.InScope(global, cluster) {
+		if d, r, e := a.Delegate.Authorize(ctx, withUser{attr, global}); d == authorizer.DecisionAllow {
+			return d, r, e
+		}
 	}
 	if !scope.InScope(u, cluster) {
 		reason = joinReasons(reason, outOfScopeReason(u))
@@ -144,6 +151,13 @@ func (r *RuleResolver) collect(ctx context.Context, u user.Info, namespace strin
 		return err
 	}
 	rules.add(resource, nonResource, incomplete)
+	if global, ok := scope.GlobalServiceAccount(u); ok && scope.InScope(global, cluster) {
+		resource, nonResource, incomplete, err := r.Delegate.RulesFor(ctx, global, namespace)
+		if err != nil {
+			return err
+		}
+		rules.add(resource, nonResource, incomplete)
+	}
 	if depth >= maxDepth {
 		return nil
 	}

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilsets "k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	"k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -99,12 +101,6 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	// The front-proxy's certificate is verified once per connection.
-	gc.Authentication.Authenticator = proxyauth.Prepend(authConfig.RequestHeaderConfig, gc.Authentication.APIAudiences, authn)
-	gc.Authorization.Authorizer = pathAuthorizer{}
-	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
-	gc.LongRunningFunc = longRunning
-	gc.BuildHandlerChainFunc = buildHandlerChain
 
 	shard, err := loadKubeconfig(o.Kubeconfig, o.Context)
 	if err != nil {
@@ -116,6 +112,20 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 			return nil, fmt.Errorf("--external-logical-cluster-admin-kubeconfig: %w", err)
 		}
 	}
+	// Service account tokens, which the front-proxy passes on, are
+	// verified by the shard of their workspace.
+	saTokens, err := newServiceAccountTokenReviews(authzConfig)
+	if err != nil {
+		return nil, err
+	}
+	authn = union.New(bearertoken.New(saTokens), authn)
+	// The front-proxy's certificate is verified once per connection.
+	gc.Authentication.Authenticator = proxyauth.Prepend(authConfig.RequestHeaderConfig, gc.Authentication.APIAudiences, authn)
+	gc.Authorization.Authorizer = pathAuthorizer{}
+	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
+	gc.LongRunningFunc = longRunning
+	gc.BuildHandlerChainFunc = buildHandlerChain
+
 	// kcp's views ask deep reviews: a permission granted in the target
 	// workspace counts without access to it.
 	reviews, err := NewSubjectAccessReviews(workspacecontent.WithDeepSARConfig(authzConfig))

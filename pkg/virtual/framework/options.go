@@ -33,9 +33,10 @@ type Options struct {
 	// Context selects a context of Kubeconfig; empty: its current one.
 	Context string
 	// ExternalLogicalClusterAdminKubeconfig reaches every workspace (the
-	// front-proxy) with a credential that may create SubjectAccessReviews:
-	// callers are authorized there, in workspaces of any shard. Empty: on
-	// the shard of Kubeconfig, which knows only its own workspaces.
+	// front-proxy) with a credential that may create SubjectAccessReviews
+	// and TokenReviews: callers are authorized there, and their service
+	// account tokens verified, in workspaces of any shard. Empty: on the
+	// shard of Kubeconfig, which knows only its own workspaces.
 	ExternalLogicalClusterAdminKubeconfig string
 	// CacheKubeconfig is accepted as kcp's flag is; the views here read
 	// nothing from the cache server.
@@ -71,7 +72,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the shard to serve, with a privileged (system:masters) credential; never exposed to callers. Required.")
 	fs.StringVar(&o.Context, "context", o.Context, "Context of --kubeconfig to use (default: its current context).")
 	fs.StringVar(&o.ExternalLogicalClusterAdminKubeconfig, "external-logical-cluster-admin-kubeconfig", o.ExternalLogicalClusterAdminKubeconfig,
-		"Kubeconfig of a server reaching every workspace (the front-proxy) with a credential allowed to create SubjectAccessReviews; callers are authorized there. Default: the shard of --kubeconfig, which authorizes in its own workspaces only.")
+		"Kubeconfig of a server reaching every workspace (the front-proxy) with a credential allowed to create SubjectAccessReviews and TokenReviews; callers are authorized and their service account tokens verified there. Default: the shard of --kubeconfig, which knows its own workspaces only.")
 	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig, "Kubeconfig of the cache server; accepted for kcp compatibility, not read.")
 	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")

@@ -26,6 +26,8 @@ const (
 const (
 	// APIExportView is the view of an APIExport's owner.
 	APIExportView = "apiexport"
+	// APIResourceSchemaView serves the schemas a workspace has bound.
+	APIResourceSchemaView = "apiresourceschema"
 	// InitializingView lists the workspaces that wait for an initializer.
 	InitializingView = "initializingworkspaces"
 	// TerminatingView lists the workspaces that wait for a terminator.

@@ -1,5 +1,6 @@
 // Package builtin assembles the project's virtual workspaces — the
-// APIExport view and the initializing and terminating workspaces views —
+// APIExport view, the APIResourceSchema view and the initializing and
+// terminating workspaces views —
 // for the standalone virtual-workspaces server and for a shard that
 // serves them in-process.
 package builtin
@@ -8,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -15,11 +17,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
+	"github.com/shardplane/shardplane/pkg/virtual/apiresourceschema"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
 	"github.com/shardplane/shardplane/pkg/virtual/initializingworkspaces"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -41,6 +45,11 @@ type Config struct {
 	// ResolvePath maps a workspace path to its logical cluster; nil: only
 	// paths that are logical cluster names resolve.
 	ResolvePath func(logicalcluster.Path) (logicalcluster.Name, bool)
+	// APIResourceSchemas hold the shard's schemas and the cache server's
+	// replicas of other shards', read in that order; nil: the
+	// APIResourceSchema view reads them from the server of
+	// AuthorizationConfig, or of Shard when that is nil.
+	APIResourceSchemas []*wildcardinformer.Informer
 }
 
 // New builds the views.
@@ -63,6 +72,11 @@ func New(c Config) (*framework.Mounted, error) {
 		return nil, err
 	}
 	m.Views[apiexport.Name] = view
+	schemas, err := newSchemaView(c, bindings)
+	if err != nil {
+		return nil, err
+	}
+	m.Views[apiresourceschema.Name] = schemas
 	for _, lifecycle := range []initializingworkspaces.Lifecycle{initializingworkspaces.Initializing, initializingworkspaces.Terminating} {
 		lc := initializingworkspaces.Config{ShardConfig: c.Shard, Lifecycle: lifecycle, AuthorizationConfig: c.AuthorizationConfig}
 		if c.AuthorizationConfig == nil {
@@ -75,6 +89,61 @@ func New(c Config) (*framework.Mounted, error) {
 		m.Views[lifecycle.ServiceName()] = h
 	}
 	return m, nil
+}
+
+// newSchemaView builds the APIResourceSchema view over the shard's
+// APIBindings. Its callers are authorized by ordinary SubjectAccessReviews,
+// not deep ones (kcp's delegated authorizer): access to the consumer
+// workspace is part of the permission. They are posted, and schemas of
+// other shards read, where every workspace is reached: AuthorizationConfig
+// (a front-proxy) when given, else the shard.
+func newSchemaView(c Config, bindings *wildcardinformer.Informer) (*apiresourceschema.View, error) {
+	reach := c.AuthorizationConfig
+	if reach == nil {
+		reach = c.Shard
+	}
+	reviews, err := framework.NewSubjectAccessReviews(reach)
+	if err != nil {
+		return nil, fmt.Errorf("%s view: %w", apiresourceschema.Name, err)
+	}
+	client, err := kcpclient.New(reach)
+	if err != nil {
+		return nil, fmt.Errorf("%s view: %w", apiresourceschema.Name, err)
+	}
+	schemaOf := func(ctx context.Context, cluster logicalcluster.Name, name string) (*apisv1alpha1.APIResourceSchema, error) {
+		out := &apisv1alpha1.APIResourceSchema{}
+		if err := client.Get(ctx, cluster, kcpclient.APIResourceSchemas, name, out); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	if len(c.APIResourceSchemas) > 0 {
+		schemaOf = func(_ context.Context, cluster logicalcluster.Name, name string) (*apisv1alpha1.APIResourceSchema, error) {
+			obj, ok, err := wildcardinformer.First(cluster, "", name, c.APIResourceSchemas...)
+			if err != nil {
+				return nil, err
+			}
+			s, isSchema := obj.(*apisv1alpha1.APIResourceSchema)
+			if !ok || !isSchema {
+				return nil, apierrors.NewNotFound(apiresourceschema.Resource.GroupResource(), name)
+			}
+			return s, nil
+		}
+	}
+	list := func(cluster logicalcluster.Name) ([]*apisv1alpha2.APIBinding, error) {
+		objs, err := bindings.List(cluster, "")
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+		for _, o := range objs {
+			if b, ok := o.(*apisv1alpha2.APIBinding); ok {
+				out = append(out, b)
+			}
+		}
+		return out, nil
+	}
+	return apiresourceschema.New(apiresourceschema.Config{Bindings: list, Schema: schemaOf, Authorizer: reviews})
 }
 
 // typeAuthorizer authorizes a verb on a WorkspaceType with authz when its
