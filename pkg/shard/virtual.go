@@ -20,6 +20,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
 	"github.com/shardplane/shardplane/pkg/virtual/framework/builtin"
 	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // virtualWorkspacesOptions are the flags of the shard's virtual workspaces:
@@ -100,7 +101,9 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 		Shard:       rest.CopyConfig(gc.LoopbackClientConfig),
 		Authorizer:  authz,
 		APIBindings: informers.kcp.apiBindings,
-		ResolvePath: informers.resolveAnyPath,
+		// Bound schemas come from this shard's exports and others'.
+		APIResourceSchemas: []*wildcardinformer.Informer{informers.kcp.apiResourceSchemas, informers.global.APIResourceSchemas},
+		ResolvePath:        informers.resolveAnyPath,
 	})
 	if err != nil {
 		return nil, err
