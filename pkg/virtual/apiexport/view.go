@@ -147,7 +147,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !v.authorized(w, req, r) {
 		return
 	}
-	view := viewOf(bindingsOf(v.bindings, v.indexed, r.exportCluster, r.exportName))
+	view := viewOf(r.exportCluster, r.exportName, bindingsOf(v.bindings, v.indexed, r.exportCluster, r.exportName))
 	if !r.info.IsResourceRequest {
 		v.serveDiscovery(w, req, r, view)
 		return

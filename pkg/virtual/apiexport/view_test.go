@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -70,7 +72,7 @@ func TestViewOfCollectsBoundResourcesAndAcceptedClaims(t *testing.T) {
 	rejected.State = apisv1alpha2.ClaimRejected
 	notClaimedAnymore := accepted(nil, nil)
 	notClaimedAnymore.Resource = "secrets"
-	v := viewOf([]*apisv1alpha2.APIBinding{
+	v := viewOf(exportCluster, exportName, []*apisv1alpha2.APIBinding{
 		binding("b", accepted([]string{"get", "list"}, map[string]string{"app": "x"})),
 		binding("c", rejected),
 		binding("d", notClaimedAnymore),
@@ -133,6 +135,9 @@ func (f *fakeShard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.paths = append(f.paths, r.URL.Path+"?"+r.URL.RawQuery)
 	f.mu.Unlock()
+	claimKey, claimValue := permissionclaim.LabelKeyAndValue(exportCluster, exportName, configMaps(nil))
+	// claimed is what admission labels the objects the binding selected with.
+	claimed := map[string]string{"app": "x", claimKey: claimValue}
 	cm := func(cluster, name string, labels map[string]string) map[string]interface{} {
 		return map[string]interface{}{"kind": "ConfigMap", "apiVersion": "v1", "metadata": map[string]interface{}{
 			"name": name, "namespace": "team", "labels": labels, "annotations": map[string]interface{}{logicalcluster.AnnotationKey: cluster}}}
@@ -142,16 +147,16 @@ func (f *fakeShard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps") && r.URL.Query().Get("watch") == "true":
 		enc := json.NewEncoder(w)
 		for _, e := range []map[string]interface{}{
-			{"type": "ADDED", "object": cm("b", "selected", map[string]string{"app": "x"})},
+			{"type": "ADDED", "object": cm("b", "selected", claimed)},
 			{"type": "ADDED", "object": cm("b", "unselected", nil)},
-			{"type": "ADDED", "object": cm("c", "other-cluster", map[string]string{"app": "x"})},
+			{"type": "ADDED", "object": cm("c", "other-cluster", claimed)},
 			{"type": "MODIFIED", "object": cm("b", "selected", nil)},
 		} {
 			_ = enc.Encode(e)
 		}
 	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps"):
 		_ = json.NewEncoder(w).Encode(map[string]interface{}{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": map[string]interface{}{"resourceVersion": "7"},
-			"items": []interface{}{cm("b", "selected", map[string]string{"app": "x"}), cm("b", "unselected", nil), cm("c", "other-cluster", map[string]string{"app": "x"})}})
+			"items": []interface{}{cm("b", "selected", claimed), cm("b", "unselected", map[string]string{"app": "x"}), cm("c", "other-cluster", claimed)}})
 	case strings.HasSuffix(r.URL.Path, "/apis/example.io/v1"):
 		_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "example.io/v1", APIResources: []metav1.APIResource{
 			{Name: "widgets", Kind: "Widget", Namespaced: true}, {Name: "widgets/status", Kind: "Widget"}, {Name: "gadgets", Kind: "Gadget"}}})
@@ -259,10 +264,14 @@ func TestViewServesOnlyTheExportsResourcesInWorkspacesThatBindIt(t *testing.T) {
 }
 
 func TestViewListsOnlyClaimedObjectsTheBindingSelected(t *testing.T) {
-	v, _ := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})), binding("c"))
-	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps"))
+	v, shard := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})), binding("c"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps?labelSelector=team%3Da"))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	key, value := permissionclaim.LabelKeyAndValue(exportCluster, exportName, configMaps(nil))
+	if got := shard.asked(); len(got) != 1 || !strings.Contains(got[0], "labelSelector="+url.QueryEscape("team=a,"+key+"="+value)) {
+		t.Errorf("shard was asked %v, want the caller's and the claim's label selector", got)
 	}
 	var list struct {
 		Items []struct {
@@ -278,6 +287,19 @@ func TestViewListsOnlyClaimedObjectsTheBindingSelected(t *testing.T) {
 	// Verbs not accepted are refused.
 	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps/selected")); rec.Code != http.StatusForbidden {
 		t.Errorf("get without the get verb: status %d, want 403", rec.Code)
+	}
+}
+
+// A claim the export makes that nobody accepted lists empty across
+// workspaces, as in kcp; in a workspace it is not found.
+func TestViewListsUnacceptedClaimsEmpty(t *testing.T) {
+	v, _ := newTestView(t, binding("b"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps"))
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "selected") {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps")); rec.Code != http.StatusNotFound {
+		t.Errorf("list in a workspace that did not accept: status %d, want 404", rec.Code)
 	}
 }
 
