@@ -3,7 +3,9 @@
 // APIResourceSchemas, refuses resources that collide with a CRD or another
 // binding of the workspace (NamingConflicts), and records what the
 // workspace serves in status.boundResources, moving the binding from phase
-// Binding to Bound. Serving the bound resources reads that status.
+// Binding to Bound. Serving the bound resources reads that status. It also
+// applies the permission claims the binding accepts
+// (reconcile_permissionclaims.go).
 //
 // Everything is read from wildcard informers; bindings are requeued when
 // their export, the export's schemas, or the CRDs and bindings they might
