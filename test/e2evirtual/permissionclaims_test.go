@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func createSchemaAndExport(ctx context.Context, t *testing.T, c *kcpclient.Clien
 		ObjectMeta: metav1.ObjectMeta{Name: schemaName},
 		Spec: apisv1alpha1.APIResourceSchemaSpec{
 			Group: gvr.Group,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: gvr.Resource, Singular: kind, Kind: kind, ListKind: kind + "List"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: gvr.Resource, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
 			Scope: scope,
 			Versions: []apisv1alpha1.APIResourceVersion{{
 				Name: gvr.Version, Served: true, Storage: true,

@@ -454,4 +454,3 @@ func TestReconcileRecentClaimBlocksSecondBinding(t *testing.T) {
 		t.Errorf("second: BindingUpToDate = %+v", c)
 	}
 }
-
