@@ -10,8 +10,10 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
@@ -89,16 +91,37 @@ func (v *View) selectedBody(w http.ResponseWriter, req *http.Request, r *request
 		framework.Error(w, req, apierrors.NewRequestEntityTooLargeError("the object is larger than 3 MiB"))
 		return nil, false
 	}
-	var obj map[string]interface{}
-	if err := json.Unmarshal(body, &obj); err != nil {
-		framework.Error(w, req, apierrors.NewBadRequest("the view takes JSON objects for claimed resources: "+err.Error()))
+	objLabels, err := bodyLabels(req.Header.Get("Content-Type"), body)
+	if err != nil {
+		framework.Error(w, req, apierrors.NewBadRequest("the view takes JSON objects, or protobuf ones of Kubernetes' kinds, for claimed resources: "+err.Error()))
 		return nil, false
 	}
-	if !grant.selector.Matches(labels.Set(objectLabels(obj))) {
+	if !grant.selector.Matches(labels.Set(objLabels)) {
 		v.forbidden(w, req, r, gr, "the object's labels are not selected by the accepted claim")
 		return nil, false
 	}
 	return body, true
+}
+
+// bodyLabels returns the labels of a request's object: JSON, or protobuf
+// of Kubernetes' own kinds (what client-go sends for them).
+func bodyLabels(contentType string, body []byte) (map[string]string, error) {
+	if strings.Contains(contentType, "protobuf") {
+		obj, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return m.GetLabels(), nil
+	}
+	var obj map[string]interface{}
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, err
+	}
+	return objectLabels(obj), nil
 }
 
 // existingSelected reads the object a request names and checks that it

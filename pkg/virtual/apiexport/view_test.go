@@ -13,11 +13,14 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -345,5 +348,30 @@ func TestDiscoveryShowsTheExportsResourcesOnly(t *testing.T) {
 	}
 	if rec := serve(v, "provider", http.MethodGet, viewPath("c", "/apis/example.io/v1")); rec.Code != http.StatusNotFound {
 		t.Errorf("discovery in a workspace without a binding: status %d, want 404", rec.Code)
+	}
+}
+
+// client-go sends Kubernetes' kinds as protobuf; their labels are read too.
+func TestBodyLabelsReadsJSONAndProtobuf(t *testing.T) {
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "x"}}}
+	info, ok := runtime.SerializerInfoForMediaType(clientgoscheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer")
+	}
+	var pb strings.Builder
+	if err := info.Serializer.Encode(cm, &pb); err != nil {
+		t.Fatal(err)
+	}
+	for contentType, body := range map[string][]byte{
+		runtime.ContentTypeProtobuf: []byte(pb.String()),
+		runtime.ContentTypeJSON:     []byte(`{"metadata":{"name":"a","labels":{"app":"x"}}}`),
+	} {
+		got, err := bodyLabels(contentType, body)
+		if err != nil || got["app"] != "x" {
+			t.Errorf("%s: labels %v, err %v", contentType, got, err)
+		}
+	}
+	if _, err := bodyLabels(runtime.ContentTypeJSON, []byte("k8s\x00")); err == nil {
+		t.Error("garbage as JSON accepted")
 	}
 }
