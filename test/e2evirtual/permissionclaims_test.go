@@ -483,3 +483,76 @@ func TestAPIExportPermissionClaims(t *testing.T) {
 		t.Fatalf("LocalSubjectAccessReview through the view: %v", err)
 	}
 }
+
+// TestAPIExportPermissionClaimsVirtualWorkspaceAcrossShards is kcp's test
+// of the same name: a user on the second shard binds a networking export
+// and a managedclusters export that claims its vnets; a user on root binds
+// only managedclusters. Through every endpoint of the managedclusters
+// export's slice (one per shard, on the front-proxy) the provider lists
+// vnets without an error, and finds the user's.
+func TestAPIExportPermissionClaimsVirtualWorkspaceAcrossShards(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	kcp := kcpClient(t, sys.AdminConfig(t, ""))
+	networking := organization(ctx, t, "networking-provider", "root")
+	managedClusters := organization(ctx, t, "managedclusters-provider", "root")
+	user := organization(ctx, t, "user", system.ShardName(1))
+	mcOnlyUser := organization(ctx, t, "user-mc-only", "root")
+
+	vnetsGVR := schema.GroupVersionResource{Group: "networking.example.io", Version: "v1", Resource: "vnets"}
+	mcGVR := schema.GroupVersionResource{Group: "compute.example.io", Version: "v1", Resource: "managedclusters"}
+	vnetIdentity := createSchemaAndExport(ctx, t, kcp, networking, "networking", "v1.vnets.networking.example.io", vnetsGVR, "VNet", apiextensionsv1.NamespaceScoped, nil)
+	vnetClaim := groupClaim(vnetsGVR.Group, vnetsGVR.Resource, vnetIdentity)
+	createSchemaAndExport(ctx, t, kcp, managedClusters, "managedclusters", "v1.managedclusters.compute.example.io", mcGVR, "ManagedCluster", apiextensionsv1.NamespaceScoped, []apisv1alpha2.PermissionClaim{vnetClaim})
+
+	t.Log("The user binds networking, creates a VNet, binds managedclusters accepting the vnets claim")
+	createBinding(ctx, t, kcp, user, "networking", networking, "networking", nil)
+	namespace(ctx, t, kubeClient(t, sys.AdminConfig(t, string(user))), "default")
+	vnet := &unstructured.Unstructured{}
+	vnet.SetAPIVersion(vnetsGVR.GroupVersion().String())
+	vnet.SetKind("VNet")
+	vnet.SetName("user-vnet")
+	vnet.SetNamespace("default")
+	_ = unstructured.SetNestedField(vnet.Object, "10.0.0.0/16", "spec", "cidr")
+	if _, err := dynamic.NewForConfigOrDie(sys.AdminConfig(t, string(user))).Resource(vnetsGVR).Namespace("default").Create(ctx, vnet, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create VNet: %v", err)
+	}
+	createBinding(ctx, t, kcp, user, "managedclusters", managedClusters, "managedclusters", acceptAll([]apisv1alpha2.PermissionClaim{vnetClaim}))
+	t.Log("The mc-only user on root binds managedclusters only")
+	createBinding(ctx, t, kcp, mcOnlyUser, "managedclusters", managedClusters, "managedclusters", acceptAll([]apisv1alpha2.PermissionClaim{vnetClaim}))
+
+	for _, ws := range []logicalcluster.Name{user, mcOnlyUser} {
+		eventuallyBinding(t, kcp, ws, "managedclusters", "has the vnets claim applied", func(b *apisv1alpha2.APIBinding) error {
+			for _, c := range b.Status.AppliedPermissionClaims {
+				if c.IdentityHash == vnetIdentity {
+					return nil
+				}
+			}
+			return fmt.Errorf("applied %+v", b.Status.AppliedPermissionClaims)
+		})
+	}
+
+	t.Log("As the managedclusters provider, list VNets through every endpoint")
+	admin := sys.AdminConfig(t, "")
+	framework.Eventually(t, func(ctx context.Context) error {
+		slice := &apisv1alpha1.APIExportEndpointSlice{}
+		if err := kcp.Get(ctx, managedClusters, slicesGVR, "managedclusters", slice); err != nil {
+			return err
+		}
+		if len(slice.Status.APIExportEndpoints) < 2 {
+			return fmt.Errorf("endpoints %+v, want one per shard", slice.Status.APIExportEndpoints)
+		}
+		found := false
+		for _, e := range slice.Status.APIExportEndpoints {
+			names, err := listNames(ctx, dynamic.NewForConfigOrDie(withCluster(admin, e.URL, logicalcluster.Wildcard)), vnetsGVR)
+			if err != nil {
+				return fmt.Errorf("endpoint %s errored listing vnets (want an empty list, not an error): %w", e.URL, err)
+			}
+			found = found || slices.Contains(names, "user-vnet")
+		}
+		if !found {
+			return fmt.Errorf("the user's VNet was served by no endpoint")
+		}
+		return nil
+	}, "every endpoint lists vnets, one of them the user's")
+}

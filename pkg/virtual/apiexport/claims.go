@@ -166,6 +166,13 @@ func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, g
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound && r.cluster.IsWildcard() {
+		// No workspace of the shard serves the claimed resource (none binds
+		// its export): nothing is claimed here, as kcp answers, so that a
+		// provider's informer on every endpoint of the slice syncs.
+		emptyCollection(w, req, r)
+		return
+	}
 	if resp.StatusCode != http.StatusOK {
 		copyResponse(w, resp)
 		return
@@ -199,6 +206,22 @@ func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, g
 		return
 	}
 	_ = json.NewEncoder(w).Encode(obj)
+}
+
+// emptyCollection answers a list with no items, or a watch that sends
+// nothing until the caller leaves.
+func emptyCollection(w http.ResponseWriter, req *http.Request, r *request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if r.info.Verb == "watch" {
+		_ = http.NewResponseController(w).Flush()
+		<-req.Context().Done()
+		return
+	}
+	gv := schema.GroupVersion{Group: r.info.APIGroup, Version: r.info.APIVersion}
+	_ = json.NewEncoder(w).Encode(map[string]interface{}{
+		"apiVersion": gv.String(), "kind": "List", "metadata": map[string]interface{}{"resourceVersion": "0"}, "items": []interface{}{},
+	})
 }
 
 // send issues the request on the shard at path with query, in JSON.

@@ -147,6 +147,9 @@ func (f *fakeShard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case strings.Contains(r.URL.Path, "/vnets"):
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound})
 	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps") && r.URL.Query().Get("watch") == "true":
 		enc := json.NewEncoder(w)
 		for _, e := range []map[string]interface{}{
@@ -373,5 +376,29 @@ func TestBodyLabelsReadsJSONAndProtobuf(t *testing.T) {
 	}
 	if _, err := bodyLabels(runtime.ContentTypeJSON, []byte("k8s\x00")); err == nil {
 		t.Error("garbage as JSON accepted")
+	}
+}
+
+// A shard where nothing serves a claimed resource (nobody binds its
+// export there) lists it empty across workspaces, as kcp does, instead of
+// answering 404 and wedging informers.
+func TestViewListsAClaimedResourceTheShardDoesNotServeEmpty(t *testing.T) {
+	vnets := apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: "networking.example.io", Resource: "vnets"}, IdentityHash: "net", Verbs: []string{"*"}}
+	b := binding("b", apisv1alpha2.AcceptablePermissionClaim{
+		ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{PermissionClaim: vnets, Selector: apisv1alpha2.PermissionClaimSelector{MatchAll: true}},
+		State:                 apisv1alpha2.ClaimAccepted,
+	})
+	b.Status.ExportPermissionClaims = append(b.Status.ExportPermissionClaims, vnets)
+	v, _ := newTestView(t, b)
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/networking.example.io/v1/vnets"))
+	var list struct {
+		Items    []interface{}   `json:"items"`
+		Metadata metav1.ListMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); rec.Code != http.StatusOK || err != nil || list.Items == nil || len(list.Items) != 0 {
+		t.Fatalf("status %d, err %v: %s", rec.Code, err, rec.Body)
+	}
+	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/apis/networking.example.io/v1/vnets")); rec.Code != http.StatusNotFound {
+		t.Errorf("in a workspace: status %d, want the shard's 404", rec.Code)
 	}
 }
