@@ -111,10 +111,11 @@ func exported(claims []apisv1alpha2.PermissionClaim, c apisv1alpha2.PermissionCl
 // LabelsFor returns the claim labels an object of resource gr with the
 // given labels carries in a workspace whose APIBindings are bindings: one
 // per binding that accepted a claim of gr whose selector selects it.
+// It returns nil when there are none: it runs on every write.
 func LabelsFor(bindings []*apisv1alpha2.APIBinding, gr schema.GroupResource, objectLabels map[string]string) map[string]string {
-	out := map[string]string{}
+	var out map[string]string
 	if !Persisted(gr) {
-		return out
+		return nil
 	}
 	gr = normalize(gr)
 	for _, b := range bindings {
@@ -123,6 +124,9 @@ func LabelsFor(bindings []*apisv1alpha2.APIBinding, gr schema.GroupResource, obj
 				continue
 			}
 			k, v := LabelKeyAndValue(a.ExportCluster, a.ExportName, a.Claim.PermissionClaim)
+			if out == nil {
+				out = map[string]string{}
+			}
 			out[k] = v
 		}
 	}
@@ -153,24 +157,35 @@ func selects(s apisv1alpha2.PermissionClaimSelector, objectLabels map[string]str
 }
 
 // Apply sets the claim labels of an object to want and removes claim
-// labels not in want; it returns the new labels and whether they changed.
+// labels not in want; it returns the new labels and whether they changed
+// (and allocates only then).
 func Apply(objectLabels, want map[string]string) (map[string]string, bool) {
-	changed := false
+	if !differ(objectLabels, want) {
+		return objectLabels, false
+	}
 	out := make(map[string]string, len(objectLabels)+len(want))
 	for k, v := range objectLabels {
-		if IsLabel(k) {
-			if w, ok := want[k]; !ok || w != v {
-				changed = true
-				continue
-			}
+		if !IsLabel(k) {
+			out[k] = v
 		}
-		out[k] = v
 	}
 	for k, v := range want {
-		if _, ok := out[k]; !ok {
-			out[k] = v
-			changed = true
+		out[k] = v
+	}
+	return out, true
+}
+
+// differ tells whether the claim labels of objectLabels are not want.
+func differ(objectLabels, want map[string]string) bool {
+	claims := 0
+	for k, v := range objectLabels {
+		if !IsLabel(k) {
+			continue
+		}
+		claims++
+		if w, ok := want[k]; !ok || w != v {
+			return true
 		}
 	}
-	return out, changed
+	return claims != len(want)
 }

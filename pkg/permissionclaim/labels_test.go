@@ -82,6 +82,9 @@ func TestLabelsForLabelsWhatAnAcceptedClaimSelects(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			got := LabelsFor(tc.bindings, tc.gr, tc.labels)
+			if len(tc.want) == 0 && got != nil {
+				t.Fatalf("got %v, want nil", got)
+			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
