@@ -77,15 +77,16 @@ func (r *permissionClaimsReconciler) reconcile(ctx context.Context, cluster logi
 		return nil
 	}
 
-	// A claim changed when it is expected and not applied, or applied and
-	// no longer expected (revoked, or no longer made by the export).
-	applied := map[string]bool{}
+	// A claim changed when it is expected and not applied (or applied with
+	// another selector), or applied and no longer expected (revoked, or no
+	// longer made by the export).
+	applied := map[string]apisv1alpha2.ScopedPermissionClaim{}
 	for _, c := range b.Status.AppliedPermissionClaims {
-		applied[claimKey(c.PermissionClaim)] = true
+		applied[claimKey(c.PermissionClaim)] = c
 	}
 	changed := map[schema.GroupResource][]string{}
 	for k := range expected {
-		if !applied[k] {
+		if a, ok := applied[k]; !ok || !apiequality.Semantic.DeepEqual(a.Selector, accepted[k].Selector) {
 			gr := groupResourceOf(k)
 			changed[gr] = append(changed[gr], k)
 		}

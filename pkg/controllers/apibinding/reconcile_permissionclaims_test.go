@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
@@ -105,6 +106,15 @@ func TestReconcilePermissionClaimsAppliesWhatIsAcceptedAndClaimed(t *testing.T) 
 	// Nothing changed: nothing relabelled.
 	if err := w.reconcile(t, b, export); err != nil || len(w.relabelled) != 0 {
 		t.Fatalf("relabelled %v, err %v", w.relabelled, err)
+	}
+
+	// Another selector relabels.
+	b.Spec.PermissionClaims[0].Selector = apisv1alpha2.PermissionClaimSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}}
+	if err := w.reconcile(t, b, export); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.relabelled; len(got) != 1 || got[0].Resource != "configmaps" {
+		t.Fatalf("relabelled %v", got)
 	}
 
 	// Rejecting sheriffs relabels (unlabels) them.
