@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -215,7 +217,17 @@ func emptyCollection(w http.ResponseWriter, req *http.Request, r *request) {
 	w.WriteHeader(http.StatusOK)
 	if r.info.Verb == "watch" {
 		_ = http.NewResponseController(w).Flush()
-		<-req.Context().Done()
+		// As an apiserver's watch, it ends after timeoutSeconds if asked.
+		var timeout <-chan time.Time
+		if secs, err := strconv.Atoi(req.URL.Query().Get("timeoutSeconds")); err == nil && secs > 0 {
+			timer := time.NewTimer(time.Duration(secs) * time.Second)
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-req.Context().Done():
+		case <-timeout:
+		}
 		return
 	}
 	gv := schema.GroupVersion{Group: r.info.APIGroup, Version: r.info.APIVersion}

@@ -402,3 +402,14 @@ func TestViewListsAClaimedResourceTheShardDoesNotServeEmpty(t *testing.T) {
 		t.Errorf("in a workspace: status %d, want the shard's 404", rec.Code)
 	}
 }
+
+func TestEmptyWatchEndsWithItsTimeout(t *testing.T) {
+	vnets := apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: "networking.example.io", Resource: "vnets"}, IdentityHash: "net", Verbs: []string{"*"}}
+	b := binding("b")
+	b.Status.ExportPermissionClaims = append(b.Status.ExportPermissionClaims, vnets)
+	v, _ := newTestView(t, b)
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/networking.example.io/v1/vnets?watch=true&timeoutSeconds=1"))
+	if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+		t.Fatalf("status %d: %q", rec.Code, rec.Body)
+	}
+}
