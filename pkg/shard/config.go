@@ -34,6 +34,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/admission/namespacelifecycle"
 	"github.com/shardplane/shardplane/pkg/admission/pathannotation"
 	"github.com/shardplane/shardplane/pkg/admission/percluster"
+	"github.com/shardplane/shardplane/pkg/admission/permissionclaims"
 	"github.com/shardplane/shardplane/pkg/admission/policy"
 	rqadmission "github.com/shardplane/shardplane/pkg/admission/resourcequota"
 	"github.com/shardplane/shardplane/pkg/admission/systemstatus"
@@ -316,6 +317,7 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 		systemstatus.New(),
 		wsadmission.New(informers.workspaceTypes(), informers.kcp.logicalCluster, otherWorkspaces),
 		apibindingadmission.New(apibindingadmission.Config{ResolvePath: informers.resolveAnyPath, Authorizer: otherWorkspaces, ExportExists: informers.exportExists}),
+		permissionclaims.New(informers.kcp.bindingsOf),
 		percluster.Reinvoking(c.clusterAdmission[0], c.clusterAdmission[1]),
 		c.clusterAdmission[2], c.clusterAdmission[3], admissionwebhook.NewServiceReferences(),
 	)

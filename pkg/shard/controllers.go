@@ -171,10 +171,15 @@ func (c *Server) installAPIExportControllers(gs *genericapiserver.GenericAPIServ
 // of the default APIBindings of new workspaces.
 func (c *Server) installAPIBindingControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	kcp, globals := c.Informers.kcp, c.Informers.globals()
+	relabeler, err := apibindingcontroller.NewRelabeler(cl.loopback, kcp.bindingsOf)
+	if err != nil {
+		return err
+	}
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
 		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: cl.kcp,
 		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
+		Relabel:          relabeler.Relabel,
 		GlobalAPIExports: globals.apiExports, GlobalAPIResourceSchemas: globals.apiResourceSchemas,
 		Hosted: c.Informers.hosted, CacheUnreachable: c.Informers.global.Reachable,
 	})

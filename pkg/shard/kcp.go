@@ -191,3 +191,13 @@ func (i kcpInformers) clusterPath(cluster logicalcluster.Name) logicalcluster.Pa
 	}
 	return ""
 }
+
+// bindingsOf returns the APIBindings of a logical cluster.
+func (i kcpInformers) bindingsOf(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+	objs, _ := i.apiBindings.List(cluster, "")
+	out := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*apisv1alpha2.APIBinding))
+	}
+	return out
+}

@@ -3,7 +3,9 @@
 // APIResourceSchemas, refuses resources that collide with a CRD or another
 // binding of the workspace (NamingConflicts), and records what the
 // workspace serves in status.boundResources, moving the binding from phase
-// Binding to Bound. Serving the bound resources reads that status.
+// Binding to Bound. Serving the bound resources reads that status. It also
+// applies the permission claims the binding accepts
+// (reconcile_permissionclaims.go).
 //
 // Everything is read from wildcard informers; bindings are requeued when
 // their export, the export's schemas, or the CRDs and bindings they might
@@ -19,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
@@ -80,6 +83,10 @@ type Config struct {
 	GlobalAPIExports, GlobalAPIResourceSchemas *wildcardinformer.Informer
 	// Hosted tells whether the shard hosts a logical cluster; nil: all.
 	Hosted func(logicalcluster.Name) bool
+	// Relabel has the objects of a claimed resource in a cluster rewritten
+	// so that admission sets their claim labels (Relabeler.Relabel); nil:
+	// accepted claims are recorded as applied without relabelling.
+	Relabel func(ctx context.Context, cluster logicalcluster.Name, gr schema.GroupResource) error
 	// CacheUnreachable says why the cache server (the global informers'
 	// source) cannot be read, nil when it can; nil: never.
 	CacheUnreachable func() error
@@ -158,7 +165,7 @@ func New(c Config) (*Controller, error) {
 			},
 			recent: newRecentBindings(),
 		},
-		claims: &permissionClaimsReconciler{},
+		claims: &permissionClaimsReconciler{relabel: c.Relabel},
 	}
 	ctrl.deletion = &deletionReconciler{
 		deleteInstances: c.DeleteInstances,
@@ -345,7 +352,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	binding = binding.DeepCopy()
 	old := binding.Status.DeepCopy()
 	export, reconcileErr := c.binding.reconcile(ctx, cluster, binding)
-	c.claims.reconcile(binding, export)
+	if err := c.claims.reconcile(ctx, cluster, binding, old, export); err != nil && reconcileErr == nil {
+		reconcileErr = err
+	}
 	summarize(binding)
 	if !apiequality.Semantic.DeepEqual(*old, binding.Status) {
 		if err := c.updateStatus(ctx, cluster, binding); err != nil {

@@ -454,21 +454,3 @@ func TestReconcileRecentClaimBlocksSecondBinding(t *testing.T) {
 		t.Errorf("second: BindingUpToDate = %+v", c)
 	}
 }
-
-func TestReconcilePermissionClaims(t *testing.T) {
-	export := widgetExport(identity)
-	export.Spec.PermissionClaims = []apisv1alpha2.PermissionClaim{{GroupResource: apisv1alpha2.GroupResource{Resource: "configmaps"}, Verbs: []string{"get"}}}
-	b := newBinding("b", "root:provider", "widgets")
-	(&permissionClaimsReconciler{}).reconcile(b, export)
-	if c := condition(t, b, apisv1alpha2.PermissionClaimsValid); c.Status != corev1.ConditionTrue || len(b.Status.ExportPermissionClaims) != 1 {
-		t.Errorf("PermissionClaimsValid = %+v, export claims %v", c, b.Status.ExportPermissionClaims)
-	}
-	b.Spec.PermissionClaims = []apisv1alpha2.AcceptablePermissionClaim{{
-		ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{PermissionClaim: apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Resource: "secrets"}, Verbs: []string{"get"}}},
-		State:                 apisv1alpha2.ClaimAccepted,
-	}}
-	(&permissionClaimsReconciler{}).reconcile(b, export)
-	if c := condition(t, b, apisv1alpha2.PermissionClaimsValid); c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "secrets") {
-		t.Errorf("PermissionClaimsValid = %+v", c)
-	}
-}

@@ -11,6 +11,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -66,7 +67,8 @@ type boundResource struct {
 }
 
 // claimGrant is what one workspace's binding accepted of a claim: the
-// verbs, and the objects by their labels.
+// verbs, and the selector that new objects must match (existing objects
+// are selected by their claim label, which admission sets from it).
 type claimGrant struct {
 	verbs    []string
 	selector labels.Selector
@@ -76,11 +78,15 @@ func (g claimGrant) allows(verb string) bool {
 	return slices.Contains(g.verbs, verb) || slices.Contains(g.verbs, "*")
 }
 
-// claimedResource is a resource of the consumers that the export claims,
-// in the workspaces whose binding accepted the claim.
+// claimedResource is a resource of the consumers that the export claims:
+// served in the workspaces whose binding accepted the claim, and there
+// only the objects that carry the claim's label, as in kcp. A claim no
+// binding accepted yet is served with nothing in it.
 type claimedResource struct {
 	identityHash string
-	clusters     map[logicalcluster.Name]claimGrant
+	// label selects the objects of the claim (permissionclaim.Selector).
+	label    labels.Selector
+	clusters map[logicalcluster.Name]claimGrant
 }
 
 // exportView is what the export's bindings on the shard open to its
@@ -91,7 +97,7 @@ type exportView struct {
 }
 
 // viewOf computes the view of an export from its bindings.
-func viewOf(bindings []*apisv1alpha2.APIBinding) *exportView {
+func viewOf(exportCluster logicalcluster.Name, exportName string, bindings []*apisv1alpha2.APIBinding) *exportView {
 	v := &exportView{bound: map[schema.GroupResource]*boundResource{}, claimed: map[schema.GroupResource]*claimedResource{}}
 	for _, b := range bindings {
 		cluster, ok := logicalcluster.ObjectCluster(b.Annotations)
@@ -109,6 +115,16 @@ func viewOf(bindings []*apisv1alpha2.APIBinding) *exportView {
 				br.clusters[cluster] = true
 			}
 		}
+	}
+	// Claims second: the export's own resources shadow them.
+	for _, b := range bindings {
+		cluster, ok := logicalcluster.ObjectCluster(b.Annotations)
+		if !ok {
+			continue
+		}
+		for _, c := range b.Status.ExportPermissionClaims {
+			v.claim(exportCluster, exportName, c)
+		}
 		for _, accepted := range b.Spec.PermissionClaims {
 			if accepted.State != apisv1alpha2.ClaimAccepted {
 				continue
@@ -118,22 +134,29 @@ func viewOf(bindings []*apisv1alpha2.APIBinding) *exportView {
 				// The export no longer makes this claim.
 				continue
 			}
-			gr := schema.GroupResource{Group: accepted.Group, Resource: accepted.Resource}
-			if _, isBound := v.bound[gr]; isBound && accepted.IdentityHash == v.bound[gr].identityHash {
-				continue
-			}
-			cr := v.claimed[gr]
-			if cr == nil {
-				cr = &claimedResource{identityHash: accepted.IdentityHash, clusters: map[logicalcluster.Name]claimGrant{}}
-				v.claimed[gr] = cr
-			}
-			if cr.identityHash != accepted.IdentityHash {
+			cr := v.claim(exportCluster, exportName, accepted.PermissionClaim)
+			if cr == nil || cr.identityHash != accepted.IdentityHash {
 				continue
 			}
 			cr.clusters[cluster] = claimGrant{verbs: intersect(verbs, accepted.Verbs), selector: selectorOf(accepted.Selector)}
 		}
 	}
 	return v
+}
+
+// claim returns the claimed resource of an export's claim, adding it on
+// first sight; nil when the export's own resource shadows it.
+func (v *exportView) claim(exportCluster logicalcluster.Name, exportName string, c apisv1alpha2.PermissionClaim) *claimedResource {
+	gr := schema.GroupResource{Group: c.Group, Resource: c.Resource}
+	if b, isBound := v.bound[gr]; isBound && c.IdentityHash == b.identityHash {
+		return nil
+	}
+	cr := v.claimed[gr]
+	if cr == nil {
+		cr = &claimedResource{identityHash: c.IdentityHash, label: permissionclaim.Selector(exportCluster, exportName, c), clusters: map[logicalcluster.Name]claimGrant{}}
+		v.claimed[gr] = cr
+	}
+	return cr
 }
 
 // exportVerbs returns the verbs of the export's claim that c decides on.

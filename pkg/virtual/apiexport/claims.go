@@ -7,11 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
@@ -22,8 +26,10 @@ import (
 const maxBody = 3 << 20
 
 // serveClaimed serves a claimed resource: only in workspaces whose binding
-// accepted the claim, only the objects its selector selects, only with the
-// accepted verbs.
+// accepted the claim, only the objects that carry the claim's label (which
+// admission sets on those the binding's selector selects), only with the
+// accepted verbs. Across workspaces, a claim nobody accepted lists empty,
+// as in kcp.
 func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request, c *claimedResource) {
 	gr := schema.GroupResource{Group: r.info.APIGroup, Resource: r.info.Resource}
 	verb := r.info.Verb
@@ -34,11 +40,7 @@ func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request
 				grants[cluster] = g
 			}
 		}
-		if len(grants) == 0 {
-			v.forbidden(w, req, r, gr, "no binding of the export accepted the claim with this verb")
-			return
-		}
-		v.filtered(w, req, logicalcluster.Wildcard.RequestPath()+withIdentity(r.rest, r.info, c.identityHash), grants, r)
+		v.filtered(w, req, logicalcluster.Wildcard.RequestPath()+withIdentity(r.rest, r.info, c.identityHash), grants, c.label, r)
 		return
 	}
 	grant, ok := c.clusters[r.cluster]
@@ -52,10 +54,8 @@ func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request
 	}
 	path := r.cluster.RequestPath() + r.rest
 	switch verb {
-	case "list", "watch":
-		v.filtered(w, req, path, map[logicalcluster.Name]claimGrant{r.cluster: grant}, r)
-	case "get":
-		v.filtered(w, req, path, map[logicalcluster.Name]claimGrant{r.cluster: grant}, r)
+	case "list", "watch", "get":
+		v.filtered(w, req, path, map[logicalcluster.Name]claimGrant{r.cluster: grant}, c.label, r)
 	case "create":
 		body, ok := v.selectedBody(w, req, r, gr, grant)
 		if !ok {
@@ -66,14 +66,14 @@ func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request
 		v.forward(w, req, path)
 	case "update":
 		body, ok := v.selectedBody(w, req, r, gr, grant)
-		if !ok || !v.existingSelected(w, req, r, gr, grant) {
+		if !ok || !v.existingSelected(w, req, r, gr, c.label) {
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		v.forward(w, req, path)
 	case "patch", "delete":
-		if v.existingSelected(w, req, r, gr, grant) {
+		if v.existingSelected(w, req, r, gr, c.label) {
 			v.forward(w, req, path)
 		}
 	default:
@@ -93,22 +93,43 @@ func (v *View) selectedBody(w http.ResponseWriter, req *http.Request, r *request
 		framework.Error(w, req, apierrors.NewRequestEntityTooLargeError("the object is larger than 3 MiB"))
 		return nil, false
 	}
-	var obj map[string]interface{}
-	if err := json.Unmarshal(body, &obj); err != nil {
-		framework.Error(w, req, apierrors.NewBadRequest("the view takes JSON objects for claimed resources: "+err.Error()))
+	objLabels, err := bodyLabels(req.Header.Get("Content-Type"), body)
+	if err != nil {
+		framework.Error(w, req, apierrors.NewBadRequest("the view takes JSON objects, or protobuf ones of Kubernetes' kinds, for claimed resources: "+err.Error()))
 		return nil, false
 	}
-	if !grant.selector.Matches(labels.Set(objectLabels(obj))) {
+	if !grant.selector.Matches(labels.Set(objLabels)) {
 		v.forbidden(w, req, r, gr, "the object's labels are not selected by the accepted claim")
 		return nil, false
 	}
 	return body, true
 }
 
-// existingSelected reads the object a request names and checks that the
-// claim's selector selects it; an object it does not select does not
-// exist for the view.
-func (v *View) existingSelected(w http.ResponseWriter, req *http.Request, r *request, gr schema.GroupResource, grant claimGrant) bool {
+// bodyLabels returns the labels of a request's object: JSON, or protobuf
+// of Kubernetes' own kinds (what client-go sends for them).
+func bodyLabels(contentType string, body []byte) (map[string]string, error) {
+	if strings.Contains(contentType, "protobuf") {
+		obj, _, err := clientgoscheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		return m.GetLabels(), nil
+	}
+	var obj map[string]interface{}
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, err
+	}
+	return objectLabels(obj), nil
+}
+
+// existingSelected reads the object a request names and checks that it
+// carries the claim's label; an object without it does not exist for the
+// view.
+func (v *View) existingSelected(w http.ResponseWriter, req *http.Request, r *request, gr schema.GroupResource, label labels.Selector) bool {
 	path := r.cluster.RequestPath() + r.rest
 	if r.info.Subresource != "" {
 		path = strings.TrimSuffix(path, "/"+r.info.Subresource)
@@ -118,7 +139,7 @@ func (v *View) existingSelected(w http.ResponseWriter, req *http.Request, r *req
 		framework.Error(w, req, err)
 		return false
 	}
-	if !grant.selector.Matches(labels.Set(objectLabels(obj))) {
+	if !label.Matches(labels.Set(objectLabels(obj))) {
 		v.notFound(w, req, r, gr)
 		return false
 	}
@@ -126,19 +147,34 @@ func (v *View) existingSelected(w http.ResponseWriter, req *http.Request, r *req
 }
 
 // filtered forwards a get, list or watch and passes on only the objects
-// of the granted clusters that their selectors select.
-func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, grants map[logicalcluster.Name]claimGrant, r *request) {
+// of the granted clusters that carry the claim's label; lists and watches
+// ask the shard for those labels only.
+func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, grants map[logicalcluster.Name]claimGrant, label labels.Selector, r *request) {
 	selected := func(obj map[string]interface{}) bool {
-		cluster := objectCluster(obj, r.cluster)
-		g, ok := grants[cluster]
-		return ok && g.selector.Matches(labels.Set(objectLabels(obj)))
+		_, ok := grants[objectCluster(obj, r.cluster)]
+		return ok && label.Matches(labels.Set(objectLabels(obj)))
 	}
-	resp, err := v.send(req, path)
+	query := req.URL.Query()
+	if r.info.Verb != "get" {
+		sel := label.String()
+		if user := query.Get("labelSelector"); user != "" {
+			sel = user + "," + sel
+		}
+		query.Set("labelSelector", sel)
+	}
+	resp, err := v.send(req, path, query.Encode())
 	if err != nil {
 		framework.Error(w, req, err)
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound && r.cluster.IsWildcard() {
+		// No workspace of the shard serves the claimed resource (none binds
+		// its export): nothing is claimed here, as kcp answers, so that a
+		// provider's informer on every endpoint of the slice syncs.
+		emptyCollection(w, req, r)
+		return
+	}
 	if resp.StatusCode != http.StatusOK {
 		copyResponse(w, resp)
 		return
@@ -174,15 +210,41 @@ func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, g
 	_ = json.NewEncoder(w).Encode(obj)
 }
 
-// send issues the request on the shard at path, in JSON.
-func (v *View) send(req *http.Request, path string) (*http.Response, error) {
+// emptyCollection answers a list with no items, or a watch that sends
+// nothing until the caller leaves.
+func emptyCollection(w http.ResponseWriter, req *http.Request, r *request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if r.info.Verb == "watch" {
+		_ = http.NewResponseController(w).Flush()
+		// As an apiserver's watch, it ends after timeoutSeconds if asked.
+		var timeout <-chan time.Time
+		if secs, err := strconv.Atoi(req.URL.Query().Get("timeoutSeconds")); err == nil && secs > 0 {
+			timer := time.NewTimer(time.Duration(secs) * time.Second)
+			defer timer.Stop()
+			timeout = timer.C
+		}
+		select {
+		case <-req.Context().Done():
+		case <-timeout:
+		}
+		return
+	}
+	gv := schema.GroupVersion{Group: r.info.APIGroup, Version: r.info.APIVersion}
+	_ = json.NewEncoder(w).Encode(map[string]interface{}{
+		"apiVersion": gv.String(), "kind": "List", "metadata": map[string]interface{}{"resourceVersion": "0"}, "items": []interface{}{},
+	})
+}
+
+// send issues the request on the shard at path with query, in JSON.
+func (v *View) send(req *http.Request, path, query string) (*http.Response, error) {
 	base, err := shardURL(v.shard)
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(err.Error())
 	}
 	u := *base
 	u.Path = strings.TrimSuffix(u.Path, "/") + path
-	u.RawQuery = req.URL.RawQuery
+	u.RawQuery = query
 	out, err := http.NewRequestWithContext(req.Context(), req.Method, u.String(), nil)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())

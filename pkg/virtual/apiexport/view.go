@@ -1,8 +1,8 @@
 // Package apiexport is the virtual workspace of an APIExport's owner:
 // /services/apiexport/<export cluster>/<export name>/clusters/<name or *>/...
 // serves the export's resources in every workspace of the shard that binds
-// it, and the resources it claims where a binding accepted the claim, as
-// if they were one API server. The owner needs a verb on apiexports/content
+// it, and of the resources it claims the objects that carry the claim's
+// label where a binding accepted the claim, as if they were one API server. The owner needs a verb on apiexports/content
 // (resourceName = the export) in the export's workspace; the view then acts
 // on the shard with its own privileged credentials, adding the export's
 // identity to wildcard requests, so that nothing else of a consumer's is
@@ -147,7 +147,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !v.authorized(w, req, r) {
 		return
 	}
-	view := viewOf(bindingsOf(v.bindings, v.indexed, r.exportCluster, r.exportName))
+	view := viewOf(r.exportCluster, r.exportName, bindingsOf(v.bindings, v.indexed, r.exportCluster, r.exportName))
 	if !r.info.IsResourceRequest {
 		v.serveDiscovery(w, req, r, view)
 		return

@@ -7,21 +7,26 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -70,7 +75,7 @@ func TestViewOfCollectsBoundResourcesAndAcceptedClaims(t *testing.T) {
 	rejected.State = apisv1alpha2.ClaimRejected
 	notClaimedAnymore := accepted(nil, nil)
 	notClaimedAnymore.Resource = "secrets"
-	v := viewOf([]*apisv1alpha2.APIBinding{
+	v := viewOf(exportCluster, exportName, []*apisv1alpha2.APIBinding{
 		binding("b", accepted([]string{"get", "list"}, map[string]string{"app": "x"})),
 		binding("c", rejected),
 		binding("d", notClaimedAnymore),
@@ -133,25 +138,31 @@ func (f *fakeShard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.paths = append(f.paths, r.URL.Path+"?"+r.URL.RawQuery)
 	f.mu.Unlock()
+	claimKey, claimValue := permissionclaim.LabelKeyAndValue(exportCluster, exportName, configMaps(nil))
+	// claimed is what admission labels the objects the binding selected with.
+	claimed := map[string]string{"app": "x", claimKey: claimValue}
 	cm := func(cluster, name string, labels map[string]string) map[string]interface{} {
 		return map[string]interface{}{"kind": "ConfigMap", "apiVersion": "v1", "metadata": map[string]interface{}{
 			"name": name, "namespace": "team", "labels": labels, "annotations": map[string]interface{}{logicalcluster.AnnotationKey: cluster}}}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	switch {
+	case strings.Contains(r.URL.Path, "/vnets"):
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound})
 	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps") && r.URL.Query().Get("watch") == "true":
 		enc := json.NewEncoder(w)
 		for _, e := range []map[string]interface{}{
-			{"type": "ADDED", "object": cm("b", "selected", map[string]string{"app": "x"})},
+			{"type": "ADDED", "object": cm("b", "selected", claimed)},
 			{"type": "ADDED", "object": cm("b", "unselected", nil)},
-			{"type": "ADDED", "object": cm("c", "other-cluster", map[string]string{"app": "x"})},
+			{"type": "ADDED", "object": cm("c", "other-cluster", claimed)},
 			{"type": "MODIFIED", "object": cm("b", "selected", nil)},
 		} {
 			_ = enc.Encode(e)
 		}
 	case strings.HasSuffix(r.URL.Path, "/api/v1/configmaps"):
 		_ = json.NewEncoder(w).Encode(map[string]interface{}{"kind": "ConfigMapList", "apiVersion": "v1", "metadata": map[string]interface{}{"resourceVersion": "7"},
-			"items": []interface{}{cm("b", "selected", map[string]string{"app": "x"}), cm("b", "unselected", nil), cm("c", "other-cluster", map[string]string{"app": "x"})}})
+			"items": []interface{}{cm("b", "selected", claimed), cm("b", "unselected", map[string]string{"app": "x"}), cm("c", "other-cluster", claimed)}})
 	case strings.HasSuffix(r.URL.Path, "/apis/example.io/v1"):
 		_ = json.NewEncoder(w).Encode(metav1.APIResourceList{GroupVersion: "example.io/v1", APIResources: []metav1.APIResource{
 			{Name: "widgets", Kind: "Widget", Namespaced: true}, {Name: "widgets/status", Kind: "Widget"}, {Name: "gadgets", Kind: "Gadget"}}})
@@ -259,10 +270,14 @@ func TestViewServesOnlyTheExportsResourcesInWorkspacesThatBindIt(t *testing.T) {
 }
 
 func TestViewListsOnlyClaimedObjectsTheBindingSelected(t *testing.T) {
-	v, _ := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})), binding("c"))
-	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps"))
+	v, shard := newTestView(t, binding("b", accepted([]string{"list", "watch"}, map[string]string{"app": "x"})), binding("c"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps?labelSelector=team%3Da"))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	key, value := permissionclaim.LabelKeyAndValue(exportCluster, exportName, configMaps(nil))
+	if got := shard.asked(); len(got) != 1 || !strings.Contains(got[0], "labelSelector="+url.QueryEscape("team=a,"+key+"="+value)) {
+		t.Errorf("shard was asked %v, want the caller's and the claim's label selector", got)
 	}
 	var list struct {
 		Items []struct {
@@ -278,6 +293,19 @@ func TestViewListsOnlyClaimedObjectsTheBindingSelected(t *testing.T) {
 	// Verbs not accepted are refused.
 	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps/selected")); rec.Code != http.StatusForbidden {
 		t.Errorf("get without the get verb: status %d, want 403", rec.Code)
+	}
+}
+
+// A claim the export makes that nobody accepted lists empty across
+// workspaces, as in kcp; in a workspace it is not found.
+func TestViewListsUnacceptedClaimsEmpty(t *testing.T) {
+	v, _ := newTestView(t, binding("b"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/api/v1/configmaps"))
+	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "selected") {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/api/v1/namespaces/team/configmaps")); rec.Code != http.StatusNotFound {
+		t.Errorf("list in a workspace that did not accept: status %d, want 404", rec.Code)
 	}
 }
 
@@ -323,5 +351,65 @@ func TestDiscoveryShowsTheExportsResourcesOnly(t *testing.T) {
 	}
 	if rec := serve(v, "provider", http.MethodGet, viewPath("c", "/apis/example.io/v1")); rec.Code != http.StatusNotFound {
 		t.Errorf("discovery in a workspace without a binding: status %d, want 404", rec.Code)
+	}
+}
+
+// client-go sends Kubernetes' kinds as protobuf; their labels are read too.
+func TestBodyLabelsReadsJSONAndProtobuf(t *testing.T) {
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: map[string]string{"app": "x"}}}
+	info, ok := runtime.SerializerInfoForMediaType(clientgoscheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	if !ok {
+		t.Fatal("no protobuf serializer")
+	}
+	var pb strings.Builder
+	if err := info.Serializer.Encode(cm, &pb); err != nil {
+		t.Fatal(err)
+	}
+	for contentType, body := range map[string][]byte{
+		runtime.ContentTypeProtobuf: []byte(pb.String()),
+		runtime.ContentTypeJSON:     []byte(`{"metadata":{"name":"a","labels":{"app":"x"}}}`),
+	} {
+		got, err := bodyLabels(contentType, body)
+		if err != nil || got["app"] != "x" {
+			t.Errorf("%s: labels %v, err %v", contentType, got, err)
+		}
+	}
+	if _, err := bodyLabels(runtime.ContentTypeJSON, []byte("k8s\x00")); err == nil {
+		t.Error("garbage as JSON accepted")
+	}
+}
+
+// A shard where nothing serves a claimed resource (nobody binds its
+// export there) lists it empty across workspaces, as kcp does, instead of
+// answering 404 and wedging informers.
+func TestViewListsAClaimedResourceTheShardDoesNotServeEmpty(t *testing.T) {
+	vnets := apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: "networking.example.io", Resource: "vnets"}, IdentityHash: "net", Verbs: []string{"*"}}
+	b := binding("b", apisv1alpha2.AcceptablePermissionClaim{
+		ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{PermissionClaim: vnets, Selector: apisv1alpha2.PermissionClaimSelector{MatchAll: true}},
+		State:                 apisv1alpha2.ClaimAccepted,
+	})
+	b.Status.ExportPermissionClaims = append(b.Status.ExportPermissionClaims, vnets)
+	v, _ := newTestView(t, b)
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/networking.example.io/v1/vnets"))
+	var list struct {
+		Items    []interface{}   `json:"items"`
+		Metadata metav1.ListMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); rec.Code != http.StatusOK || err != nil || list.Items == nil || len(list.Items) != 0 {
+		t.Fatalf("status %d, err %v: %s", rec.Code, err, rec.Body)
+	}
+	if rec := serve(v, "provider", http.MethodGet, viewPath("b", "/apis/networking.example.io/v1/vnets")); rec.Code != http.StatusNotFound {
+		t.Errorf("in a workspace: status %d, want the shard's 404", rec.Code)
+	}
+}
+
+func TestEmptyWatchEndsWithItsTimeout(t *testing.T) {
+	vnets := apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: "networking.example.io", Resource: "vnets"}, IdentityHash: "net", Verbs: []string{"*"}}
+	b := binding("b")
+	b.Status.ExportPermissionClaims = append(b.Status.ExportPermissionClaims, vnets)
+	v, _ := newTestView(t, b)
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/networking.example.io/v1/vnets?watch=true&timeoutSeconds=1"))
+	if rec.Code != http.StatusOK || rec.Body.Len() != 0 {
+		t.Fatalf("status %d: %q", rec.Code, rec.Body)
 	}
 }

@@ -17,6 +17,8 @@ const (
 	NamingConflictsReason           = apisv1alpha1.NamingConflictsReason
 	PermissionClaimsValid           = apisv1alpha1.PermissionClaimsValid
 	PermissionClaimsApplied         = apisv1alpha1.PermissionClaimsApplied
+	InvalidPermissionClaimsReason   = apisv1alpha1.InvalidPermissionClaimsReason
+	InternalErrorReason             = apisv1alpha1.InternalErrorReason
 	BindingResourceDeleteSuccess    = apisv1alpha1.BindingResourceDeleteSuccess
 )
 

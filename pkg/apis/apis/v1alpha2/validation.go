@@ -101,6 +101,7 @@ func validateClaims(claims []PermissionClaim, fldPath *field.Path) field.ErrorLi
 	for i, c := range claims {
 		p := fldPath.Index(i)
 		allErrs = append(allErrs, validateClaim(c, p)...)
+		allErrs = append(allErrs, validateIdentityHash(c.IdentityHash, p.Child("identityHash"))...)
 		if seen.Has(c.GroupResource) {
 			allErrs = append(allErrs, field.Duplicate(p, c.GroupResource))
 		}
@@ -120,15 +121,23 @@ func validateClaim(c PermissionClaim, p *field.Path) field.ErrorList {
 	if len(c.Verbs) == 0 {
 		allErrs = append(allErrs, field.Required(p.Child("verbs"), "at least one verb is required"))
 	}
-	if c.IdentityHash != "" {
-		if _, err := hex.DecodeString(c.IdentityHash); err != nil {
-			allErrs = append(allErrs, field.Invalid(p.Child("identityHash"), c.IdentityHash, "must be the hex identity hash of an APIExport"))
-		}
-	}
 	if c.DefaultSelector != nil {
 		allErrs = append(allErrs, validateSelector(*c.DefaultSelector, p.Child("defaultSelector"))...)
 	}
 	return allErrs
+}
+
+// validateIdentityHash checks the identity hash of an export's claim. A
+// binding's claims are not checked: kcp admits a binding that accepts a
+// claim under a wrong identity and reports it in PermissionClaimsValid.
+func validateIdentityHash(hash string, p *field.Path) field.ErrorList {
+	if hash == "" {
+		return nil
+	}
+	if _, err := hex.DecodeString(hash); err != nil {
+		return field.ErrorList{field.Invalid(p, hash, "must be the hex identity hash of an APIExport")}
+	}
+	return nil
 }
 
 func validateSelector(s PermissionClaimSelector, p *field.Path) field.ErrorList {

@@ -118,3 +118,21 @@ func TestValidateAPIBinding(t *testing.T) {
 	rebound.Spec.Reference.Export.Name = "other"
 	requireField(t, ValidateAPIBindingUpdate(rebound, validBinding()), "spec.reference", "rebinding")
 }
+
+// TestBindingAcceptingAnUnknownIdentityIsAdmitted mirrors kcp: the wrong
+// identity is reported by the APIBinding controller, not refused.
+func TestBindingAcceptingAnUnknownIdentityIsAdmitted(t *testing.T) {
+	b := &APIBinding{}
+	b.Name = "cowboys"
+	b.Spec.Reference.Export = &ExportBindingReference{Path: "root:org", Name: "today-cowboys"}
+	b.Spec.PermissionClaims = []AcceptablePermissionClaim{{
+		ScopedPermissionClaim: ScopedPermissionClaim{
+			PermissionClaim: PermissionClaim{GroupResource: GroupResource{Group: "wild.wild.west", Resource: "sheriffs"}, Verbs: []string{"*"}, IdentityHash: "xxxxxxx"},
+			Selector:        PermissionClaimSelector{MatchAll: true},
+		},
+		State: ClaimAccepted,
+	}}
+	if errs := ValidateAPIBinding(b); len(errs) != 0 {
+		t.Fatalf("binding refused: %v", errs)
+	}
+}
