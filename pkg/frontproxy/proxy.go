@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/home"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/scope"
@@ -139,6 +140,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		klog.FromContext(req.Context()).V(4).Info("Authentication failed", "err", err)
 		responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
 		return
+	}
+	// /clusters/~ is the caller's home.
+	if tilde, ok := home.TildePath(req.URL.Path, u); ok {
+		req = home.WithPath(req, tilde)
 	}
 	r := p.match(req.URL.Path)
 	if r == nil {

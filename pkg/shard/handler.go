@@ -13,6 +13,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
+	"github.com/shardplane/shardplane/pkg/home"
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/registry"
 	"github.com/shardplane/shardplane/pkg/responsecompression"
@@ -50,6 +51,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	chain = clusterpath.WithCluster(c.apiExtensions.wrapHandler(chain), gc.Serializer, c.Informers.kcp.resolvePath)
 	// In-cluster clients of a workspace's service account send no /clusters/.
 	chain = serviceaccount.WithInClusterRewrite(chain)
+	// /clusters/~ is the caller's home.
+	chain = home.WithTildePath(chain, gc.Authentication.Authenticator)
 	chain = withVirtualWorkspaces(withEmbeddedCache(chain, c.embeddedCache), c.virtualWorkspaces)
 	informers := c.Informers.all()
 	synced := func() bool { return wildcardinformer.Synced(informers...) }

@@ -213,6 +213,15 @@ func TestHomeWorkspaces(t *testing.T) {
 		}
 	})
 
+	t.Run("/clusters/~ is the caller's home", func(t *testing.T) {
+		// Ours, beyond kcp: kubectl ws's "~" as a server path.
+		requireConfigMap(ctx, t, e.homeKube(t, homeAlice, "~"), "/clusters/~", aliceCM, aliceHome)
+		_, err := e.homeKube(t, homeBob, "~").CoreV1().ConfigMaps(metav1.NamespaceDefault).Get(ctx, "mine", metav1.GetOptions{})
+		if err == nil {
+			t.Errorf("bob reads alice's configmap at his /clusters/~")
+		}
+	})
+
 	t.Run("two users get different homes and cannot enter each other's", func(t *testing.T) {
 		bob := e.readyHome(ctx, t, homeBob)
 		requireHomeWorkspace(t, e, bob, homeBob)

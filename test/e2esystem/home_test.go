@@ -73,6 +73,11 @@ func TestHomeWorkspaceThroughTheFrontProxy(t *testing.T) {
 		_, err := kube(t, sys.UserConfig(t, owner, ws.Spec.Cluster)).CoreV1().ConfigMaps("default").Get(ctx, "at-home", metav1.GetOptions{})
 		return err
 	}, "read the configmap by the home's cluster name")
+	// Ours, beyond kcp: kubectl ws's "~" as a server path.
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := kube(t, sys.UserConfig(t, owner, "~")).CoreV1().ConfigMaps("default").Get(ctx, "at-home", metav1.GetOptions{})
+		return err
+	}, "read the configmap at /clusters/~ through the front-proxy")
 
 	// A workspace below the home, placed on another shard when there is one.
 	childShard := "root"
@@ -116,6 +121,10 @@ func TestHomeWorkspaceThroughTheFrontProxy(t *testing.T) {
 		}
 		return err
 	}, "create a configmap in user:%s:project", owner)
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := kube(t, sys.UserConfig(t, owner, "~:project")).CoreV1().ConfigMaps("default").Get(ctx, "nested", metav1.GetOptions{})
+		return err
+	}, "read the configmap at /clusters/~:project through the front-proxy")
 
 	// Another user is kept out of both, with the answer of a path that
 	// does not exist.
