@@ -376,8 +376,9 @@ func (h workspaceHandler) set(obj interface{}, deleted bool) {
 	}
 	h.x.mu.Lock()
 	defer h.x.mu.Unlock()
-	// A workspace being deleted takes no more requests.
-	if deleted || ws.DeletionTimestamp != nil {
+	// A workspace being deleted is routed until it is gone, which is after
+	// its LogicalCluster: terminators and clients work in it meanwhile.
+	if deleted {
 		if _, routed := h.x.children[parent][ws.Name]; routed && ws.DeletionTimestamp != nil {
 			observeLag("delete", ws.DeletionTimestamp.Time)
 		}

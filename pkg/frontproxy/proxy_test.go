@@ -64,13 +64,20 @@ func TestIndexResolvesPathsSegmentBySegment(t *testing.T) {
 		}
 	}
 
-	// A deleted workspace and a shard that leaves are forgotten at once.
-	gone := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "team", Annotations: map[string]string{logicalcluster.AnnotationKey: "orgcluster"}}}
+	// A workspace being deleted is routed until it is gone (its
+	// LogicalCluster first); a deleted workspace and a shard that leaves
+	// are forgotten at once.
+	gone := &tenancyv1alpha1.Workspace{ObjectMeta: metav1.ObjectMeta{Name: "team", Annotations: map[string]string{logicalcluster.AnnotationKey: "orgcluster"}},
+		Spec: tenancyv1alpha1.WorkspaceSpec{Cluster: "teamcluster"}, Status: tenancyv1alpha1.WorkspaceStatus{Phase: corev1alpha1.LogicalClusterPhaseTerminating}}
 	now := metav1.Now()
 	gone.DeletionTimestamp = &now
 	workspaceHandler{x: x, shard: "root"}.OnUpdate(nil, gone)
+	if target, result := x.Resolve("root:org:team"); result != Found || target.Cluster != "teamcluster" {
+		t.Errorf("a workspace being deleted: %v %v, want it routed", target, result)
+	}
+	workspaceHandler{x: x, shard: "root"}.OnDelete(gone)
 	if _, result := x.Resolve("root:org:team"); result != NotFound {
-		t.Errorf("a workspace being deleted resolves: %v", result)
+		t.Errorf("a deleted workspace resolves: %v", result)
 	}
 	x.removeShard("root")
 	if _, result := x.Resolve("root:org"); result != NotFound {

@@ -346,8 +346,8 @@ func TestDeletingWorkspaceSaysWhatHoldsItsContent(t *testing.T) {
 	if held.Reason != tenancyv1alpha1.WorkspaceContentDeletedSomeResourcesRemain || !strings.Contains(held.Message, "configmaps") || !strings.Contains(held.Message, finalizer) {
 		t.Errorf("WorkspaceContentDeleted = %+v, want reason SomeResourcesRemain and a message naming configmaps and %s", held, finalizer)
 	}
-	if last.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
-		t.Errorf("workspace %s: phase %q while its content is held, want Deleting", doomed.path(), last.Status.Phase)
+	if last.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		t.Errorf("workspace %s: phase %q while its content is held, want Terminating", doomed.path(), last.Status.Phase)
 	}
 
 	// Release the ConfigMap: the workspace finishes and goes.

@@ -230,9 +230,16 @@ func TestInitializerAndTerminatorWorkThroughTheirViews(t *testing.T) {
 	}
 	cleaner := newKubeClient(t, v.config(t, owner, initializingworkspaces.Terminating, terminator, cluster))
 	requireConfigMap(ctx, t, cleaner, "the terminating view", cm, cluster)
-	if err := admin.get(ctx, org.path(), workspacesGVR, child.name, &tenancyv1alpha1.Workspace{}); err != nil {
-		t.Fatalf("workspace gone while its terminator holds it: %v", err)
-	}
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		held := &tenancyv1alpha1.Workspace{}
+		if err := admin.get(ctx, org.path(), workspacesGVR, child.name, held); err != nil {
+			t.Fatalf("workspace gone while its terminator holds it: %v", err)
+		}
+		if held.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+			return fmt.Errorf("phase %q", held.Status.Phase)
+		}
+		return nil
+	}, "workspace %s Terminating, as kcp shows it, while its terminator holds it", child.path())
 	release := fmt.Sprintf(`[{"op":"test","path":"/status/terminators/0","value":%q},{"op":"remove","path":"/status/terminators/0"}]`, terminator)
 	if _, err := v.logicalClusters(t, owner, initializingworkspaces.Terminating, terminator, cluster).
 		Patch(ctx, corev1alpha1.LogicalClusterName, types.JSONPatchType, []byte(release), metav1.PatchOptions{}, "status"); err != nil {

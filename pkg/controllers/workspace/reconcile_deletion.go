@@ -18,12 +18,10 @@ import (
 )
 
 // deletionReconciler deletes a workspace's LogicalCluster and releases the
-// workspace once it is gone. While the LogicalCluster reports something
-// (terminators it waits for, or its WorkspaceContentDeleted condition, which
-// names what still holds the content) the workspace is Deleting and
-// mirrors the condition, which turns True when the logical cluster is gone.
-// A cluster that goes without a word costs the workspace no status write,
-// as in kcp: its finalizer is removed and it is gone.
+// workspace once it is gone. While the LogicalCluster exists the workspace
+// is Terminating, as kcp shows it, and mirrors its WorkspaceContentDeleted
+// condition (which names what still holds the content); the condition
+// turns True when the logical cluster is gone.
 type deletionReconciler struct {
 	// getLogicalCluster reads the LogicalCluster of a workspace; nil or
 	// NotFound when it is gone.
@@ -87,17 +85,13 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 	return err
 }
 
-// deletingStatus mirrors onto a deleted workspace what its LogicalCluster
-// reports while it goes: once it is Terminating or carries
-// WorkspaceContentDeleted, the workspace is Deleting with that condition.
-// It tells whether the status changed.
+// deletingStatus marks a deleted workspace whose LogicalCluster still
+// exists Terminating, with the cluster's WorkspaceContentDeleted condition
+// if it has one. It tells whether the status changed.
 func deletingStatus(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalCluster) bool {
 	c := lc.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted)
-	if c == nil && lc.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
-		return false
-	}
 	old := ws.Status.DeepCopy()
-	ws.Status.Phase = corev1alpha1.LogicalClusterPhaseDeleting
+	ws.Status.Phase = corev1alpha1.LogicalClusterPhaseTerminating
 	if c != nil {
 		conditionsv1alpha1.Set(ws, *c)
 	}

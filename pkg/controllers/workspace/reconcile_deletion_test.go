@@ -77,8 +77,8 @@ func TestDeletedWorkspaceMirrorsWhatHoldsItsContent(t *testing.T) {
 		t.Fatalf("%d status writes and %d updates, want one status write", len(f.statusWrites), len(f.updates))
 	}
 	ws := f.statusWrites[0]
-	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
-		t.Errorf("phase %q, want Deleting", ws.Status.Phase)
+	if ws.Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		t.Errorf("phase %q, want Terminating", ws.Status.Phase)
 	}
 	if c := ws.Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted); c == nil || c.Status != corev1.ConditionFalse || c.Reason != held.Reason || c.Message != held.Message {
 		t.Errorf("condition %+v, want %+v", c, held)
@@ -96,14 +96,13 @@ func TestWorkspaceDeletionDeletesTheLogicalClusterFirst(t *testing.T) {
 	if len(f.updates) != 0 {
 		t.Errorf("released the workspace while its LogicalCluster exists")
 	}
-	// Nothing reported by the cluster yet: nothing to write (kcp keeps
-	// the phase too).
-	if len(f.statusWrites) != 0 {
-		t.Errorf("%d status writes while the LogicalCluster reports nothing, want none", len(f.statusWrites))
+	// Terminating while the LogicalCluster exists, as kcp shows it.
+	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		t.Errorf("status writes %+v, want one to phase Terminating", f.statusWrites)
 	}
 }
 
-func TestDeletedWorkspaceIsDeletingWhileItsClusterTerminates(t *testing.T) {
+func TestDeletedWorkspaceIsTerminatingWhileItsClusterTerminates(t *testing.T) {
 	now := metav1.Now()
 	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster", DeletionTimestamp: &now},
@@ -113,8 +112,8 @@ func TestDeletedWorkspaceIsDeletingWhileItsClusterTerminates(t *testing.T) {
 	if err := f.reconciler().reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
-	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseDeleting {
-		t.Fatalf("status writes %+v, want one to phase Deleting", f.statusWrites)
+	if len(f.statusWrites) != 1 || f.statusWrites[0].Status.Phase != corev1alpha1.LogicalClusterPhaseTerminating {
+		t.Fatalf("status writes %+v, want one to phase Terminating", f.statusWrites)
 	}
 }
 
