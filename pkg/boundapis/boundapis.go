@@ -35,10 +35,12 @@ const (
 )
 
 // byIdentity indexes bindings by "<identity>|<group>|<resource>" of every
-// resource they bind; bySchema by "<schema UID>|<identity>".
+// resource they bind; bySchema by "<schema UID>|<identity>"; byResource by
+// "<group>|<resource>".
 const (
 	byIdentity = "apibinding-bound-identity"
 	bySchema   = "apibinding-bound-schema"
+	byResource = "apibinding-bound-resource"
 )
 
 func identityKey(identity, group, resource string) string {
@@ -46,6 +48,8 @@ func identityKey(identity, group, resource string) string {
 }
 
 func schemaKey(uid, identity string) string { return uid + "|" + identity }
+
+func resourceKey(group, resource string) string { return group + "|" + resource }
 
 func boundIndex(key func(br apisv1alpha2.BoundAPIResource) string) cache.IndexFunc {
 	return func(obj interface{}) ([]string, error) {
@@ -83,6 +87,9 @@ func New(bindings *wildcardinformer.Informer, schemas ...*wildcardinformer.Infor
 		}),
 		bySchema: boundIndex(func(br apisv1alpha2.BoundAPIResource) string {
 			return schemaKey(br.Schema.UID, br.Schema.IdentityHash)
+		}),
+		byResource: boundIndex(func(br apisv1alpha2.BoundAPIResource) string {
+			return resourceKey(br.Group, br.Resource)
 		}),
 	}); err != nil {
 		return nil, err
@@ -140,6 +147,38 @@ func (x *Index) ForIdentity(group, resource, identity string) (apiextensions.Bou
 		}
 	}
 	return apiextensions.BoundResource{}, false
+}
+
+// ForGroupResource implements apiextensions.BoundAPIs.
+func (x *Index) ForGroupResource(group, resource string) []apiextensions.BoundResource {
+	objs, err := x.bindings.ByIndex(byResource, resourceKey(group, resource))
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []apiextensions.BoundResource
+	for _, o := range objs {
+		b := o.(*apisv1alpha2.APIBinding)
+		for _, br := range b.Status.BoundResources {
+			key := schemaKey(br.Schema.UID, br.Schema.IdentityHash)
+			if br.Group != group || br.Resource != resource || seen[key] {
+				continue
+			}
+			if r, ok := x.resolve(b, br); ok {
+				seen[key] = true
+				r.Terminating, r.Binding = false, ""
+				out = append(out, r)
+			}
+		}
+	}
+	// The same answer every time: callers pick the first that fits.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CRD.UID != out[j].CRD.UID {
+			return out[i].CRD.UID < out[j].CRD.UID
+		}
+		return out[i].IdentityHash < out[j].IdentityHash
+	})
+	return out
 }
 
 // InUse implements apiextensions.BoundAPIs.
