@@ -26,5 +26,7 @@
 // of bound resources of that group and resource, of every identity. CRDs may not take the APIs
 // the shard serves itself, kcp's groups or the bound-CRD annotation; they
 // may define the Kubernetes kinds the shard does not serve (apps, batch,
-// core group resources named <plural>.core, served below /api).
+// core group resources named <plural>.core, served below /api). Those
+// kinds, as CRDs or bound, take strategic merge patches as the built-in
+// ones do.
 package apiextensions

@@ -270,7 +270,7 @@ func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info
 		if terminating {
 			admit = forbidCreate{admit}
 		}
-		return handlers.PatchResource(storage, scope, admit, patchTypes)
+		return patchHandler(req, storage, scope, admit)
 	case "delete":
 		return handlers.DeleteResource(storage, true, scope, admit)
 	case "deletecollection":
@@ -296,6 +296,9 @@ func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, i
 	case "update":
 		return handlers.UpdateResource(storage, scope, admit)
 	case "patch":
+		if info.Subresource == "status" {
+			return patchHandler(req, storage, scope, admit)
+		}
 		return handlers.PatchResource(storage, scope, admit, patchTypes)
 	}
 	responsewriters.ErrorNegotiated(apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb),
