@@ -18,6 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -196,7 +197,12 @@ func newer(a, b *apisv1alpha2.APIBinding) bool {
 
 // bindingsOf returns the bindings of a cluster sorted by name.
 func (x *Index) bindingsOf(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
-	objs, err := x.bindings.List(cluster, "")
+	return bindingsIn(x.bindings, cluster)
+}
+
+// bindingsIn returns the bindings of a cluster sorted by name.
+func bindingsIn(bindings *wildcardinformer.Informer, cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+	objs, err := bindings.List(cluster, "")
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
@@ -206,6 +212,24 @@ func (x *Index) bindingsOf(cluster logicalcluster.Name) []*apisv1alpha2.APIBindi
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// AdmissionSource returns, for a request on a resource in a logical
+// cluster, the logical cluster whose webhooks and admission policies judge
+// it, as kcp decides: for a resource an APIBinding of the cluster binds,
+// the cluster of the bound APIExport; for any other, the cluster itself.
+// bindings are the APIBindings of all clusters.
+func AdmissionSource(bindings *wildcardinformer.Informer) func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name {
+	return func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name {
+		for _, b := range bindingsIn(bindings, cluster) {
+			for _, br := range b.Status.BoundResources {
+				if br.Group == gr.Group && br.Resource == gr.Resource && b.Status.APIExportClusterName != "" {
+					return logicalcluster.Name(b.Status.APIExportClusterName)
+				}
+			}
+		}
+		return cluster
+	}
 }
 
 // resolve returns what br of binding b serves, or false when its schema is

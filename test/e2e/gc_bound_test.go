@@ -52,28 +52,33 @@ func cowboyRef(group string, owner *unstructured.Unstructured) metav1.OwnerRefer
 }
 
 // publishCowboys creates the cowboys schema and the today-cowboys export in
-// a new provider workspace of org and returns its path and the API group.
-func publishCowboys(ctx context.Context, t *testing.T, e *wsEnv, org ws) (provider, group string) {
+// a new provider workspace of org and returns it and the API group.
+func publishCowboys(ctx context.Context, t *testing.T, e *wsEnv, org ws) (provider ws, group string) {
 	t.Helper()
 	kcp := e.kcp(t, kcpAdmin)
-	p := readyWorkspace(ctx, t, kcp, org.path(), "gc-api-export", nil)
+	provider = readyWorkspace(ctx, t, kcp, org.path(), "gc-api-export", nil)
 	group = uniqueGroup("wildwest")
-	publish(ctx, t, kcp, p.path(), "today-cowboys", schemaFromCRD(t, "today.cowboys."+group, cowboysCRD(group)))
-	return p.path(), group
+	publish(ctx, t, kcp, provider.path(), "today-cowboys", schemaFromCRD(t, "today.cowboys."+group, cowboysCRD(group)))
+	return provider, group
 }
 
-// bindCowboys creates a workspace of org that binds the cowboys and returns
-// it with its cowboys client in namespace default, once cowboys can be
-// listed there.
+// bindCowboys creates a workspace of org that binds the cowboys of provider
+// and returns it with its cowboys client in namespace default.
 func bindCowboys(ctx context.Context, t *testing.T, e *wsEnv, org ws, name, provider, group string) (ws, dynamic.ResourceInterface) {
 	t.Helper()
-	kcp := e.kcp(t, kcpAdmin)
-	user := readyWorkspace(ctx, t, kcp, org.path(), name, nil)
-	bindAndWait(ctx, t, kcp, user.path(), "cowboys", provider, "today-cowboys")
-	ensureDefaultNamespace(ctx, t, e, user.path())
-	cowboys := crdEnvFor(t, e.s, user.path()).dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "cowboys"})
-	listNames(ctx, t, cowboys, "cowboys in "+user.path())
-	return user, cowboys.Namespace("default")
+	user := readyWorkspace(ctx, t, e.kcp(t, kcpAdmin), org.path(), name, nil)
+	return user, bindCowboysIn(ctx, t, e, user.path(), provider, group)
+}
+
+// bindCowboysIn binds the cowboys of provider in workspace and returns its
+// cowboys client in namespace default, once cowboys can be listed there.
+func bindCowboysIn(ctx context.Context, t *testing.T, e *wsEnv, workspace, provider, group string) dynamic.ResourceInterface {
+	t.Helper()
+	bindAndWait(ctx, t, e.kcp(t, kcpAdmin), workspace, "cowboys", provider, "today-cowboys")
+	ensureDefaultNamespace(ctx, t, e, workspace)
+	cowboys := crdEnvFor(t, e.s, workspace).dynamic.Resource(schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "cowboys"})
+	listNames(ctx, t, cowboys, "cowboys in "+workspace)
+	return cowboys.Namespace("default")
 }
 
 // TestGarbageCollectorCollectsDependentsOfBoundTypes mirrors kcp's
@@ -92,7 +97,7 @@ func TestGarbageCollectorCollectsDependentsOfBoundTypes(t *testing.T) {
 		for i := range 3 {
 			t.Run(fmt.Sprintf("tc%d", i), func(t *testing.T) {
 				t.Parallel()
-				user, cowboys := bindCowboys(ctx, t, e, org, fmt.Sprintf("gc-api-binding-%d", i), provider, group)
+				user, cowboys := bindCowboys(ctx, t, e, org, fmt.Sprintf("gc-api-binding-%d", i), provider.path(), group)
 				kube := e.kube(t, kcpAdmin, user.path())
 
 				owner := createWidget(ctx, t, cowboys, cowboy(group, "owner"))
@@ -130,8 +135,8 @@ func TestGarbageCollectorKeepsSameNamedBoundOwnersOfOtherWorkspaces(t *testing.T
 	defer cancel()
 	org := e.readyOrg(ctx, t, "gc-multi")
 	provider, group := publishCowboys(ctx, t, e, org)
-	user1, cowboys1 := bindCowboys(ctx, t, e, org, "gc-multi-user-1", provider, group)
-	user2, cowboys2 := bindCowboys(ctx, t, e, org, "gc-multi-user-2", provider, group)
+	user1, cowboys1 := bindCowboys(ctx, t, e, org, "gc-multi-user-1", provider.path(), group)
+	user2, cowboys2 := bindCowboys(ctx, t, e, org, "gc-multi-user-2", provider.path(), group)
 	kube1, kube2 := e.kube(t, kcpAdmin, user1.path()), e.kube(t, kcpAdmin, user2.path())
 
 	dependentOf := func(owner *unstructured.Unstructured) *corev1ac.ConfigMapApplyConfiguration {
