@@ -221,7 +221,14 @@ func bindingsIn(bindings *wildcardinformer.Informer, cluster logicalcluster.Name
 // bindings are the APIBindings of all clusters.
 func AdmissionSource(bindings *wildcardinformer.Informer) func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name {
 	return func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name {
-		for _, b := range bindingsIn(bindings, cluster) {
+		// Every admitted request asks: no sorting, as no two bindings of a
+		// cluster bind the same resource (NamingConflicts).
+		objs, _ := bindings.List(cluster, "")
+		for _, o := range objs {
+			b, ok := o.(*apisv1alpha2.APIBinding)
+			if !ok {
+				continue
+			}
 			for _, br := range b.Status.BoundResources {
 				if br.Group == gr.Group && br.Resource == gr.Resource && b.Status.APIExportClusterName != "" {
 					return logicalcluster.Name(b.Status.APIExportClusterName)
