@@ -56,6 +56,9 @@ type BoundAPIs interface {
 	// ForIdentity returns group/resource as bound from the export with
 	// identityHash in any logical cluster of the shard.
 	ForIdentity(group, resource, identityHash string) (BoundResource, bool)
+	// ForGroupResource returns group/resource as bound from any export in
+	// any logical cluster of the shard, one per schema and identity.
+	ForGroupResource(group, resource string) []BoundResource
 	// InUse tells whether some binding still serves the schema with uid
 	// under identityHash.
 	InUse(uid types.UID, identityHash string) bool

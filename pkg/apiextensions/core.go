@@ -58,9 +58,22 @@ func (s *Server) routesToCoreCRD(req *http.Request) bool {
 	}
 	name := crdName("", info.Resource)
 	if cluster.IsWildcard() {
-		return len(s.crds.byName(name)) > 0
+		return len(s.crds.byName(name)) > 0 || s.boundCoreAnywhere(info.Resource)
 	}
 	return s.crds.get(cluster, name) != nil || s.boundCore(cluster, info.Resource)
+}
+
+// boundCoreAnywhere tells whether an APIBinding of any cluster serves a core
+// group resource, given as <resource> or <resource>:<identityHash>.
+func (s *Server) boundCoreAnywhere(resource string) bool {
+	if s.crds.bound == nil {
+		return false
+	}
+	if r, identity, ok := splitIdentity(resource); ok {
+		_, found := s.crds.bound.ForIdentity("", r, identity)
+		return found
+	}
+	return len(s.crds.bound.ForGroupResource("", resource)) > 0
 }
 
 // boundCore tells whether an APIBinding of cluster serves a core group

@@ -28,6 +28,12 @@ func (l listBound) ForIdentity(string, string, string) (BoundResource, bool) {
 	return BoundResource{}, false
 }
 func (l listBound) InUse(types.UID, string) bool { return false }
+func (l listBound) ForGroupResource(group, resource string) []BoundResource {
+	if br, ok := l.Get("", group, resource); ok {
+		return []BoundResource{br}
+	}
+	return nil
+}
 
 func webService(root string, paths ...string) *restful.WebService {
 	ws := new(restful.WebService).Path(root)

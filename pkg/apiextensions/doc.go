@@ -22,8 +22,11 @@
 //
 // Across clusters (/clusters/*) a custom resource has no one schema or set
 // of versions, so wildcard lists and watches serve object metadata only,
-// as in kcp, and refuse full objects with 406. CRDs may not take the APIs
+// as in kcp, and refuse full objects with 406; they include the instances
+// of bound resources of that group and resource, of every identity. CRDs may not take the APIs
 // the shard serves itself, kcp's groups or the bound-CRD annotation; they
 // may define the Kubernetes kinds the shard does not serve (apps, batch,
-// core group resources named <plural>.core, served below /api).
+// core group resources named <plural>.core, served below /api). Those
+// kinds, as CRDs or bound, take strategic merge patches as the built-in
+// ones do.
 package apiextensions

@@ -49,7 +49,7 @@ type infoKey struct {
 
 // wildcardKey names the serving state of a resource version across clusters.
 type wildcardKey struct {
-	crdName, version string
+	group, resource, version string
 }
 
 // crHandler serves custom resources and the discovery of CRD groups per
@@ -270,7 +270,7 @@ func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info
 		if terminating {
 			admit = forbidCreate{admit}
 		}
-		return handlers.PatchResource(storage, scope, admit, patchTypes)
+		return patchHandler(req, storage, scope, admit)
 	case "delete":
 		return handlers.DeleteResource(storage, true, scope, admit)
 	case "deletecollection":
@@ -296,6 +296,9 @@ func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, i
 	case "update":
 		return handlers.UpdateResource(storage, scope, admit)
 	case "patch":
+		if info.Subresource == "status" {
+			return patchHandler(req, storage, scope, admit)
+		}
 		return handlers.PatchResource(storage, scope, admit, patchTypes)
 	}
 	responsewriters.ErrorNegotiated(apierrors.NewMethodNotSupported(schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Verb),
@@ -315,9 +318,8 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
-	name := crdName(info.APIGroup, info.Resource)
 	gv := schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}
-	if servesAnywhere(h.crds.byName(name), info.APIVersion) == nil {
+	if h.wildcardSource(info.APIGroup, info.Resource, info.APIVersion) == nil {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}
@@ -327,7 +329,7 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 			upstream.Codecs, gv, w, req)
 		return
 	}
-	key := wildcardKey{crdName: name, version: info.APIVersion}
+	key := wildcardKey{group: info.APIGroup, resource: info.Resource, version: info.APIVersion}
 	h.lock.RLock()
 	si := h.wildcards[key]
 	h.lock.RUnlock()
@@ -337,7 +339,7 @@ func (h *crHandler) serveWildcard(w http.ResponseWriter, req *http.Request, info
 			responsewriters.ErrorNegotiated(err, upstream.Codecs, gv, w, req)
 			return
 		} else if err != nil {
-			klog.FromContext(req.Context()).Error(err, "Building wildcard custom resource serving state failed", "crd", name)
+			klog.FromContext(req.Context()).Error(err, "Building wildcard custom resource serving state failed", "group", key.group, "resource", key.resource)
 			responsewriters.ErrorNegotiated(apierrors.NewInternalError(fmt.Errorf("error resolving resource")), upstream.Codecs, gv, w, req)
 			return
 		}
@@ -388,14 +390,14 @@ func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
 		if si != nil {
 			return si, nil
 		}
-		crd := servesAnywhere(h.crds.byName(key.crdName), key.version)
+		crd := h.wildcardSource(key.group, key.resource, key.version)
 		if crd == nil {
 			return nil, nil
 		}
 		if attempt == maxBuildAttempts {
 			return nil, errChanging(crd.Name)
 		}
-		flight := strings.Join([]string{"*", key.crdName, key.version, string(crd.UID), crd.ResourceVersion}, "|")
+		flight := strings.Join([]string{"*", key.group, key.resource, key.version, string(crd.UID), crd.ResourceVersion}, "|")
 		v, err, _ := h.builds.Do(flight, func() (interface{}, error) {
 			// A flight that just ended may have stored it.
 			h.lock.RLock()
@@ -408,7 +410,7 @@ func (h *crHandler) buildWildcard(key wildcardKey) (*servingInfo, error) {
 				if existing := h.wildcards[key]; existing != nil {
 					return existing, true
 				}
-				current := servesAnywhere(h.crds.byName(key.crdName), key.version)
+				current := h.wildcardSource(key.group, key.resource, key.version)
 				if current == nil || current.UID != si.uid || !sameServing(si, metadataCRD(current, key.version)) {
 					return nil, false
 				}
@@ -541,7 +543,7 @@ func (h *crHandler) invalidate(obj interface{}, deleted bool) {
 		gone = append(gone, si)
 	}
 	for k, si := range h.wildcards {
-		if k.crdName == crd.Name && si.uid == crd.UID &&
+		if crdName(k.group, k.resource) == crd.Name && si.uid == crd.UID &&
 			(deleted || !servesVersion(&crd.Spec, k.version) || !sameServing(si, metadataCRD(crd, k.version))) {
 			delete(h.wildcards, k)
 			gone = append(gone, si)

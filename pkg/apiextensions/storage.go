@@ -17,23 +17,31 @@ import (
 // (which put an identity hash there) in etcd keys.
 const customResourcesSegment = "customresources"
 
+// resourcePrefix returns the key prefix below the etcd prefix of all
+// instances of a group and resource, of CRDs and of bindings of any
+// identity alike: "<group>/<resource>".
+func resourcePrefix(gr schema.GroupResource) string {
+	return gr.Group + "/" + gr.Resource
+}
+
 // customResourcePrefix returns the key prefix of the custom resources of a
 // CRD below the etcd prefix: "<group>/<resource>/customresources".
 func customResourcePrefix(gr schema.GroupResource) string {
-	return gr.Group + "/" + gr.Resource + "/" + customResourcesSegment
+	return resourcePrefix(gr) + "/" + customResourcesSegment
 }
 
 // boundResourcePrefix returns the key prefix of the instances of a bound
 // resource below the etcd prefix: "<group>/<resource>/<identityHash>".
 func boundResourcePrefix(gr schema.GroupResource, identity string) string {
-	return gr.Group + "/" + gr.Resource + "/" + identity
+	return resourcePrefix(gr) + "/" + identity
 }
 
 // crRESTOptionsGetter gives the storage of one CRD in one logical cluster
-// (or, for the wildcard, of a resource in all clusters) keys of the form
+// keys of the form
 // /<group>/<resource>/customresources/<cluster>/[<namespace>/]<name>, and
 // the storage of a bound resource keys of the form
-// /<group>/<resource>/<identityHash>/<cluster>/[<namespace>/]<name>.
+// /<group>/<resource>/<identityHash>/<cluster>/[<namespace>/]<name>. The
+// wildcard metadata storage reads both below /<group>/<resource>.
 type crRESTOptionsGetter struct {
 	// delegate encodes custom resources as unstructured JSON.
 	delegate   generic.RESTOptionsGetter
@@ -49,11 +57,17 @@ func (g crRESTOptionsGetter) GetRESTOptions(gr schema.GroupResource, example run
 	}
 	opts.ResourcePrefix = customResourcePrefix(gr)
 	cluster := g.target.cluster
-	if g.target.identity != "" {
+	switch {
+	case g.target.identity != "":
 		// Bound instances of all clusters share one storage; the
 		// request's cluster picks its keys.
 		opts.ResourcePrefix = boundResourcePrefix(gr, g.target.identity)
 		cluster = logicalcluster.Wildcard
+	case g.target.metadataOnly():
+		// Read-only, and keyed by cluster, namespace and name in its
+		// watch cache: a cluster serves a resource from one CRD or one
+		// binding, never two at once.
+		opts.ResourcePrefix = resourcePrefix(gr)
 	}
 	opts.Decorator = clusterDecorator(g.etcd, cluster, g.watchCache)
 	return opts, nil

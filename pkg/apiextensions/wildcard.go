@@ -15,10 +15,14 @@ import (
 )
 
 // Across logical clusters a custom resource has no one schema, not even one
-// set of versions: every cluster defines it with its own CRD. As in kcp, a
-// wildcard list or watch of a custom resource therefore returns object
-// metadata only (PartialObjectMetadata), which every version of every
-// schema has; full objects are refused.
+// set of versions: every cluster defines it with its own CRD or binds it
+// from an export. As in kcp, a wildcard list or watch of a custom resource
+// therefore returns object metadata only (PartialObjectMetadata), which
+// every version of every schema has; full objects are refused. It returns
+// the instances of every CRD and every binding of that group and resource
+// alike: it reads all of /<group>/<resource>/, custom resources and bound
+// instances of every identity (kcp's controllers and garbage collector
+// list this way).
 
 // metadataOnlyAccept returns the media ranges of an Accept header that ask
 // for PartialObjectMetadata or PartialObjectMetadataList, joined again, or
@@ -73,12 +77,32 @@ func metadataCRD(crd *apiextensionsv1.CustomResourceDefinition, version string) 
 	return out
 }
 
-// servesAnywhere tells whether an established CRD of that name in any
-// cluster serves version.
+// servesAnywhere returns an established CRD of that name in any cluster
+// that serves version, or nil.
 func servesAnywhere(crds []*apiextensionsv1.CustomResourceDefinition, version string) *apiextensionsv1.CustomResourceDefinition {
 	for _, crd := range crds {
 		if apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) && servesVersion(&crd.Spec, version) {
 			return crd
+		}
+	}
+	return nil
+}
+
+// wildcardSource returns the CRD whose names and scope serve version of
+// group/resource across all clusters: an established CRD of any cluster
+// that serves it, else the schema of any binding that does, as kcp serves a
+// wildcard metadata request from any CRD or bound CRD of that name. nil
+// when nothing serves it.
+func (h *crHandler) wildcardSource(group, resource, version string) *apiextensionsv1.CustomResourceDefinition {
+	if crd := servesAnywhere(h.crds.byName(crdName(group, resource)), version); crd != nil {
+		return crd
+	}
+	if h.bound == nil || h.crds.nativeAPIs().serves(group, resource) {
+		return nil
+	}
+	for _, br := range h.bound.ForGroupResource(group, resource) {
+		if servesVersion(&br.CRD.Spec, version) {
+			return br.CRD
 		}
 	}
 	return nil

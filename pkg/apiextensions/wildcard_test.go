@@ -1,11 +1,14 @@
 package apiextensions
 
 import (
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 func TestMetadataOnlyAcceptKeepsPartialObjectMetadataRanges(t *testing.T) {
@@ -64,5 +67,43 @@ func TestMetadataCRDServesOneSchemalessVersion(t *testing.T) {
 	}
 	if p := m.Spec.Versions[0].Schema.OpenAPIV3Schema.XPreserveUnknownFields; p == nil || !*p {
 		t.Error("schema does not preserve unknown fields")
+	}
+}
+
+func TestWildcardSourceIsACRDOfAnyClusterElseABoundSchema(t *testing.T) {
+	crd := testCRD("force.example.io", "theforces", []string{"v1"}, apiextensionsv1.Established)
+	crd.UID = "crd"
+	bound := testCRD("force.example.io", "theforces", []string{"v1", "v2"}, apiextensionsv1.Established)
+	bound.UID = "schema"
+
+	onlyBound := testHandler(t, newFakeBuilds(""), nil)
+	onlyBound.bound = listBound{{CRD: bound, IdentityHash: "id"}}
+	if got := onlyBound.wildcardSource("force.example.io", "theforces", "v2"); got == nil || got.UID != "schema" {
+		t.Errorf("without CRDs the wildcard is served from %v, want the bound schema", got)
+	}
+	if got := onlyBound.wildcardSource("force.example.io", "theforces", "v3"); got != nil {
+		t.Errorf("a version nothing serves is served from %v", got.UID)
+	}
+	if got := onlyBound.wildcardSource("other.example.io", "theforces", "v1"); got != nil {
+		t.Errorf("another group is served from %v", got.UID)
+	}
+
+	both := testHandler(t, newFakeBuilds(""), map[logicalcluster.Name][]*apiextensionsv1.CustomResourceDefinition{"a": {crd}})
+	both.bound = listBound{{CRD: bound, IdentityHash: "id"}}
+	if got := both.wildcardSource("force.example.io", "theforces", "v1"); got == nil || got.UID != "crd" {
+		t.Errorf("v1 is served from %v, want the CRD", got)
+	}
+	if got := both.wildcardSource("force.example.io", "theforces", "v2"); got == nil || got.UID != "schema" {
+		t.Errorf("v2, which only the binding serves, is served from %v", got)
+	}
+}
+
+func TestWildcardMetadataStorageReadsCustomAndBoundInstances(t *testing.T) {
+	gr := schema.GroupResource{Group: "force.example.io", Resource: "theforces"}
+	all := resourcePrefix(gr) + "/"
+	for _, p := range []string{customResourcePrefix(gr), boundResourcePrefix(gr, "1234")} {
+		if !strings.HasPrefix(p, all) {
+			t.Errorf("%s is not below the wildcard prefix %s", p, all)
+		}
 	}
 }

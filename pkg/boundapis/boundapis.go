@@ -18,6 +18,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -35,10 +36,12 @@ const (
 )
 
 // byIdentity indexes bindings by "<identity>|<group>|<resource>" of every
-// resource they bind; bySchema by "<schema UID>|<identity>".
+// resource they bind; bySchema by "<schema UID>|<identity>"; byResource by
+// "<group>|<resource>".
 const (
 	byIdentity = "apibinding-bound-identity"
 	bySchema   = "apibinding-bound-schema"
+	byResource = "apibinding-bound-resource"
 )
 
 func identityKey(identity, group, resource string) string {
@@ -46,6 +49,8 @@ func identityKey(identity, group, resource string) string {
 }
 
 func schemaKey(uid, identity string) string { return uid + "|" + identity }
+
+func resourceKey(group, resource string) string { return group + "|" + resource }
 
 func boundIndex(key func(br apisv1alpha2.BoundAPIResource) string) cache.IndexFunc {
 	return func(obj interface{}) ([]string, error) {
@@ -83,6 +88,9 @@ func New(bindings *wildcardinformer.Informer, schemas ...*wildcardinformer.Infor
 		}),
 		bySchema: boundIndex(func(br apisv1alpha2.BoundAPIResource) string {
 			return schemaKey(br.Schema.UID, br.Schema.IdentityHash)
+		}),
+		byResource: boundIndex(func(br apisv1alpha2.BoundAPIResource) string {
+			return resourceKey(br.Group, br.Resource)
 		}),
 	}); err != nil {
 		return nil, err
@@ -142,6 +150,38 @@ func (x *Index) ForIdentity(group, resource, identity string) (apiextensions.Bou
 	return apiextensions.BoundResource{}, false
 }
 
+// ForGroupResource implements apiextensions.BoundAPIs.
+func (x *Index) ForGroupResource(group, resource string) []apiextensions.BoundResource {
+	objs, err := x.bindings.ByIndex(byResource, resourceKey(group, resource))
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []apiextensions.BoundResource
+	for _, o := range objs {
+		b := o.(*apisv1alpha2.APIBinding)
+		for _, br := range b.Status.BoundResources {
+			key := schemaKey(br.Schema.UID, br.Schema.IdentityHash)
+			if br.Group != group || br.Resource != resource || seen[key] {
+				continue
+			}
+			if r, ok := x.resolve(b, br); ok {
+				seen[key] = true
+				r.Terminating, r.Binding = false, ""
+				out = append(out, r)
+			}
+		}
+	}
+	// The same answer every time: callers pick the first that fits.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CRD.UID != out[j].CRD.UID {
+			return out[i].CRD.UID < out[j].CRD.UID
+		}
+		return out[i].IdentityHash < out[j].IdentityHash
+	})
+	return out
+}
+
 // InUse implements apiextensions.BoundAPIs.
 func (x *Index) InUse(uid types.UID, identity string) bool {
 	objs, err := x.bindings.ByIndex(bySchema, schemaKey(string(uid), identity))
@@ -157,7 +197,12 @@ func newer(a, b *apisv1alpha2.APIBinding) bool {
 
 // bindingsOf returns the bindings of a cluster sorted by name.
 func (x *Index) bindingsOf(cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
-	objs, err := x.bindings.List(cluster, "")
+	return bindingsIn(x.bindings, cluster)
+}
+
+// bindingsIn returns the bindings of a cluster sorted by name.
+func bindingsIn(bindings *wildcardinformer.Informer, cluster logicalcluster.Name) []*apisv1alpha2.APIBinding {
+	objs, err := bindings.List(cluster, "")
 	if err != nil || len(objs) == 0 {
 		return nil
 	}
@@ -167,6 +212,31 @@ func (x *Index) bindingsOf(cluster logicalcluster.Name) []*apisv1alpha2.APIBindi
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// AdmissionSource returns, for a request on a resource in a logical
+// cluster, the logical cluster whose webhooks and admission policies judge
+// it, as kcp decides: for a resource an APIBinding of the cluster binds,
+// the cluster of the bound APIExport; for any other, the cluster itself.
+// bindings are the APIBindings of all clusters.
+func AdmissionSource(bindings *wildcardinformer.Informer) func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name {
+	return func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name {
+		// Every admitted request asks: no sorting, as no two bindings of a
+		// cluster bind the same resource (NamingConflicts).
+		objs, _ := bindings.List(cluster, "")
+		for _, o := range objs {
+			b, ok := o.(*apisv1alpha2.APIBinding)
+			if !ok {
+				continue
+			}
+			for _, br := range b.Status.BoundResources {
+				if br.Group == gr.Group && br.Resource == gr.Resource && b.Status.APIExportClusterName != "" {
+					return logicalcluster.Name(b.Status.APIExportClusterName)
+				}
+			}
+		}
+		return cluster
+	}
 }
 
 // resolve returns what br of binding b serves, or false when its schema is

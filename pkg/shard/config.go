@@ -44,6 +44,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
+	"github.com/shardplane/shardplane/pkg/boundapis"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -308,7 +309,8 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 	otherWorkspaces := othershards.New(genericConfig.Authorization.Authorizer, rbacAuthorizer, informers.hosted)
 	// Webhooks and admission policies run per logical cluster, in
 	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
-	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission}
+	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission,
+		SourceCluster: boundapis.AdmissionSource(informers.kcp.apiBindings)}
 	c.clusterAdmission = []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),

@@ -28,11 +28,11 @@ func (c *Server) installGarbageCollector(gs *genericapiserver.GenericAPIServer, 
 	// The CRD informer is the one the CRD server runs.
 	crds := c.apiExtensions.crds
 	return c.addController(gs, "shardplane-garbage-collector", func(ctx context.Context) error {
-		gc, err := garbagecollector.New(garbagecollector.Config{Loopback: cl.loopback, CRDs: crds})
+		gc, err := garbagecollector.New(garbagecollector.Config{Loopback: cl.loopback, CRDs: crds, Bound: c.apiExtensions.bound, APIBindings: c.Informers.kcp.apiBindings})
 		if err != nil {
 			return fmt.Errorf("garbage collector: %w", err)
 		}
-		go runWhenSynced(ctx, gc, 2, crds)
+		go runWhenSynced(ctx, gc, 2, crds, c.Informers.kcp.apiBindings)
 		return nil
 	})
 }

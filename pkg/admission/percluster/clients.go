@@ -28,6 +28,10 @@ type Config struct {
 	Authorizer authorizer.UnconditionalAuthorizer
 	// Informers are the wildcard informers of admission configuration.
 	Informers Informers
+	// SourceCluster returns the logical cluster whose configuration judges
+	// a request on gr in cluster: for a bound resource that of its
+	// APIExport, as in kcp (pkg/boundapis.AdmissionSource). nil: cluster.
+	SourceCluster func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name
 }
 
 // ExcludedResources are the virtual resources (reviews) no webhook or policy

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/klog/v2"
 
@@ -39,6 +40,9 @@ type Plugins struct {
 	configured func(logicalcluster.Name) bool
 	informers  []*wildcardinformer.Informer
 	newPlugin  Factory
+	// source picks the cluster whose instance judges a request; nil: the
+	// request's.
+	source func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -75,6 +79,13 @@ func New(name string, informers []*wildcardinformer.Informer, configured func(lo
 	for _, inf := range informers {
 		inf.AddHandler(idleDropper{p})
 	}
+	return p
+}
+
+// WithSourceCluster makes the instance of source(cluster, resource) judge
+// a request on resource in cluster, and returns p. Call before use.
+func (p *Plugins) WithSourceCluster(source func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name) *Plugins {
+	p.source = source
 	return p
 }
 
@@ -126,8 +137,9 @@ func (p *Plugins) Instances() int {
 	return len(p.instances)
 }
 
-// pluginFor returns the instance of the request's cluster, or nil when the
-// cluster has no configuration.
+// pluginFor returns the instance of the cluster whose configuration judges
+// the request (the request's, or for a bound resource its APIExport's), or
+// nil when that cluster has no configuration.
 func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admission.Interface, error) {
 	cluster, ok := logicalcluster.ClusterFromContext(ctx)
 	if !ok || cluster.IsWildcard() {
@@ -136,16 +148,20 @@ func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admiss
 	if !p.waitForInformers(ctx) {
 		return nil, admission.NewForbidden(a, fmt.Errorf("%s: admission configuration not loaded yet, retry", p.name))
 	}
-	if !p.configured(cluster) {
+	source := cluster
+	if p.source != nil {
+		source = p.source(cluster, a.GetResource().GroupResource())
+	}
+	if !p.configured(source) {
 		// An instance built while the last configuration was being deleted.
-		if p.has(cluster) {
-			p.drop(cluster)
+		if p.has(source) {
+			p.drop(source)
 		}
 		return nil, nil
 	}
-	plugin, err := p.instance(cluster)
+	plugin, err := p.instance(source)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Building admission plugin failed", "plugin", p.name, "cluster", cluster)
+		klog.FromContext(ctx).Error(err, "Building admission plugin failed", "plugin", p.name, "cluster", source)
 		return nil, admission.NewForbidden(a, fmt.Errorf("%s: the admission configuration of this logical cluster cannot be loaded, retry", p.name))
 	}
 	annotateCluster(a, cluster)

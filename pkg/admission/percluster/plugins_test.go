@@ -144,3 +144,48 @@ func TestObjectsCreatedInAClusterWithConfigurationShowTheirClusterToWebhooks(t *
 		}
 	}
 }
+
+func TestBoundResourcesAreJudgedByTheConfigurationOfTheirExportsCluster(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// export and consumer both have configuration; consumer binds cowboys
+	// from export.
+	inf, _ := fakeInformer(ctx, t, *webhookConfig("export", "one"), *webhookConfig("consumer", "two"))
+	built := map[logicalcluster.Name]*countingPlugin{}
+	cowboys := schema.GroupResource{Group: "wildwest.dev", Resource: "cowboys"}
+	p := New("test", []*wildcardinformer.Informer{inf},
+		func(cluster logicalcluster.Name) bool { return HasAll(cluster, inf) },
+		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
+			plugin := &countingPlugin{Handler: admission.NewHandler(admission.Create)}
+			built[cluster] = plugin
+			return plugin, nil
+		}).WithSourceCluster(func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name {
+		if cluster == "consumer" && gr == cowboys {
+			return "export"
+		}
+		return cluster
+	})
+	go inf.Run(ctx)
+
+	obj := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	cowboy := admission.NewAttributesRecord(obj, nil, schema.GroupVersionKind{Group: "wildwest.dev", Version: "v1alpha1", Kind: "Cowboy"}, "default", "x",
+		cowboys.WithVersion("v1alpha1"), "", admission.Create, nil, false, nil)
+	if err := p.Validate(logicalcluster.WithCluster(ctx, "consumer"), cowboy, nil); err != nil {
+		t.Fatal(err)
+	}
+	if built["export"] == nil || built["export"].validated.Load() != 1 {
+		t.Fatalf("the export's instance did not judge the consumer's cowboy: %v", built)
+	}
+	if built["consumer"] != nil {
+		t.Error("the consumer's own configuration judged a bound resource")
+	}
+	if got := obj.Annotations[logicalcluster.AnnotationKey]; got != "consumer" {
+		t.Errorf("the cowboy shows cluster %q to the export's webhooks, want consumer", got)
+	}
+	if err := p.Validate(logicalcluster.WithCluster(ctx, "consumer"), request(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if built["consumer"] == nil || built["consumer"].validated.Load() != 1 {
+		t.Error("the consumer's configuration does not judge its own configmaps")
+	}
+}

@@ -1,6 +1,7 @@
 // Package policy runs the upstream ValidatingAdmissionPolicy and
 // MutatingAdmissionPolicy plugins once per logical cluster: a policy and its
-// bindings apply to requests in the logical cluster that holds them, and
+// bindings apply to requests in the logical cluster that holds them, and to
+// requests on the resources other clusters bind from its APIExports, and
 // their params are read from that cluster.
 package policy
 
@@ -86,5 +87,5 @@ func newPlugins(c percluster.Config, name string, policies, bindings *wildcardin
 			}
 			clients.Informers.Start(ctx.Done())
 			return p, nil
-		})
+		}).WithSourceCluster(c.SourceCluster)
 }

@@ -1,6 +1,7 @@
 // Package webhook runs the upstream validating and mutating admission
 // webhook plugins once per logical cluster: a webhook configuration applies
-// to requests in the logical cluster that holds it, and only there.
+// to requests in the logical cluster that holds it, and, as in kcp, to
+// requests on the resources other clusters bind from its APIExports.
 package webhook
 
 import (
@@ -29,7 +30,7 @@ func NewValidating(c percluster.Config) *percluster.Plugins {
 				return nil, err
 			}
 			return p, initialize(ctx, c, cluster, p.Webhook)
-		})
+		}).WithSourceCluster(c.SourceCluster)
 }
 
 // NewMutating returns the MutatingAdmissionWebhook plugin of all logical
@@ -44,7 +45,7 @@ func NewMutating(c percluster.Config) *percluster.Plugins {
 				return nil, err
 			}
 			return p, initialize(ctx, c, cluster, p.Webhook)
-		})
+		}).WithSourceCluster(c.SourceCluster)
 }
 
 // initialize does what kube-apiserver's plugin initializers do, with clients

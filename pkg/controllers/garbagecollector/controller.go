@@ -1,7 +1,8 @@
 // Package garbagecollector deletes objects whose owners are gone, in every
 // logical cluster of a shard, with Kubernetes' semantics: background,
 // foreground (foregroundDeletion finalizer, blockOwnerDeletion) and orphan
-// (orphan finalizer) propagation, for built-in and custom resources.
+// (orphan finalizer) propagation, for built-in and custom resources, those
+// of CRDs and those of APIBindings alike.
 //
 // Why not Kubernetes' garbage collector as a library: its graph is keyed by
 // UID alone, its object references carry no logical cluster, and it reaches
@@ -37,6 +38,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/shardplane/shardplane/pkg/apiextensions"
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -57,6 +60,11 @@ type Controller struct {
 	// wildcardMetadata lists and watches across all clusters.
 	wildcardMetadata metadata.Interface
 	crds             *wildcardinformer.Informer
+	// bound tells which resources APIBindings serve; bindings are the
+	// APIBindings of all clusters. Both nil: custom resources come from
+	// CRDs only.
+	bound            apiextensions.BoundAPIs
+	bindings         *wildcardinformer.Informer
 	graph            *graph
 	deletes, orphans *loop.Loop
 
@@ -81,6 +89,12 @@ type Config struct {
 	// running already: the index added here is filled from what it holds,
 	// and Run looks at every CRD once.
 	CRDs *wildcardinformer.Informer
+	// Bound tells which resources the APIBindings of each cluster serve
+	// (pkg/boundapis), and APIBindings is the shard's wildcard informer of
+	// APIBindings it reads them from: bound resources are watched and
+	// resolved like custom resources. Optional.
+	Bound       apiextensions.BoundAPIs
+	APIBindings *wildcardinformer.Informer
 }
 
 // New returns the collector.
@@ -106,6 +120,8 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		wildcardMetadata: wildcardMetadata,
 		crds:             crds,
+		bound:            cfg.Bound,
+		bindings:         cfg.APIBindings,
 		graph:            newGraph(),
 		monitors:         map[schema.GroupResource]*monitor{},
 		clusterMetadata: func(cluster logicalcluster.Name) (metadata.Interface, error) {
@@ -121,6 +137,9 @@ func New(cfg Config) (*Controller, error) {
 	c.deletes = loop.New("garbagecollector-attempt-to-delete", c.attemptToDelete)
 	c.orphans = loop.New("garbagecollector-attempt-to-orphan", c.attemptToOrphan)
 	crds.AddHandler(crdHandler{c})
+	if c.bound != nil && c.bindings != nil {
+		c.bindings.AddHandler(bindingHandler{c})
+	}
 	return c, nil
 }
 
@@ -180,7 +199,10 @@ func (c *Controller) Run(ctx context.Context, workers int) {
 	}
 	c.mu.Unlock()
 	for _, name := range c.crds.Indexer().ListIndexFuncValues(byCRDName) {
-		c.syncCustomResource(name)
+		c.syncResource(crdGroupResource(name))
+	}
+	for _, gr := range c.boundAnywhere() {
+		c.syncResource(gr)
 	}
 
 	// Collecting before the graph is filled would only cost live lookups,
@@ -233,21 +255,31 @@ func parseKey(s string) (nodeKey, bool) {
 }
 
 // mapping finds the resource of a kind in one logical cluster: a CRD of that
-// cluster, or a built-in resource. The version is one the cluster serves,
-// which need not be the one in the reference: any version reads the same
-// object.
+// cluster, a resource its APIBindings bind, or a built-in resource. The
+// version is one the cluster serves, which need not be the one in the
+// reference: any version reads the same object.
 func (c *Controller) mapping(cluster logicalcluster.Name, apiVersion, kind string) (schema.GroupVersionResource, bool, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return schema.GroupVersionResource{}, false, err
 	}
 	objs, _ := c.crds.List(cluster, "")
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(objs))
 	for _, obj := range objs {
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok || crd.Spec.Group != gv.Group || crd.Spec.Names.Kind != kind {
+		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
+			crds = append(crds, crd)
+		}
+	}
+	if c.bound != nil {
+		for _, br := range c.bound.List(cluster) {
+			crds = append(crds, br.CRD)
+		}
+	}
+	for _, crd := range crds {
+		if crd.Spec.Group != gv.Group || crd.Spec.Names.Kind != kind {
 			continue
 		}
-		if v := servedVersion(crd, gv.Version); v != "" && established(crd) {
+		if v := servedVersion(crd, gv.Version); v != "" {
 			return schema.GroupVersionResource{Group: gv.Group, Version: v, Resource: crd.Spec.Names.Plural},
 				crd.Spec.Scope == apiextensionsv1.NamespaceScoped, nil
 		}
@@ -277,8 +309,53 @@ func (h crdHandler) sync(obj interface{}) {
 		obj = d.Obj
 	}
 	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
-		h.c.syncCustomResource(crd.Name)
+		h.c.syncResource(crdGroupResource(crd.Name))
 	}
+}
+
+// bindingHandler starts and stops monitors as APIBindings bind resources
+// and let them go.
+type bindingHandler struct{ c *Controller }
+
+func (h bindingHandler) OnAdd(obj interface{}) { h.sync(obj) }
+func (h bindingHandler) OnUpdate(old, obj interface{}) {
+	h.sync(old)
+	h.sync(obj)
+}
+func (h bindingHandler) OnDelete(obj interface{}) { h.sync(obj) }
+
+func (h bindingHandler) sync(obj interface{}) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if b, ok := obj.(*apisv1alpha2.APIBinding); ok {
+		for _, br := range b.Status.BoundResources {
+			h.c.syncResource(schema.GroupResource{Group: br.Group, Resource: br.Resource})
+		}
+	}
+}
+
+// boundAnywhere returns the resources some APIBinding of the shard binds.
+func (c *Controller) boundAnywhere() []schema.GroupResource {
+	if c.bound == nil || c.bindings == nil {
+		return nil
+	}
+	seen := map[schema.GroupResource]bool{}
+	var out []schema.GroupResource
+	for _, obj := range c.bindings.Indexer().List() {
+		b, ok := obj.(*apisv1alpha2.APIBinding)
+		if !ok {
+			continue
+		}
+		for _, br := range b.Status.BoundResources {
+			gr := schema.GroupResource{Group: br.Group, Resource: br.Resource}
+			if !seen[gr] {
+				seen[gr] = true
+				out = append(out, gr)
+			}
+		}
+	}
+	return out
 }
 
 // deleteOptions returns options that delete exactly the object of uid.

@@ -87,38 +87,45 @@ func (c *Controller) checkUnobservedOwners(gr schema.GroupResource) {
 	}
 }
 
-// syncCustomResource starts or stops the monitor of a CRD's resource: it is
-// watched while an established CRD of that name exists in any cluster.
-func (c *Controller) syncCustomResource(name string) {
+// syncResource starts or stops the monitor of a custom resource: it is
+// watched while an established CRD of its name in any cluster, or an
+// APIBinding of any cluster, serves it. The wildcard metadata watch sees
+// the instances of both.
+func (c *Controller) syncResource(gr schema.GroupResource) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.runCtx == nil {
-		return // Run starts the monitors of all CRDs.
+		return // Run starts the monitors of all CRDs and bindings.
 	}
-	objs, _ := c.crds.ByIndex(byCRDName, name)
+	objs, _ := c.crds.ByIndex(byCRDName, crdName(gr))
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, obj := range objs {
 		if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok && established(crd) {
 			crds = append(crds, crd)
 		}
 	}
+	if c.bound != nil {
+		for _, br := range c.bound.ForGroupResource(gr.Group, gr.Resource) {
+			crds = append(crds, br.CRD)
+		}
+	}
 	var watch schema.GroupVersionResource
 	for _, crd := range crds {
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}
 		if m := c.monitors[gvr.GroupResource()]; m != nil && servedVersion(crd, m.resource.Version) == m.resource.Version {
-			return // a CRD still serves the watched version
+			return // a CRD or binding still serves the watched version
 		}
 		if gvr.Version = servedVersion(crd, ""); gvr.Version != "" && watch.Version == "" {
 			watch = gvr
 		}
 	}
-	gr := crdGroupResource(name)
 	if watch.Version == "" {
 		c.stopMonitorLocked(gr)
 		return
 	}
 	// The wildcard metadata watch returns the objects of every cluster in any
-	// version some CRD serves; the version it watches must stay served.
+	// version some CRD or binding serves; the version it watches must stay
+	// served.
 	if m := c.monitors[gr]; m != nil && !m.builtin {
 		m.cancel()
 		delete(c.monitors, gr)
@@ -145,11 +152,20 @@ func crdName(gr schema.GroupResource) string {
 }
 
 // resourceIn returns the version of a resource to address an object with in
-// one cluster: for a custom resource, one its cluster's CRD serves, which
-// need not be the version the wildcard watch saw it in.
+// one cluster: for a custom or bound resource, one its cluster's CRD or
+// binding serves, which need not be the version the wildcard watch saw it
+// in.
 func (c *Controller) resourceIn(cluster logicalcluster.Name, gvr schema.GroupVersionResource) schema.GroupVersionResource {
-	obj, exists, _ := c.crds.Get(cluster, "", crdName(gvr.GroupResource()))
-	if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); exists && ok {
+	var crd *apiextensionsv1.CustomResourceDefinition
+	if obj, exists, _ := c.crds.Get(cluster, "", crdName(gvr.GroupResource())); exists {
+		crd, _ = obj.(*apiextensionsv1.CustomResourceDefinition)
+	}
+	if crd == nil && c.bound != nil {
+		if br, ok := c.bound.Get(cluster, gvr.Group, gvr.Resource); ok {
+			crd = br.CRD
+		}
+	}
+	if crd != nil {
 		if v := servedVersion(crd, gvr.Version); v != "" {
 			gvr.Version = v
 		}

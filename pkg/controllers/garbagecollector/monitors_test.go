@@ -8,9 +8,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/shardplane/shardplane/pkg/apiextensions"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -83,7 +85,7 @@ func TestMonitorMovesToAVersionSomeCRDStillServes(t *testing.T) {
 		if err := c.crds.Indexer().Add(crd); err != nil {
 			t.Fatal(err)
 		}
-		c.syncCustomResource(crd.Name)
+		c.syncResource(crdGroupResource(crd.Name))
 	}
 	first := version()
 	if first != "v1" && first != "v2" {
@@ -96,14 +98,14 @@ func TestMonitorMovesToAVersionSomeCRDStillServes(t *testing.T) {
 	if err := c.crds.Indexer().Delete(gone); err != nil {
 		t.Fatal(err)
 	}
-	c.syncCustomResource(gone.Name)
+	c.syncResource(crdGroupResource(gone.Name))
 	if got := version(); got == first || got == "" {
 		t.Errorf("watching %q after the CRD serving %s went, want the other version", got, first)
 	}
 	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{a, b} {
 		_ = c.crds.Indexer().Delete(crd)
 	}
-	c.syncCustomResource(a.Name)
+	c.syncResource(crdGroupResource(a.Name))
 	if got := version(); got != "" {
 		t.Errorf("still watching %q without CRDs", got)
 	}
@@ -163,5 +165,47 @@ func TestRelistWithoutAnUnobservedOwnerChecksItsDependents(t *testing.T) {
 	c.deletes.Enqueue("sentinel")
 	if k := next(); k != "sentinel" {
 		t.Fatalf("a relist with the owner asked to look at %q", k)
+	}
+}
+
+// fakeBound is the BoundAPIs of clusters that bind the given resources.
+type fakeBound map[logicalcluster.Name][]apiextensions.BoundResource
+
+func (f fakeBound) Get(cluster logicalcluster.Name, group, resource string) (apiextensions.BoundResource, bool) {
+	for _, br := range f[cluster] {
+		if br.CRD.Spec.Group == group && br.CRD.Spec.Names.Plural == resource {
+			return br, true
+		}
+	}
+	return apiextensions.BoundResource{}, false
+}
+func (f fakeBound) List(cluster logicalcluster.Name) []apiextensions.BoundResource { return f[cluster] }
+func (f fakeBound) ForIdentity(string, string, string) (apiextensions.BoundResource, bool) {
+	return apiextensions.BoundResource{}, false
+}
+func (f fakeBound) ForGroupResource(group, resource string) []apiextensions.BoundResource {
+	var out []apiextensions.BoundResource
+	for cluster := range f {
+		if br, ok := f.Get(cluster, group, resource); ok {
+			out = append(out, br)
+		}
+	}
+	return out
+}
+func (f fakeBound) InUse(types.UID, string) bool { return false }
+
+func TestBoundResourcesResolveInTheClustersThatBindThem(t *testing.T) {
+	c, _ := testController(t, nil)
+	c.bound = fakeBound{"a": {{CRD: forceCRD("", "v2"), IdentityHash: "id"}}}
+	gvr, namespaced, err := c.mapping("a", "force.example.io/v1", "TheForce")
+	if err != nil || !namespaced || gvr != (schema.GroupVersionResource{Group: "force.example.io", Version: "v2", Resource: "theforces"}) {
+		t.Errorf("mapping in the binding cluster = %v, %v, %v", gvr, namespaced, err)
+	}
+	if gvr, _, err := c.mapping("b", "force.example.io/v1", "TheForce"); err == nil {
+		t.Errorf("mapping in a cluster that binds nothing = %v", gvr)
+	}
+	watched := schema.GroupVersionResource{Group: "force.example.io", Version: "v1", Resource: "theforces"}
+	if got := c.resourceIn("a", watched).Version; got != "v2" {
+		t.Errorf("resourceIn(a) = %s, want the bound v2", got)
 	}
 }

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+
+	"github.com/shardplane/shardplane/test/framework"
+)
+
+// cowboyWebhook is kcp's test webhook server: it allows every review and
+// records how often it was called and the kcp.io/cluster of the last
+// object it saw.
+type cowboyWebhook struct {
+	url      string
+	caBundle []byte
+
+	mu          sync.Mutex
+	calls       int
+	lastCluster string
+}
+
+func newCowboyWebhook(t *testing.T) *cowboyWebhook {
+	t.Helper()
+	h := &cowboyWebhook{}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
+			http.Error(w, "bad review", http.StatusBadRequest)
+			return
+		}
+		var obj metav1.PartialObjectMetadata
+		_ = json.Unmarshal(in.Request.Object.Raw, &obj)
+		h.mu.Lock()
+		h.calls++
+		h.lastCluster = obj.Annotations[clusterAnnotation]
+		h.mu.Unlock()
+		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	h.url, h.caBundle = srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return h
+}
+
+func (h *cowboyWebhook) seen() (int, string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls, h.lastCluster
+}
+
+// register creates a validating or mutating webhook configuration for
+// creates of cowboys of group in a workspace.
+func (h *cowboyWebhook) register(ctx context.Context, t *testing.T, e *wsEnv, workspace, group string, mutating bool) {
+	t.Helper()
+	rules := []admissionregistrationv1.RuleWithOperations{{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"cowboys"}},
+	}}
+	client := admissionregistrationv1.WebhookClientConfig{URL: &h.url, CABundle: h.caBundle}
+	none := admissionregistrationv1.SideEffectClassNone
+	kube := e.kube(t, kcpAdmin, workspace).AdmissionregistrationV1()
+	var err error
+	if mutating {
+		_, err = kube.MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			}},
+		}, metav1.CreateOptions{})
+	} else {
+		_, err = kube.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			}},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("create webhook configuration in %s: %v", workspace, err)
+	}
+}
+
+// createCowboysUntilCalled creates cowboys until the webhook has been
+// called more than before times: configuration reaches the shard's caches
+// asynchronously.
+func createCowboysUntilCalled(t *testing.T, cowboys dynamic.ResourceInterface, group string, h *cowboyWebhook, before int) {
+	t.Helper()
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		c := cowboy(group, "")
+		c.SetGenerateName("testing")
+		if _, err := cowboys.Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if calls, _ := h.seen(); calls <= before {
+			return fmt.Errorf("webhook called %d times", calls)
+		}
+		return nil
+	}, "the export's webhook was never called")
+}
+
+// TestWebhooksOfTheExportJudgeBoundResources mirrors kcp's
+// TestAPIBindingMutatingWebhook and TestAPIBindingValidatingWebhook: with
+// webhooks for cowboys in the export's workspace and in a consumer, a
+// cowboy created in the consumer is reviewed by the export's webhook (and
+// shows the consumer's cluster), and so is one created in the export's
+// workspace once it binds its own export; the consumer's webhook is never
+// called.
+func TestWebhooksOfTheExportJudgeBoundResources(t *testing.T) {
+	t.Parallel()
+	e := sharedWorkspaceEnv(t)
+	for _, mutating := range []bool{true, false} {
+		name := map[bool]string{true: "Mutating", false: "Validating"}[mutating]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			org := e.readyOrg(ctx, t, "bound-webhook")
+			source, group := publishCowboys(ctx, t, e, org)
+			target, targetCowboys := bindCowboys(ctx, t, e, org, "target", source.path(), group)
+
+			sourceHook, targetHook := newCowboyWebhook(t), newCowboyWebhook(t)
+			sourceHook.register(ctx, t, e, source.path(), group, mutating)
+			targetHook.register(ctx, t, e, target.path(), group, mutating)
+
+			createCowboysUntilCalled(t, targetCowboys, group, sourceHook, 0)
+			if _, cluster := sourceHook.seen(); cluster != target.cluster() {
+				t.Errorf("the object the export's webhook reviewed carries cluster %q, want the consumer's %s", cluster, target.cluster())
+			}
+
+			// The export's workspace binds its own export.
+			sourceCowboys := bindCowboysIn(ctx, t, e, source.path(), source.path(), group)
+			calls, _ := sourceHook.seen()
+			createCowboysUntilCalled(t, sourceCowboys, group, sourceHook, calls)
+			if _, cluster := sourceHook.seen(); cluster != source.cluster() {
+				t.Errorf("the object the export's webhook reviewed carries cluster %q, want the export's %s", cluster, source.cluster())
+			}
+			if calls, _ := targetHook.seen(); calls != 0 {
+				t.Errorf("the consumer's own webhook was called %d times for a bound resource", calls)
+			}
+		})
+	}
+}
+
+// TestAdmissionPolicyOfTheExportJudgesBoundResources mirrors kcp's
+// TestValidatingAdmissionPolicyCrossWorkspaceAPIBinding: a policy and its
+// binding in the export's workspace reject bad cowboys created in a
+// consumer that binds the export.
+func TestAdmissionPolicyOfTheExportJudgesBoundResources(t *testing.T) {
+	t.Parallel()
+	e := sharedWorkspaceEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	org := e.readyOrg(ctx, t, "bound-policy")
+	source, group := publishCowboys(ctx, t, e, org)
+	_, targetCowboys := bindCowboys(ctx, t, e, org, "target", source.path(), group)
+	admissionAPI := e.kube(t, kcpAdmin, source.path()).AdmissionregistrationV1()
+
+	policy, err := admissionAPI.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"cowboys"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.intent != 'bad'"}},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicy: %v", err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		p, err := admissionAPI.ValidatingAdmissionPolicies().Get(ctx, policy.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if p.Generation != p.Status.ObservedGeneration || p.Status.TypeChecking == nil || len(p.Status.TypeChecking.ExpressionWarnings) != 0 {
+			return fmt.Errorf("status %+v", p.Status)
+		}
+		return nil
+	}, "the policy's status was not type checked")
+
+	newCowboy := func(intent string) *unstructured.Unstructured {
+		c := cowboy(group, "")
+		c.SetGenerateName("cowboy-")
+		c.Object["spec"] = map[string]interface{}{"intent": intent}
+		return c
+	}
+	// Without a binding the policy is inactive.
+	if _, err := targetCowboys.Create(ctx, newCowboy("bad"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create a bad cowboy before the policy is bound: %v", err)
+	}
+
+	if _, err := admissionAPI.ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "binding-"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName: policy.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ValidatingAdmissionPolicyBinding: %v", err)
+	}
+	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
+		_, err := targetCowboys.Create(ctx, newCowboy("bad"), metav1.CreateOptions{})
+		if apierrors.IsInvalid(err) && strings.Contains(err.Error(), "failed expression: object.spec.intent != 'bad'") {
+			return nil
+		}
+		return fmt.Errorf("answered %v", err)
+	}, "a bad cowboy in the consumer was not rejected by the export's policy")
+	if _, err := targetCowboys.Create(ctx, newCowboy("good"), metav1.CreateOptions{}); err != nil {
+		t.Errorf("create a good cowboy in the consumer: %v", err)
+	}
+}
