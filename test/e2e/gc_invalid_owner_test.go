@@ -90,6 +90,16 @@ func TestGarbageCollectorKeepsClusterScopedDependentOfNamespacedOwner(t *testing
 	if !strings.Contains(ev.Message, `does not exist in namespace ""`) || ev.InvolvedObject.Kind != "ClusterRole" {
 		t.Errorf("event: %q about %+v", ev.Message, ev.InvolvedObject)
 	}
+	// Every such reference is warned about, also one to an owner that
+	// never existed, as upstream documents it.
+	nobody := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "nobody", UID: "00000000-0000-0000-0000-000000000001"}
+	orphan, err := c.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{
+		Name: "owned-by-no-configmap", OwnerReferences: []metav1.OwnerReference{nobody},
+	}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForEvent(t, c.kube, "default", "OwnerRefInvalidNamespace", orphan.UID)
 	// Deleting the owner does not make the reference resolvable either.
 	deleteConfigMap(ctx, t, c.kube, owner, metav1.DeletePropagationBackground)
 	waitGone(t, "owner", getConfigMap(c.kube, "owners", "owner"))

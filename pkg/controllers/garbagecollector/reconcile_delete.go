@@ -183,7 +183,10 @@ func (c *Controller) classify(ctx context.Context, n *node, client metadata.Inte
 	if !namespaced {
 		ns = ""
 	} else if ns == "" {
-		elsewhere()
+		// A cluster-scoped object naming a namespaced kind is warned about
+		// whether such an owner exists anywhere or not, as upstream
+		// documents it.
+		c.recordInvalidNamespaceOwnerRef(ctx, n, ref)
 		return solid, errNamespacedOwnerOfClusterScoped
 	}
 	owner, err := client.Resource(gvr).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
