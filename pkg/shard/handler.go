@@ -27,6 +27,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// kcp's kinds decode no protobuf bodies; core group custom resources
 	// are served below /api too.
 	apiHandler = c.apiExtensions.server.WrapAPIHandler(registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs))
+	// Shards exist outside root only where their export is bound, as in kcp.
+	apiHandler = c.apiExtensions.server.WithExportOnlyKinds(apiHandler)
 	apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
 	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
 	// qualify wildcard requests for them; on a shard without root they are

@@ -1,0 +1,148 @@
+package apiextensions
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+// exportOnly are kinds the shard serves itself that kcp serves only through
+// a system export which root binds and other workspaces do not by default
+// (shards.core.kcp.io, config/root-phase0 in kcp): outside root they exist
+// only where a binding of the export is bound.
+var exportOnly = []schema.GroupVersionResource{{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}}
+
+// WithExportOnlyKinds hides the exportOnly kinds from the workspaces that
+// do not bind them: requests for them answer 404 as for any resource a
+// server does not have, and discovery leaves them out. h is the API
+// handler: request info and the logical cluster are in the context.
+func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
+		if !ok || cluster == logicalcluster.Root || cluster.IsWildcard() || cluster.IsSystem() {
+			h.ServeHTTP(w, req)
+			return
+		}
+		hidden := s.hiddenKinds(cluster)
+		if len(hidden) == 0 {
+			h.ServeHTTP(w, req)
+			return
+		}
+		info, _ := apirequest.RequestInfoFrom(req.Context())
+		switch {
+		case info != nil && info.IsResourceRequest:
+			for _, gvr := range hidden {
+				if info.APIGroup == gvr.Group && info.Resource == gvr.Resource {
+					err := apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, gvr.GroupResource(), info.Name, "", 0, false)
+					responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+					return
+				}
+			}
+		case req.Method == http.MethodGet && (req.URL.Path == "/apis" || req.URL.Path == "/apis/"):
+			s.serveGroupsWithout(h, w, req, hidden)
+			return
+		case req.Method == http.MethodGet:
+			for _, gvr := range hidden {
+				if strings.TrimSuffix(req.URL.Path, "/") == "/apis/"+gvr.Group+"/"+gvr.Version {
+					s.serveResourcesWithout(h, w, req, gvr.Resource)
+					return
+				}
+			}
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+// hiddenKinds are the exportOnly kinds cluster has no bound binding of.
+func (s *Server) hiddenKinds(cluster logicalcluster.Name) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for _, gvr := range exportOnly {
+		if s.handler.bound != nil {
+			if _, ok := s.handler.bound.Get(cluster, gvr.Group, gvr.Resource); ok {
+				continue
+			}
+		}
+		out = append(out, gvr)
+	}
+	return out
+}
+
+// isHidden tells whether resource (or a subresource of it) is one of
+// hidden in group and version.
+func isHidden(hidden []schema.GroupVersionResource, group, version, resource string) bool {
+	base, _, _ := strings.Cut(resource, "/")
+	for _, gvr := range hidden {
+		if gvr.Group == group && gvr.Version == version && gvr.Resource == base {
+			return true
+		}
+	}
+	return false
+}
+
+// serveGroupsWithout serves the aggregated discovery of /apis without the
+// hidden resources; the legacy form lists groups only and needs nothing.
+func (s *Server) serveGroupsWithout(h http.Handler, w http.ResponseWriter, req *http.Request, hidden []schema.GroupVersionResource) {
+	if !acceptsAggregated(req.Header.Get("Accept")) {
+		h.ServeHTTP(w, req)
+		return
+	}
+	inner := req.Clone(req.Context())
+	inner.Header.Set("Accept", aggregatedDiscoveryJSON)
+	rec := record(h, inner)
+	contentType := rec.header.Get("Content-Type")
+	var list apidiscoveryv2.APIGroupDiscoveryList
+	if rec.code != http.StatusOK || !strings.Contains(contentType, "as=APIGroupDiscoveryList") || json.Unmarshal(rec.body.Bytes(), &list) != nil {
+		rec.replay(w)
+		return
+	}
+	for i := range list.Items {
+		g := &list.Items[i]
+		for j := range g.Versions {
+			v := &g.Versions[j]
+			kept := v.Resources[:0]
+			for _, r := range v.Resources {
+				if !isHidden(hidden, g.Name, v.Version, r.Resource) {
+					kept = append(kept, r)
+				}
+			}
+			v.Resources = kept
+		}
+	}
+	s.replayMerged(w, req, rec, contentType, &list)
+}
+
+// serveResourcesWithout serves the discovery of a group version without
+// resource and its subresources.
+func (s *Server) serveResourcesWithout(h http.Handler, w http.ResponseWriter, req *http.Request, resource string) {
+	if !acceptsJSON(req.Header.Get("Accept")) {
+		h.ServeHTTP(w, req)
+		return
+	}
+	inner := req.Clone(req.Context())
+	inner.Header.Set("Accept", "application/json")
+	rec := record(h, inner)
+	contentType := rec.header.Get("Content-Type")
+	var list metav1.APIResourceList
+	if rec.code != http.StatusOK || !strings.HasPrefix(contentType, "application/json") || json.Unmarshal(rec.body.Bytes(), &list) != nil {
+		rec.replay(w)
+		return
+	}
+	kept := list.APIResources[:0]
+	for _, r := range list.APIResources {
+		if base, _, _ := strings.Cut(r.Name, "/"); base != resource {
+			kept = append(kept, r)
+		}
+	}
+	list.APIResources = kept
+	s.replayMerged(w, req, rec, contentType, &list)
+}
