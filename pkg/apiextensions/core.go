@@ -112,7 +112,59 @@ func (s *Server) coreResources(cluster logicalcluster.Name) (versionDiscovery, b
 // /api. The legacy form (APIVersions) lists versions only and needs nothing.
 func (s *Server) serveCoreGroup(h http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
 	vd, ok := s.coreResources(cluster)
-	if !ok || !acceptsAggregated(req.Header.Get("Accept")) {
+	if !ok {
+		h.ServeHTTP(w, req)
+		return
+	}
+	s.editAggregated(h, w, req, func(list *apidiscoveryv2.APIGroupDiscoveryList) {
+		for i := range list.Items {
+			if list.Items[i].Name != "" {
+				continue
+			}
+			for j := range list.Items[i].Versions {
+				v := &list.Items[i].Versions[j]
+				if v.Version != coreVersion {
+					continue
+				}
+				present := map[string]bool{}
+				for _, r := range v.Resources {
+					present[r.Resource] = true
+				}
+				for _, r := range vd.aggregated {
+					if !present[r.Resource] {
+						v.Resources = append(v.Resources, r)
+					}
+				}
+			}
+		}
+	})
+}
+
+// serveCoreResources adds the cluster's core CRDs to /api/v1.
+func (s *Server) serveCoreResources(h http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
+	vd, ok := s.coreResources(cluster)
+	if !ok {
+		h.ServeHTTP(w, req)
+		return
+	}
+	s.editResourceList(h, w, req, func(list *metav1.APIResourceList) {
+		present := map[string]bool{}
+		for _, r := range list.APIResources {
+			present[r.Name] = true
+		}
+		for _, r := range vd.resources {
+			if !present[r.Name] {
+				list.APIResources = append(list.APIResources, r)
+			}
+		}
+	})
+}
+
+// editAggregated serves h's aggregated discovery (APIGroupDiscoveryList)
+// as edit changes it; a client that does not accept that form, or an
+// answer that is not one, is served by h unchanged.
+func (s *Server) editAggregated(h http.Handler, w http.ResponseWriter, req *http.Request, edit func(*apidiscoveryv2.APIGroupDiscoveryList)) {
+	if !acceptsAggregated(req.Header.Get("Accept")) {
 		h.ServeHTTP(w, req)
 		return
 	}
@@ -125,33 +177,14 @@ func (s *Server) serveCoreGroup(h http.Handler, w http.ResponseWriter, req *http
 		rec.replay(w)
 		return
 	}
-	for i := range list.Items {
-		if list.Items[i].Name != "" {
-			continue
-		}
-		for j := range list.Items[i].Versions {
-			v := &list.Items[i].Versions[j]
-			if v.Version != coreVersion {
-				continue
-			}
-			present := map[string]bool{}
-			for _, r := range v.Resources {
-				present[r.Resource] = true
-			}
-			for _, r := range vd.aggregated {
-				if !present[r.Resource] {
-					v.Resources = append(v.Resources, r)
-				}
-			}
-		}
-	}
+	edit(&list)
 	s.replayMerged(w, req, rec, contentType, &list)
 }
 
-// serveCoreResources adds the cluster's core CRDs to /api/v1.
-func (s *Server) serveCoreResources(h http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
-	vd, ok := s.coreResources(cluster)
-	if !ok || !acceptsJSON(req.Header.Get("Accept")) {
+// editResourceList serves h's discovery of a group version (an
+// APIResourceList) as edit changes it, when the client takes JSON.
+func (s *Server) editResourceList(h http.Handler, w http.ResponseWriter, req *http.Request, edit func(*metav1.APIResourceList)) {
+	if !acceptsJSON(req.Header.Get("Accept")) {
 		h.ServeHTTP(w, req)
 		return
 	}
@@ -164,15 +197,7 @@ func (s *Server) serveCoreResources(h http.Handler, w http.ResponseWriter, req *
 		rec.replay(w)
 		return
 	}
-	present := map[string]bool{}
-	for _, r := range list.APIResources {
-		present[r.Name] = true
-	}
-	for _, r := range vd.resources {
-		if !present[r.Name] {
-			list.APIResources = append(list.APIResources, r)
-		}
-	}
+	edit(&list)
 	s.replayMerged(w, req, rec, contentType, &list)
 }
 

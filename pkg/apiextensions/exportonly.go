@@ -1,7 +1,6 @@
 package apiextensions
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -92,57 +91,33 @@ func isHidden(hidden []schema.GroupVersionResource, group, version, resource str
 // serveGroupsWithout serves the aggregated discovery of /apis without the
 // hidden resources; the legacy form lists groups only and needs nothing.
 func (s *Server) serveGroupsWithout(h http.Handler, w http.ResponseWriter, req *http.Request, hidden []schema.GroupVersionResource) {
-	if !acceptsAggregated(req.Header.Get("Accept")) {
-		h.ServeHTTP(w, req)
-		return
-	}
-	inner := req.Clone(req.Context())
-	inner.Header.Set("Accept", aggregatedDiscoveryJSON)
-	rec := record(h, inner)
-	contentType := rec.header.Get("Content-Type")
-	var list apidiscoveryv2.APIGroupDiscoveryList
-	if rec.code != http.StatusOK || !strings.Contains(contentType, "as=APIGroupDiscoveryList") || json.Unmarshal(rec.body.Bytes(), &list) != nil {
-		rec.replay(w)
-		return
-	}
-	for i := range list.Items {
-		g := &list.Items[i]
-		for j := range g.Versions {
-			v := &g.Versions[j]
-			kept := v.Resources[:0]
-			for _, r := range v.Resources {
-				if !isHidden(hidden, g.Name, v.Version, r.Resource) {
-					kept = append(kept, r)
+	s.editAggregated(h, w, req, func(list *apidiscoveryv2.APIGroupDiscoveryList) {
+		for i := range list.Items {
+			g := &list.Items[i]
+			for j := range g.Versions {
+				v := &g.Versions[j]
+				kept := v.Resources[:0]
+				for _, r := range v.Resources {
+					if !isHidden(hidden, g.Name, v.Version, r.Resource) {
+						kept = append(kept, r)
+					}
 				}
+				v.Resources = kept
 			}
-			v.Resources = kept
 		}
-	}
-	s.replayMerged(w, req, rec, contentType, &list)
+	})
 }
 
 // serveResourcesWithout serves the discovery of a group version without
 // resource and its subresources.
 func (s *Server) serveResourcesWithout(h http.Handler, w http.ResponseWriter, req *http.Request, resource string) {
-	if !acceptsJSON(req.Header.Get("Accept")) {
-		h.ServeHTTP(w, req)
-		return
-	}
-	inner := req.Clone(req.Context())
-	inner.Header.Set("Accept", "application/json")
-	rec := record(h, inner)
-	contentType := rec.header.Get("Content-Type")
-	var list metav1.APIResourceList
-	if rec.code != http.StatusOK || !strings.HasPrefix(contentType, "application/json") || json.Unmarshal(rec.body.Bytes(), &list) != nil {
-		rec.replay(w)
-		return
-	}
-	kept := list.APIResources[:0]
-	for _, r := range list.APIResources {
-		if base, _, _ := strings.Cut(r.Name, "/"); base != resource {
-			kept = append(kept, r)
+	s.editResourceList(h, w, req, func(list *metav1.APIResourceList) {
+		kept := list.APIResources[:0]
+		for _, r := range list.APIResources {
+			if base, _, _ := strings.Cut(r.Name, "/"); base != resource {
+				kept = append(kept, r)
+			}
 		}
-	}
-	list.APIResources = kept
-	s.replayMerged(w, req, rec, contentType, &list)
+		list.APIResources = kept
+	})
 }
