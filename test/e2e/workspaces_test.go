@@ -253,9 +253,12 @@ func testInitializer(t *testing.T, e *wsEnv) {
 					w.cluster(), lc.Status.Phase, lc.Spec.Initializers, lc.Status.Initializers, initializer)
 			}
 
-			// Only the system may remove it: kcp-admin is refused.
-			err := updateLogicalCluster(ctx, kcp, w.cluster(), true, func(lc *corev1alpha1.LogicalCluster) { lc.Status.Initializers = nil })
-			requireAPIError(t, err, 403, "kcp-admin: remove the initializers of LogicalCluster "+w.cluster())
+			// kcp-admin may only take initializers off, as kcp lets it; it
+			// cannot add one.
+			err := updateLogicalCluster(ctx, kcp, w.cluster(), true, func(lc *corev1alpha1.LogicalCluster) {
+				lc.Status.Initializers = append(lc.Status.Initializers, "root:forged")
+			})
+			requireAPIError(t, err, 403, "kcp-admin: add an initializer to LogicalCluster "+w.cluster(), "status.initializers must not grow")
 			err = updateLogicalCluster(ctx, kcp, w.cluster(), false, func(lc *corev1alpha1.LogicalCluster) {
 				lc.Annotations[logicalcluster.PathAnnotationKey] = "root:elsewhere"
 			})
