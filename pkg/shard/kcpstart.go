@@ -2,11 +2,14 @@ package shard
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 )
 
@@ -41,6 +44,7 @@ var kcpFeatureGates = sets.New(
 	"EnableDeprecatedAPIExportVirtualWorkspacesUrls",
 	"WorkspaceAuthentication",
 	"LogicalClusterMigration",
+	"KcpNativeGarbageCollector",
 )
 
 // kcpStartOptions are the flags of `kcp start` that the shard accepts with
@@ -58,6 +62,18 @@ type kcpStartOptions struct {
 	// kube-root-ca.crt and in service account token secrets (default: the
 	// CA certificates of the serving certificate file).
 	RootCAFile string
+	// ServiceAccountPrivateKeyFile is kcp's --service-account-private-key-file
+	// (the token controller's key): it signs secret-based service account
+	// tokens and, unless --service-account-signing-key-file and
+	// --service-account-key-file name others, every token, as in kcp.
+	ServiceAccountPrivateKeyFile string
+	// EmbeddedEtcdWALSizeBytes, EmbeddedEtcdQuotaBackendBytes,
+	// EmbeddedEtcdListenMetricsURLs and EmbeddedEtcdForceNewCluster tune the
+	// embedded etcd as kcp's --embedded-etcd-* flags do.
+	EmbeddedEtcdWALSizeBytes      int64
+	EmbeddedEtcdQuotaBackendBytes int64
+	EmbeddedEtcdListenMetricsURLs []string
+	EmbeddedEtcdForceNewCluster   bool
 
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
@@ -72,6 +88,57 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig-path", o.KubeconfigPath, "Where the admin kubeconfig is written (default <root-directory>/admin.kubeconfig).")
 	fs.StringVar(&o.EmbeddedEtcdDirectory, "embedded-etcd-directory", o.EmbeddedEtcdDirectory, "Directory of the embedded etcd's data (default <root-directory>/etcd).")
 	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile, "PEM CA bundle published in every namespace's kube-root-ca.crt ConfigMap and in service account token secrets (default: the CA certificates of the serving certificate file, or all of it when none is a CA).")
+	fs.StringVar(&o.ServiceAccountPrivateKeyFile, "service-account-private-key-file", o.ServiceAccountPrivateKeyFile,
+		"PEM private key (RSA or ECDSA) that signs secret-based service account tokens; also the signing and verification key when --service-account-signing-key-file and --service-account-key-file are not given (kcp's meaning).")
+	fs.Int64Var(&o.EmbeddedEtcdWALSizeBytes, "embedded-etcd-wal-size-bytes", o.EmbeddedEtcdWALSizeBytes, "Size of each write-ahead log file of the embedded etcd (0: etcd's default).")
+	fs.Int64Var(&o.EmbeddedEtcdQuotaBackendBytes, "embedded-etcd-quota-backend-bytes", o.EmbeddedEtcdQuotaBackendBytes, "Database size at which the embedded etcd raises its space alarm (0: etcd's default).")
+	fs.StringSliceVar(&o.EmbeddedEtcdListenMetricsURLs, "embedded-etcd-listen-metrics-urls", o.EmbeddedEtcdListenMetricsURLs, "URLs (http://host:port) where the embedded etcd also serves its /metrics.")
+	fs.BoolVar(&o.EmbeddedEtcdForceNewCluster, "embedded-etcd-force-new-cluster", o.EmbeddedEtcdForceNewCluster, "Start the embedded etcd as a new one-member cluster from data restored from another cluster.")
+	for _, f := range ignoredKCPFlags {
+		fs.Var(ignoredFlag{name: f.name, why: f.why, harmless: f.harmless, boolean: f.boolean, warnings: &o.warnings}, f.name,
+			"kcp's --"+f.name+"; accepted for `kcp start` command lines and ignored: "+f.why+".")
+		if f.boolean {
+			fs.Lookup(f.name).NoOptDefVal = "true"
+		}
+	}
+}
+
+// ignoredKCPFlags are flags of `kcp start` for features this shard does not
+// have or does differently. A command line written for kcp may set them; the
+// shard starts and logs a warning for each one whose value would matter.
+var ignoredKCPFlags = []struct {
+	name, why string
+	// harmless is the value that asks for what the shard does anyway: no
+	// warning for it.
+	harmless string
+	boolean  bool
+}{
+	{name: "mount-proxy-client-cert-file", why: "the shard does not route workspace mounts"},
+	{name: "mount-proxy-client-key-file", why: "the shard does not route workspace mounts"},
+	{name: "mount-proxy-server-ca-file", why: "the shard does not route workspace mounts"},
+	{name: "authorization-order", why: "the shard's authorizer chain is fixed (system:masters, always-allowed health paths, kcp's workspace, system-CRD and maximal-permission-policy checks, RBAC) and calls no webhook", harmless: "AlwaysAllowGroups,AlwaysAllowPaths,RBAC"},
+	{name: "authorization-webhook-config-file", why: "the shard calls no authorization webhook; requests are decided by its own chain only"},
+	{name: "authorization-webhook-version", why: "the shard calls no authorization webhook"},
+	{name: "authorization-webhook-cache-authorized-ttl", why: "the shard calls no authorization webhook"},
+	{name: "authorization-webhook-cache-unauthorized-ttl", why: "the shard calls no authorization webhook"},
+	{name: "authorization-always-allow-paths", why: "/healthz, /livez and /readyz are always allowed and no other path is", harmless: "/healthz,/readyz,/livez"},
+	{name: "logical-cluster-object-count-scan-interval", why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
+	{name: "logical-cluster-total-object-limit", why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", harmless: "0"},
+	{name: "shard-kubeconfig-file", why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},
+	{name: "authentication-admin-token-path", why: "the admin tokens are kept in the root directory"},
+	{name: "profiler-address", why: "pprof is served below /debug/pprof on the secure port (--profiling)"},
+	{name: "run-controllers", why: "the shard always runs its controllers", harmless: "true", boolean: true},
+	{name: "unsupported-run-individual-controllers", why: "the shard always runs all its controllers"},
+	{name: "enable-leader-election", why: "the shard's controllers serve only this shard and elect no leader", harmless: "false", boolean: true},
+	{name: "leader-election-namespace", why: "the shard elects no leader"},
+	{name: "leader-election-name", why: "the shard elects no leader"},
+	{name: "conversion-cel-transformation-timeout", why: "the shard has no APIConversion CEL transformations"},
+	{name: "miniproxy-mapping-file", why: "the shard has no built-in mini front-proxy; run the front-proxy with --mapping-file"},
+	{name: "experimental-bind-free-port", why: "give --secure-port a free port", harmless: "false", boolean: true},
+	{name: "virtual-workspaces-workspaces.authorization-cache.resync-period", why: "the shard has no workspaces virtual workspace"},
+	{name: "virtual-workspaces-workspaces.authorization-cache.jitter-factor", why: "the shard has no workspaces virtual workspace"},
+	{name: "virtual-workspaces-workspaces.authorization-cache.sliding", why: "the shard has no workspaces virtual workspace", boolean: true},
+	{name: "home-workspaces-creation-delay-seconds", why: "a home workspace is answered as soon as it is created"},
 }
 
 // addShardingFlags registers kcp's names of the flags that connect shards:
@@ -89,18 +156,30 @@ func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfi
 }
 
 // ignoredFlag accepts a kcp flag whose setting changes nothing here and
-// records a warning saying so.
+// records a warning saying so, unless the value is the harmless one.
 type ignoredFlag struct {
-	name, why, value string
-	warnings         *[]string
+	name, why, harmless string
+	boolean             bool
+	warnings            *[]string
 }
 
-func (f ignoredFlag) String() string { return f.value }
-func (f ignoredFlag) Type() string   { return "string" }
+func (f ignoredFlag) String() string { return f.harmless }
+func (f ignoredFlag) Type() string {
+	if f.boolean {
+		return "bool"
+	}
+	return "string"
+}
 func (f ignoredFlag) Set(v string) error {
+	if f.harmless != "" && strings.EqualFold(strings.TrimSpace(v), f.harmless) {
+		return nil
+	}
 	*f.warnings = append(*f.warnings, fmt.Sprintf("--%s is accepted and ignored: %s", f.name, f.why))
 	return nil
 }
+
+// IsBoolFlag lets a boolean kcp flag be given without a value.
+func (f ignoredFlag) IsBoolFlag() bool { return f.boolean }
 
 // batteries resolves --batteries-included as kcp does: a list without + or
 // - replaces the default, + and - modify it.
@@ -175,6 +254,8 @@ type kcpAwareFeatureGates struct {
 	warnings *[]string
 	// set records the gates the command line names.
 	set sets.Set[string]
+	// gates are the Kubernetes gates, for which of them are locked.
+	gates featuregate.MutableFeatureGate
 }
 
 func (f *kcpAwareFeatureGates) Set(value string) error {
@@ -190,6 +271,15 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 			*f.warnings = append(*f.warnings, fmt.Sprintf("kcp feature gate %s=%s is not implemented by this shard and is ignored", name, strings.TrimSpace(v)))
 			continue
 		}
+		// kcp's harness passes the gates its test process set, some of
+		// which later Kubernetes versions lock: such a setting cannot take
+		// effect, so it is a warning rather than a failed start.
+		if locked, ok := f.lockedTo(name); ok {
+			if enabled, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil && enabled != locked {
+				*f.warnings = append(*f.warnings, fmt.Sprintf("feature gate %s is locked to %t in this Kubernetes version; %s=%s is ignored", name, locked, name, strings.TrimSpace(v)))
+				continue
+			}
+		}
 		rest = append(rest, pair)
 	}
 	if len(rest) == 0 {
@@ -198,13 +288,25 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 	return f.Value.Set(strings.Join(rest, ","))
 }
 
+// lockedTo tells whether the Kubernetes gate name is locked, and to what.
+func (f *kcpAwareFeatureGates) lockedTo(name string) (value, locked bool) {
+	if f.gates == nil {
+		return false, false
+	}
+	spec, ok := f.gates.GetAll()[featuregate.Feature(name)]
+	if !ok || !spec.LockToDefault {
+		return false, false
+	}
+	return spec.Default, true
+}
+
 // wrapFeatureGatesFlag makes the --feature-gates flag of fss accept kcp's
 // gates.
 func (o *kcpStartOptions) wrapFeatureGatesFlag(fss *cliflag.NamedFlagSets) {
 	for _, fs := range fss.FlagSets {
 		if f := fs.Lookup("feature-gates"); f != nil {
 			o.featureGatesSet = sets.New[string]()
-			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings, set: o.featureGatesSet}
+			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings, set: o.featureGatesSet, gates: utilfeature.DefaultMutableFeatureGate}
 			f.Usage += "\nkcp's gates (" + strings.Join(sets.List(kcpFeatureGates), ", ") + ") are accepted and ignored with a warning."
 		}
 	}

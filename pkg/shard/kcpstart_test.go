@@ -120,3 +120,25 @@ func TestProcessDefaultsTurnOffListSnapshotsNativeHistogramsAndSizeEstimates(t *
 		}
 	}
 }
+
+func TestFeatureGatesWarnAboutLockedKubernetesGates(t *testing.T) {
+	gates := featuregate.NewFeatureGate()
+	if err := gates.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		"LockedOn": {Default: true, LockToDefault: true, PreRelease: featuregate.GA},
+		"Open":     {Default: false, PreRelease: featuregate.Alpha},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	upstream := &recordingValue{}
+	var warnings []string
+	f := &kcpAwareFeatureGates{Value: upstream, warnings: &warnings, set: sets.New[string](), gates: gates}
+	if err := f.Set("LockedOn=false,Open=true,kube:LockedOn=true"); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if got := strings.Join(upstream.set, ";"); got != "Open=true,kube:LockedOn=true" {
+		t.Errorf("upstream flag got %q, want the open gate and the locked one at its locked value", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "LockedOn is locked to true") {
+		t.Errorf("warnings = %q, want one about LockedOn", warnings)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -197,12 +198,39 @@ func (o *Options) EtcdDirectory() string {
 	return filepath.Join(o.RootDirectory, "etcd")
 }
 
-// AdminKubeconfigPath is where the admin kubeconfig is written.
+// AdminKubeconfigPath is where the admin kubeconfig is written: a relative
+// --kubeconfig-path is below the root directory, as in kcp.
 func (o *Options) AdminKubeconfigPath() string {
-	if o.kcpStart.KubeconfigPath != "" {
-		return o.kcpStart.KubeconfigPath
+	if p := o.kcpStart.KubeconfigPath; p != "" {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(o.RootDirectory, p)
 	}
 	return filepath.Join(o.RootDirectory, rootdir.AdminKubeconfigFile)
+}
+
+// embeddedEtcdOptions are the embedded etcd's options from the flags.
+func (o *Options) embeddedEtcdOptions() (embeddedetcd.Options, error) {
+	k := o.kcpStart
+	metricsURLs := make([]url.URL, 0, len(k.EmbeddedEtcdListenMetricsURLs))
+	for _, s := range k.EmbeddedEtcdListenMetricsURLs {
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return embeddedetcd.Options{}, fmt.Errorf("--embedded-etcd-listen-metrics-urls: %q is not an http(s)://host:port URL", s)
+		}
+		metricsURLs = append(metricsURLs, *u)
+	}
+	return embeddedetcd.Options{
+		Directory:           o.EtcdDirectory(),
+		ClientPort:          o.EmbeddedEtcdClientPort,
+		PeerPort:            o.EmbeddedEtcdPeerPort,
+		QuotaBackendBytes:   k.EmbeddedEtcdQuotaBackendBytes,
+		WALSegmentSizeBytes: k.EmbeddedEtcdWALSizeBytes,
+		ListenMetricsURLs:   metricsURLs,
+		ForceNewCluster:     k.EmbeddedEtcdForceNewCluster,
+		PageOut:             exepages.PageOut,
+	}, nil
 }
 
 // CompletedOptions are options with every default filled in.
@@ -234,6 +262,15 @@ func (o *Options) PrepareRootDirectory() error {
 	if cp.Authentication.ClientCert.ClientCA == "" {
 		if cp.Authentication.ClientCert.ClientCA, err = dir.EnsureClientCA(); err != nil {
 			return err
+		}
+	}
+	if keyFile := o.kcpStart.ServiceAccountPrivateKeyFile; keyFile != "" {
+		// kcp's token controller key signs and verifies unless others are named.
+		if cp.ServiceAccountSigningKeyFile == "" {
+			cp.ServiceAccountSigningKeyFile = keyFile
+		}
+		if len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
+			cp.Authentication.ServiceAccounts.KeyFiles = []string{keyFile}
 		}
 	}
 	if cp.ServiceAccountSigningKeyFile == "" && len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {

@@ -61,12 +61,11 @@ func Run(ctx context.Context, o *Options) error {
 	if o.EmbeddedEtcd() {
 		var stop func()
 		var err error
-		ctx, embedded, stop, err = embeddedetcd.StartForServer(ctx, embeddedetcd.Options{
-			Directory:  o.EtcdDirectory(),
-			ClientPort: o.EmbeddedEtcdClientPort,
-			PeerPort:   o.EmbeddedEtcdPeerPort,
-			PageOut:    exepages.PageOut,
-		})
+		etcdOptions, err := o.embeddedEtcdOptions()
+		if err != nil {
+			return err
+		}
+		ctx, embedded, stop, err = embeddedetcd.StartForServer(ctx, etcdOptions)
 		if err != nil {
 			return err
 		}

@@ -55,6 +55,13 @@ func WithKubeconfigPath(path string) Option {
 	return func(s *Shard) { s.kubeconfigPath = path }
 }
 
+// WithCommandLine replaces the shard's flags (everything after the
+// subcommand) by what build returns, for command lines written for another
+// harness, such as kcp's; build sees the root directory and free ports.
+func WithCommandLine(build func(s *Shard) []string) Option {
+	return func(s *Shard) { s.commandLine = build }
+}
+
 // Shard is a shard process with embedded etcd under its root directory.
 type Shard struct {
 	*Process
@@ -67,6 +74,7 @@ type Shard struct {
 	extraArgs      []string
 	subcommand     string
 	kubeconfigPath string
+	commandLine    func(*Shard) []string
 }
 
 // StartShard starts a shard for one test: its root directory is a t.TempDir,
@@ -163,12 +171,18 @@ func (s *Shard) Kubeconfig() string {
 // SecurePort returns the port the shard serves HTTPS on.
 func (s *Shard) SecurePort() int { return s.securePort }
 
+// EtcdPorts returns the client and peer ports of the embedded etcd.
+func (s *Shard) EtcdPorts() (client, peer int) { return s.etcdClientPort, s.etcdPeerPort }
+
 func (s *Shard) tokenFile() string { return filepath.Join(s.WorkDir, "tokens.csv") }
 
 func (s *Shard) args() []string {
 	var args []string
 	if s.subcommand != "" {
 		args = append(args, s.subcommand)
+	}
+	if s.commandLine != nil {
+		return append(args, s.commandLine(s)...)
 	}
 	args = append(args,
 		"--root-directory="+s.rootDir,
