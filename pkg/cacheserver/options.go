@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -44,6 +45,9 @@ type Options struct {
 	BaseURL string
 	// Access names the writer and reader groups.
 	Access Access
+	// SyntheticDelay holds every request this long before serving it
+	// (kcp's --synthetic-delay, for tests).
+	SyntheticDelay time.Duration
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the server is ready (see package exepages).
 	ReleaseStartupPages bool
@@ -83,6 +87,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL shards reach the cache server at, written into the kubeconfigs of the root directory (default https://<bind-address>:<secure-port>).")
 	fs.StringSliceVar(&o.Access.WriterGroups, "writer-group", o.Access.WriterGroups, "Groups whose members (the shards) may write replicas, and read them. Repeatable.")
 	fs.StringSliceVar(&o.Access.ReaderGroups, "reader-group", o.Access.ReaderGroups, "Groups whose members may read replicas (get, list, watch, discovery, metrics). Repeatable.")
+	fs.DurationVar(&o.SyntheticDelay, "synthetic-delay", o.SyntheticDelay, "Hold every request this long before serving it, to test how clients cope with a slow cache server (kcp's flag). 0: no delay.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
@@ -129,6 +134,9 @@ func (o *Options) validateOwn() error {
 	}
 	if slicesHasEmpty(o.Access.ReaderGroups) {
 		errs = append(errs, errors.New("--reader-group must not be empty"))
+	}
+	if o.SyntheticDelay < 0 {
+		errs = append(errs, fmt.Errorf("--synthetic-delay must not be negative, got %s", o.SyntheticDelay))
 	}
 	if o.EmbeddedEtcd() {
 		for name, p := range map[string]int{"--embedded-etcd-client-port": o.EmbeddedEtcdClientPort, "--embedded-etcd-peer-port": o.EmbeddedEtcdPeerPort} {

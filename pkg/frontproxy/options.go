@@ -51,11 +51,12 @@ type Options struct {
 }
 
 // NewOptions returns the defaults: port 6443, client certificates, static
-// tokens and OIDC as kube-apiserver configures them.
+// tokens, OIDC and, from another authenticating proxy in front of this one,
+// request headers (--requestheader-*) as kube-apiserver configures them.
 func NewOptions() *Options {
 	o := &Options{
 		SecureServing:  genericoptions.NewSecureServingOptions(),
-		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC(),
+		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC().WithRequestHeader(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".shardplane-front-proxy",
 

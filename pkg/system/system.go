@@ -521,19 +521,28 @@ func (s *System) shardArgs(name string) []string {
 }
 
 func (s *System) proxyArgs(port int) []string {
+	return FrontProxyArgs(string(s.dir), s.o.Shards, port)
+}
+
+// FrontProxyArgs is the command line of a front-proxy of the system in dir
+// with shards shards, serving on port: its mapping, kubeconfigs, tokens,
+// client CA and the shards' service account keys. Another front-proxy (one
+// behind an authenticating proxy, say) starts from it.
+func FrontProxyArgs(dir string, shards, port int) []string {
+	d := rootdir.Dir(dir)
 	var saKeys []string
-	for i := 0; i < s.o.Shards; i++ {
-		saKeys = append(saKeys, s.dir.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
+	for i := 0; i < shards; i++ {
+		saKeys = append(saKeys, d.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
 	}
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--tls-cert-file=" + s.proxyServingCert(),
-		"--tls-private-key-file=" + s.dir.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key")),
-		"--mapping-file=" + s.dir.Path("mapping.yaml"),
-		"--root-kubeconfig=" + s.dir.Path("system-admin.kubeconfig"),
-		"--token-auth-file=" + s.dir.Path("proxy-tokens.csv"),
-		"--client-ca-file=" + s.dir.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
+		"--tls-cert-file=" + d.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".crt")),
+		"--tls-private-key-file=" + d.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key")),
+		"--mapping-file=" + d.Path("mapping.yaml"),
+		"--root-kubeconfig=" + d.Path("system-admin.kubeconfig"),
+		"--token-auth-file=" + d.Path("proxy-tokens.csv"),
+		"--client-ca-file=" + d.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
 	}
 }
