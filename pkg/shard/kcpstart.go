@@ -11,6 +11,8 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
+
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // kcp's batteries (--batteries-included), pkg/server/options/batteries in kcp.
@@ -94,51 +96,39 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.EmbeddedEtcdQuotaBackendBytes, "embedded-etcd-quota-backend-bytes", o.EmbeddedEtcdQuotaBackendBytes, "Database size at which the embedded etcd raises its space alarm (0: etcd's default).")
 	fs.StringSliceVar(&o.EmbeddedEtcdListenMetricsURLs, "embedded-etcd-listen-metrics-urls", o.EmbeddedEtcdListenMetricsURLs, "URLs (http://host:port) where the embedded etcd also serves its /metrics.")
 	fs.BoolVar(&o.EmbeddedEtcdForceNewCluster, "embedded-etcd-force-new-cluster", o.EmbeddedEtcdForceNewCluster, "Start the embedded etcd as a new one-member cluster from data restored from another cluster.")
-	for _, f := range ignoredKCPFlags {
-		fs.Var(ignoredFlag{name: f.name, why: f.why, harmless: f.harmless, boolean: f.boolean, warnings: &o.warnings}, f.name,
-			"kcp's --"+f.name+"; accepted for `kcp start` command lines and ignored: "+f.why+".")
-		if f.boolean {
-			fs.Lookup(f.name).NoOptDefVal = "true"
-		}
-	}
+	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 }
 
 // ignoredKCPFlags are flags of `kcp start` for features this shard does not
 // have or does differently. A command line written for kcp may set them; the
 // shard starts and logs a warning for each one whose value would matter.
-var ignoredKCPFlags = []struct {
-	name, why string
-	// harmless is the value that asks for what the shard does anyway: no
-	// warning for it.
-	harmless string
-	boolean  bool
-}{
-	{name: "mount-proxy-client-cert-file", why: "the shard does not route workspace mounts"},
-	{name: "mount-proxy-client-key-file", why: "the shard does not route workspace mounts"},
-	{name: "mount-proxy-server-ca-file", why: "the shard does not route workspace mounts"},
-	{name: "authorization-order", why: "the shard's authorizer chain is fixed (system:masters, always-allowed health paths, kcp's workspace, system-CRD and maximal-permission-policy checks, RBAC) and calls no webhook", harmless: "AlwaysAllowGroups,AlwaysAllowPaths,RBAC"},
-	{name: "authorization-webhook-config-file", why: "the shard calls no authorization webhook; requests are decided by its own chain only"},
-	{name: "authorization-webhook-version", why: "the shard calls no authorization webhook"},
-	{name: "authorization-webhook-cache-authorized-ttl", why: "the shard calls no authorization webhook"},
-	{name: "authorization-webhook-cache-unauthorized-ttl", why: "the shard calls no authorization webhook"},
-	{name: "authorization-always-allow-paths", why: "/healthz, /livez and /readyz are always allowed and no other path is", harmless: "/healthz,/readyz,/livez"},
-	{name: "logical-cluster-object-count-scan-interval", why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
-	{name: "logical-cluster-total-object-limit", why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", harmless: "0"},
-	{name: "shard-kubeconfig-file", why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},
-	{name: "authentication-admin-token-path", why: "the admin tokens are kept in the root directory"},
-	{name: "profiler-address", why: "pprof is served below /debug/pprof on the secure port (--profiling)"},
-	{name: "run-controllers", why: "the shard always runs its controllers", harmless: "true", boolean: true},
-	{name: "unsupported-run-individual-controllers", why: "the shard always runs all its controllers"},
-	{name: "enable-leader-election", why: "the shard's controllers serve only this shard and elect no leader", harmless: "false", boolean: true},
-	{name: "leader-election-namespace", why: "the shard elects no leader"},
-	{name: "leader-election-name", why: "the shard elects no leader"},
-	{name: "conversion-cel-transformation-timeout", why: "the shard has no APIConversion CEL transformations"},
-	{name: "miniproxy-mapping-file", why: "the shard has no built-in mini front-proxy; run the front-proxy with --mapping-file"},
-	{name: "experimental-bind-free-port", why: "give --secure-port a free port", harmless: "false", boolean: true},
-	{name: "virtual-workspaces-workspaces.authorization-cache.resync-period", why: "the shard has no workspaces virtual workspace"},
-	{name: "virtual-workspaces-workspaces.authorization-cache.jitter-factor", why: "the shard has no workspaces virtual workspace"},
-	{name: "virtual-workspaces-workspaces.authorization-cache.sliding", why: "the shard has no workspaces virtual workspace", boolean: true},
-	{name: "home-workspaces-creation-delay-seconds", why: "a home workspace is answered as soon as it is created"},
+var ignoredKCPFlags = []servercmd.IgnoredFlag{
+	{Name: "mount-proxy-client-cert-file", Why: "the shard does not route workspace mounts"},
+	{Name: "mount-proxy-client-key-file", Why: "the shard does not route workspace mounts"},
+	{Name: "mount-proxy-server-ca-file", Why: "the shard does not route workspace mounts"},
+	{Name: "authorization-order", Why: "the shard's authorizer chain is fixed (system:masters, always-allowed health paths, kcp's workspace, system-CRD and maximal-permission-policy checks, RBAC) and calls no webhook", Harmless: "AlwaysAllowGroups,AlwaysAllowPaths,RBAC"},
+	{Name: "authorization-webhook-config-file", Why: "the shard calls no authorization webhook; requests are decided by its own chain only"},
+	{Name: "authorization-webhook-version", Why: "the shard calls no authorization webhook"},
+	{Name: "authorization-webhook-cache-authorized-ttl", Why: "the shard calls no authorization webhook"},
+	{Name: "authorization-webhook-cache-unauthorized-ttl", Why: "the shard calls no authorization webhook"},
+	{Name: "authorization-always-allow-paths", Why: "/healthz, /livez and /readyz are always allowed and no other path is", Harmless: "/healthz,/readyz,/livez"},
+	{Name: "logical-cluster-object-count-scan-interval", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
+	{Name: "logical-cluster-total-object-limit", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", Harmless: "0"},
+	{Name: "shard-kubeconfig-file", Why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},
+	{Name: "authentication-admin-token-path", Why: "the admin tokens are kept in the root directory"},
+	{Name: "profiler-address", Why: "pprof is served below /debug/pprof on the secure port (--profiling)"},
+	{Name: "run-controllers", Why: "the shard always runs its controllers", Harmless: "true", Bool: true},
+	{Name: "unsupported-run-individual-controllers", Why: "the shard always runs all its controllers"},
+	{Name: "enable-leader-election", Why: "the shard's controllers serve only this shard and elect no leader", Harmless: "false", Bool: true},
+	{Name: "leader-election-namespace", Why: "the shard elects no leader"},
+	{Name: "leader-election-name", Why: "the shard elects no leader"},
+	{Name: "conversion-cel-transformation-timeout", Why: "the shard has no APIConversion CEL transformations"},
+	{Name: "miniproxy-mapping-file", Why: "the shard has no built-in mini front-proxy; run the front-proxy with --mapping-file"},
+	{Name: "experimental-bind-free-port", Why: "give --secure-port a free port", Harmless: "false", Bool: true},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.resync-period", Why: "the shard has no workspaces virtual workspace"},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.jitter-factor", Why: "the shard has no workspaces virtual workspace"},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.sliding", Why: "the shard has no workspaces virtual workspace", Bool: true},
+	{Name: "home-workspaces-creation-delay-seconds", Why: "a home workspace is answered as soon as it is created"},
 }
 
 // addShardingFlags registers kcp's names of the flags that connect shards:
@@ -150,36 +140,9 @@ var ignoredKCPFlags = []struct {
 func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfig, cacheKubeconfig *string) {
 	fs.StringVar(rootShardKubeconfig, "root-shard-kubeconfig-file", *rootShardKubeconfig, "kcp's name of --root-shard-kubeconfig.")
 	fs.StringVar(cacheKubeconfig, "cache-server-kubeconfig-file", *cacheKubeconfig, "kcp's deprecated name of --cache-kubeconfig.")
-	fs.Var(ignoredFlag{name: "external-logical-cluster-admin-kubeconfig", warnings: &o.warnings,
-		why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"},
-		"external-logical-cluster-admin-kubeconfig", "kcp's credentials for reaching other shards through the front-proxy; accepted and ignored (see --logical-cluster-admin-kubeconfig).")
+	servercmd.AddIgnoredFlags(fs, &o.warnings, servercmd.IgnoredFlag{Name: "external-logical-cluster-admin-kubeconfig",
+		Why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"})
 }
-
-// ignoredFlag accepts a kcp flag whose setting changes nothing here and
-// records a warning saying so, unless the value is the harmless one.
-type ignoredFlag struct {
-	name, why, harmless string
-	boolean             bool
-	warnings            *[]string
-}
-
-func (f ignoredFlag) String() string { return f.harmless }
-func (f ignoredFlag) Type() string {
-	if f.boolean {
-		return "bool"
-	}
-	return "string"
-}
-func (f ignoredFlag) Set(v string) error {
-	if f.harmless != "" && strings.EqualFold(strings.TrimSpace(v), f.harmless) {
-		return nil
-	}
-	*f.warnings = append(*f.warnings, fmt.Sprintf("--%s is accepted and ignored: %s", f.name, f.why))
-	return nil
-}
-
-// IsBoolFlag lets a boolean kcp flag be given without a value.
-func (f ignoredFlag) IsBoolFlag() bool { return f.boolean }
 
 // batteries resolves --batteries-included as kcp does: a list without + or
 // - replaces the default, + and - modify it.
@@ -241,9 +204,7 @@ func (o *kcpStartOptions) logWarnings(logger klog.Logger) {
 	if enabled, err := o.batteries(); err == nil {
 		warnings = append(warnings, batteryWarnings(enabled)...)
 	}
-	for _, w := range warnings {
-		logger.Info("Warning: " + w)
-	}
+	servercmd.LogWarnings(logger, warnings)
 }
 
 // kcpAwareFeatureGates wraps the upstream --feature-gates flag: kcp's own

@@ -343,3 +343,102 @@ func TestKCPShardedTestServerCommandLineStartsTheShard(t *testing.T) {
 		t.Fatalf("get namespace default in root with kcp-admin's client certificate: %v", err)
 	}
 }
+
+// TestKCPVirtualWorkspacesCommandLineStartsTheServer starts the
+// virtual-workspaces server with the command line kcp's sharded-test-server
+// gives its standalone virtual workspaces (cmd/sharded-test-server/
+// virtual.go) against a shard: it becomes ready, warns about the flags it
+// has no feature for, and writes audit events by the policy.
+func TestKCPVirtualWorkspacesCommandLineStartsTheServer(t *testing.T) {
+	t.Parallel()
+	s := framework.StartShard(t)
+	pki, err := rootdir.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	requestHeaderCA, err := pki.EnsureCA("requestheader-ca", "kcp-front-proxy-requestheader-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shard's system:masters credential, as kcp's virtualworkspace.kubeconfig.
+	shardCA := filepath.Join(s.RootDir(), rootdir.ServingCertPairName+".crt")
+	shardAdmin := s.ClientConfig(t, "shard-base")
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["shard"] = &clientcmdapi.Cluster{Server: s.BaseURL(t) + "/clusters/system:admin", CertificateAuthority: shardCA}
+	kubeconfig.AuthInfos["virtualworkspace"] = &clientcmdapi.AuthInfo{Token: shardAdmin.BearerToken}
+	kubeconfig.Contexts["shard"] = &clientcmdapi.Context{Cluster: "shard", AuthInfo: "virtualworkspace"}
+	kubeconfig.CurrentContext = "shard"
+	kubeconfigPath := filepath.Join(t.TempDir(), "virtualworkspace.kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, kubeconfigPath); err != nil {
+		t.Fatal(err)
+	}
+	servingCert, servingKey := framework.SharedServingCert(t)
+	policy := writeFile(t, "audit-policy.yaml", "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n")
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	port := framework.FreePort(t)
+
+	p := &framework.Process{
+		Name:    "virtual-workspaces",
+		Binary:  framework.CommandBinary(t, "virtual-workspaces"),
+		WorkDir: t.TempDir(),
+		Args: func() []string {
+			return []string{
+				"--kubeconfig=" + kubeconfigPath,
+				"--shard-external-url=https://127.0.0.1:6443",
+				"--cache-kubeconfig=" + s.Kubeconfig(),
+				"--authentication-kubeconfig=" + s.Kubeconfig(),
+				"--client-ca-file=" + filepath.Join(s.RootDir(), rootdir.ClientCACertFile),
+				"--tls-private-key-file=" + servingKey,
+				"--tls-cert-file=" + servingCert,
+				"--secure-port=" + strconv.Itoa(port),
+				"--audit-log-maxsize=1024",
+				"--audit-log-mode=batch",
+				"--audit-log-batch-max-wait=1s",
+				"--audit-log-batch-max-size=1000",
+				"--audit-log-batch-buffer-size=10000",
+				"--audit-log-batch-throttle-burst=15",
+				"--audit-log-batch-throttle-enable=true",
+				"--audit-log-batch-throttle-qps=10",
+				"--audit-policy-file=" + policy,
+				"--authentication-skip-lookup",
+				"--requestheader-username-headers=X-Remote-User",
+				"--requestheader-group-headers=X-Remote-Group",
+				"--requestheader-client-ca-file=" + requestHeaderCA,
+				"--v=4",
+				"--audit-log-path", audit,
+			}
+		},
+		ReadyURL: fmt.Sprintf("https://127.0.0.1:%d/readyz", port),
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("tail of %s:\n%s", p.LogPath(), p.LogTail(60))
+		}
+		if err := p.Stop(); err != nil {
+			t.Errorf("stop virtual-workspaces: %v", err)
+		}
+	})
+	if err := p.Start(); err != nil {
+		t.Fatalf("start virtual-workspaces with kcp's command line: %v", err)
+	}
+	data, err := os.ReadFile(p.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"--shard-external-url is accepted and ignored",
+		"--authentication-kubeconfig is accepted and ignored",
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("virtual-workspaces log does not say %q", want)
+		}
+	}
+	framework.Eventually(t, func(context.Context) error {
+		for _, e := range readAuditEvents(t, audit) {
+			if e.RequestURI == "/readyz" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no audit event of /readyz in %s yet", audit)
+	}, "the virtual-workspaces server never wrote the audit events of its policy")
+}

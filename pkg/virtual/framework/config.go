@@ -105,6 +105,9 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 	gc.LongRunningFunc = longRunning
 	gc.BuildHandlerChainFunc = buildHandlerChain
+	if err := o.Audit.ApplyTo(gc); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 
 	shard, err := loadKubeconfig(o.Kubeconfig, o.Context)
 	if err != nil {

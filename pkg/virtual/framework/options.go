@@ -17,7 +17,9 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // Options are the flags of the virtual-workspaces binary (kcp's
@@ -25,6 +27,7 @@ import (
 type Options struct {
 	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
 	Authentication *kubeoptions.BuiltInAuthenticationOptions
+	Audit          *genericoptions.AuditOptions
 	Logs           *logsapi.LoggingConfiguration
 
 	// Kubeconfig reaches the one shard the server serves, with a
@@ -49,6 +52,22 @@ type Options struct {
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the server is ready (see package exepages).
 	ReleaseStartupPages bool
+
+	// warnings are what kcp's flags accepted here but ignore, for the log.
+	warnings []string
+}
+
+// ignoredKCPFlags are flags of kcp's virtual-workspaces server for what
+// this one does not do: accepted, with a warning.
+var ignoredKCPFlags = []servercmd.IgnoredFlag{
+	{Name: "shard-external-url", Why: "the server has no workspaces view, the one that publishes it"},
+	{Name: "authentication-kubeconfig", Why: "bearer tokens are not reviewed by another server: client certificates (--client-ca-file), request headers (--requestheader-*) and --token-auth-file authenticate"},
+	{Name: "authentication-skip-lookup", Why: "the request-header CA is read from --requestheader-client-ca-file, never looked up", Harmless: "true", Bool: true},
+	{Name: "authentication-tolerate-lookup-failure", Why: "nothing is looked up", Bool: true},
+	{Name: "authentication-token-webhook-cache-ttl", Why: "bearer tokens are not reviewed by another server"},
+	{Name: "authorization-kubeconfig", Why: "callers are authorized by SubjectAccessReviews on --kubeconfig's shard or --external-logical-cluster-admin-kubeconfig"},
+	{Name: "authorization-always-allow-paths", Why: "/healthz, /livez and /readyz are always allowed", Harmless: "/healthz,/readyz,/livez"},
+	{Name: "profiler-address", Why: "the server serves no profiler"},
 }
 
 // NewOptions returns the defaults: port 6444 on 127.0.0.1, client
@@ -57,6 +76,7 @@ func NewOptions() *Options {
 	o := &Options{
 		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
+		Audit:          genericoptions.NewAuditOptions(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".shardplane-virtual-workspaces",
 
@@ -76,10 +96,15 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
+	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	o.Audit.AddFlags(fss.FlagSet("auditing"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
 }
+
+// Warnings are what the command line set that this server ignores.
+func (o *Options) Warnings() []string { return o.warnings }
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
@@ -94,6 +119,7 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.SecureServing.Validate()...)
 	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)
 }
 
@@ -135,5 +161,14 @@ func loadKubeconfig(path, context string) (*rest.Config, error) {
 	}
 	// Views fan out: many watches and lists at once.
 	cfg.QPS, cfg.Burst = 500, 1000
+	// The views address every cluster themselves: a server that names one
+	// (kcp's harness writes https://<shard>/clusters/system:admin) means
+	// the shard's base URL, as kcp's cluster-aware clients take it.
+	if u, err := url.Parse(cfg.Host); err == nil {
+		if before, _, rest, found := logicalcluster.CutRequestPath(u.Path); found && rest == "/" {
+			u.Path, u.RawPath = before, ""
+			cfg.Host = u.String()
+		}
+	}
 	return cfg, nil
 }
