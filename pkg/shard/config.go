@@ -290,7 +290,15 @@ func (c *Config) configureAuthorization(genericConfig *genericapiserver.Config) 
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, maxPermission, rbacAuthorizer)
+	chain, resolver, err := authorization.NewChain(content, maxPermission, rbacAuthorizer)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.RuleResolver = resolver
+	// kcp's --authorization-order puts the chain among system:masters, the
+	// always-allowed paths and an optional webhook. The webhook's context
+	// only ends its configuration reloads, which it has none of.
+	genericConfig.Authorization.Authorizer, err = c.Options.kcpStart.authorizationOptions().authorizer(context.Background(), chain, genericConfig.APIServerID)
 	return rbacAuthorizer, err
 }
 

@@ -77,6 +77,9 @@ type kcpStartOptions struct {
 	EmbeddedEtcdListenMetricsURLs []string
 	EmbeddedEtcdForceNewCluster   bool
 
+	// Authorization is kcp's --authorization-* flags (authorization.go).
+	Authorization *authorizationOptions
+
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
 	warnings []string
@@ -97,6 +100,16 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.EmbeddedEtcdListenMetricsURLs, "embedded-etcd-listen-metrics-urls", o.EmbeddedEtcdListenMetricsURLs, "URLs (http://host:port) where the embedded etcd also serves its /metrics.")
 	fs.BoolVar(&o.EmbeddedEtcdForceNewCluster, "embedded-etcd-force-new-cluster", o.EmbeddedEtcdForceNewCluster, "Start the embedded etcd as a new one-member cluster from data restored from another cluster.")
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
+	o.authorizationOptions().addFlags(fs)
+}
+
+// authorizationOptions returns the authorization flags, kcp's defaults
+// unless set.
+func (o *kcpStartOptions) authorizationOptions() *authorizationOptions {
+	if o.Authorization == nil {
+		o.Authorization = newAuthorizationOptions()
+	}
+	return o.Authorization
 }
 
 // ignoredKCPFlags are flags of `kcp start` for features this shard does not
@@ -106,12 +119,6 @@ var ignoredKCPFlags = []servercmd.IgnoredFlag{
 	{Name: "mount-proxy-client-cert-file", Why: "the shard does not route workspace mounts"},
 	{Name: "mount-proxy-client-key-file", Why: "the shard does not route workspace mounts"},
 	{Name: "mount-proxy-server-ca-file", Why: "the shard does not route workspace mounts"},
-	{Name: "authorization-order", Why: "the shard's authorizer chain is fixed (system:masters, always-allowed health paths, kcp's workspace, system-CRD and maximal-permission-policy checks, RBAC) and calls no webhook", Harmless: "AlwaysAllowGroups,AlwaysAllowPaths,RBAC"},
-	{Name: "authorization-webhook-config-file", Why: "the shard calls no authorization webhook; requests are decided by its own chain only"},
-	{Name: "authorization-webhook-version", Why: "the shard calls no authorization webhook"},
-	{Name: "authorization-webhook-cache-authorized-ttl", Why: "the shard calls no authorization webhook"},
-	{Name: "authorization-webhook-cache-unauthorized-ttl", Why: "the shard calls no authorization webhook"},
-	{Name: "authorization-always-allow-paths", Why: "/healthz, /livez and /readyz are always allowed and no other path is", Harmless: "/healthz,/readyz,/livez"},
 	{Name: "logical-cluster-object-count-scan-interval", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
 	{Name: "logical-cluster-total-object-limit", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", Harmless: "0"},
 	{Name: "shard-kubeconfig-file", Why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},

@@ -384,6 +384,9 @@ func validateOwn(o *Options) error {
 	if _, err := o.kcpStart.batteries(); err != nil {
 		return err
 	}
+	if err := o.kcpStart.authorizationOptions().validate(); err != nil {
+		return err
+	}
 	if o.ShardName != corev1alpha1.RootShard && o.RootShardKubeconfig == "" {
 		return fmt.Errorf("--root-shard-kubeconfig is required for shard %q: a shard other than root registers itself in root and reads root's shards and workspace types", o.ShardName)
 	}

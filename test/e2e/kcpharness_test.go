@@ -145,7 +145,8 @@ func requireLogSays(t *testing.T, s *framework.Shard, texts ...string) {
 // TestKCPPrivateServerCommandLineStartsTheShard starts the shard with the
 // command line kcp's harness gives `kcp start` for a private server, with
 // the flags kcp's private-server tests add (audit: TestAuditLogs;
-// authorization webhook and order: TestAuthorizationOrder; object counts:
+// authorization webhook and order: TestAuthorizationOrder, which
+// authorizationorder_test.go mirrors; object counts:
 // the logical cluster object count test; token file and gates: the shared
 // server's init), all on one command line. The shard becomes ready, warns
 // about the settings it has no feature for, and, as kcp's TestAuditLogs
@@ -155,14 +156,16 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 	t.Parallel()
 	artifactDir := t.TempDir()
 	tokens := writeFile(t, "auth-tokens.csv", "user-1-token,user-1,1111-1111-1111-1111,\"team-1\"\n")
-	webhook := writeFile(t, "webhook.kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: webhook\n  cluster:\n    server: https://127.0.0.1:1/authorize\n    insecure-skip-tls-verify: true\ncontexts:\n- name: webhook\n  context:\n    cluster: webhook\n    user: webhook\ncurrent-context: webhook\nusers:\n- name: webhook\n")
+	webhook := startAuthorizationWebhook(t, true).kubeconfig(t)
 	s := framework.StartShard(t,
 		framework.WithSubcommand("start"),
 		framework.WithCommandLine(func(s *framework.Shard) []string {
 			return kcpPrivateServerArgs(t, s, artifactDir,
 				"--audit-policy-file", writeFile(t, "policy.yaml", kcpAuditPolicy),
 				"--authorization-webhook-config-file", webhook,
-				"--authorization-order", "AlwaysAllowGroups,AlwaysAllowPaths,Webhook,RBAC",
+				// kcp's default order, written out: the shard's chain decides
+				// before the webhook, so its steps' audit annotations appear.
+				"--authorization-order", "AlwaysAllowGroups,AlwaysAllowPaths,RBAC,Webhook",
 				"--logical-cluster-object-count-scan-interval=1s",
 				"--token-auth-file", tokens,
 				"--feature-gates=WorkspaceMounts=true,CacheAPIs=true,WorkspaceAuthentication=true,KcpNativeGarbageCollector=false",
@@ -171,8 +174,6 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 	)
 	requireKCPReady(t, s)
 	requireLogSays(t, s,
-		"--authorization-webhook-config-file is accepted and ignored",
-		"--authorization-order is accepted and ignored",
 		"--logical-cluster-object-count-scan-interval is accepted and ignored",
 		"--mount-proxy-client-cert-file is accepted and ignored",
 		"kcp feature gate WorkspaceMounts=true is not implemented by this shard and is ignored",
