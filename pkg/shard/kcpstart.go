@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -77,6 +78,10 @@ type kcpStartOptions struct {
 	EmbeddedEtcdListenMetricsURLs []string
 	EmbeddedEtcdForceNewCluster   bool
 
+	// BindFreePort is kcp's --experimental-bind-free-port: with
+	// --secure-port=0 the shard serves on a free port, which the admin
+	// kubeconfig names.
+	BindFreePort bool
 	// Authorization is kcp's --authorization-* flags (authorization.go).
 	Authorization *authorizationOptions
 
@@ -99,8 +104,25 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&o.EmbeddedEtcdQuotaBackendBytes, "embedded-etcd-quota-backend-bytes", o.EmbeddedEtcdQuotaBackendBytes, "Database size at which the embedded etcd raises its space alarm (0: etcd's default).")
 	fs.StringSliceVar(&o.EmbeddedEtcdListenMetricsURLs, "embedded-etcd-listen-metrics-urls", o.EmbeddedEtcdListenMetricsURLs, "URLs (http://host:port) where the embedded etcd also serves its /metrics.")
 	fs.BoolVar(&o.EmbeddedEtcdForceNewCluster, "embedded-etcd-force-new-cluster", o.EmbeddedEtcdForceNewCluster, "Start the embedded etcd as a new one-member cluster from data restored from another cluster.")
+	fs.BoolVar(&o.BindFreePort, "experimental-bind-free-port", o.BindFreePort, "With --secure-port=0, serve on a free port; the admin kubeconfig names it (kcp's flag).")
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 	o.authorizationOptions().addFlags(fs)
+}
+
+// bindFreePort picks a free port for --experimental-bind-free-port: one
+// the system hands out on the bind address, set as the secure port before
+// anything else uses it.
+func bindFreePort(bind net.IP) (int, error) {
+	host := "127.0.0.1"
+	if bind != nil && !bind.IsUnspecified() {
+		host = bind.String()
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("--experimental-bind-free-port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // authorizationOptions returns the authorization flags, kcp's defaults
@@ -131,7 +153,6 @@ var ignoredKCPFlags = []servercmd.IgnoredFlag{
 	{Name: "leader-election-name", Why: "the shard elects no leader"},
 	{Name: "conversion-cel-transformation-timeout", Why: "the shard has no APIConversion CEL transformations"},
 	{Name: "miniproxy-mapping-file", Why: "the shard has no built-in mini front-proxy; run the front-proxy with --mapping-file"},
-	{Name: "experimental-bind-free-port", Why: "give --secure-port a free port", Harmless: "false", Bool: true},
 	{Name: "virtual-workspaces-workspaces.authorization-cache.resync-period", Why: "the shard has no workspaces virtual workspace"},
 	{Name: "virtual-workspaces-workspaces.authorization-cache.jitter-factor", Why: "the shard has no workspaces virtual workspace"},
 	{Name: "virtual-workspaces-workspaces.authorization-cache.sliding", Why: "the shard has no workspaces virtual workspace", Bool: true},

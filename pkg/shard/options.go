@@ -387,6 +387,9 @@ func validateOwn(o *Options) error {
 	if err := o.kcpStart.authorizationOptions().validate(); err != nil {
 		return err
 	}
+	if o.kcpStart.BindFreePort && o.ControlPlane.SecureServing.BindPort != 0 {
+		return fmt.Errorf("--experimental-bind-free-port needs --secure-port=0")
+	}
 	if o.ShardName != corev1alpha1.RootShard && o.RootShardKubeconfig == "" {
 		return fmt.Errorf("--root-shard-kubeconfig is required for shard %q: a shard other than root registers itself in root and reads root's shards and workspace types", o.ShardName)
 	}

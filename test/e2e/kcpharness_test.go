@@ -443,3 +443,30 @@ func TestKCPVirtualWorkspacesCommandLineStartsTheServer(t *testing.T) {
 		return fmt.Errorf("no audit event of /readyz in %s yet", audit)
 	}, "the virtual-workspaces server never wrote the audit events of its policy")
 }
+
+// TestKCPBindFreePortServesOnThePortTheKubeconfigNames starts the shard as
+// kcp's earlier harness did for concurrent servers
+// (TestServerArgsForConcurrent): --experimental-bind-free-port with
+// --secure-port=0; the admin kubeconfig names the port it serves on.
+func TestKCPBindFreePortServesOnThePortTheKubeconfigNames(t *testing.T) {
+	t.Parallel()
+	s := framework.StartShard(t,
+		framework.WithSubcommand("start"),
+		framework.WithReadinessFromKubeconfig(),
+		framework.WithCommandLine(func(s *framework.Shard) []string {
+			etcdClient, etcdPeer := s.EtcdPorts()
+			return []string{
+				"--root-directory", s.RootDir(),
+				"--embedded-etcd-client-port=" + strconv.Itoa(etcdClient),
+				"--embedded-etcd-peer-port=" + strconv.Itoa(etcdPeer),
+				"--experimental-bind-free-port=true",
+				"--secure-port=0",
+				"--bind-address=127.0.0.1",
+			}
+		}),
+	)
+	requireKCPReady(t, s)
+	if _, err := kubeClient(t, s, "base", "root").CoreV1().Namespaces().Get(testContext(t), metav1.NamespaceDefault, metav1.GetOptions{}); err != nil {
+		t.Errorf("root's default namespace at %s: %v", s.BaseURL(t), err)
+	}
+}

@@ -62,6 +62,14 @@ func WithCommandLine(build func(s *Shard) []string) Option {
 	return func(s *Shard) { s.commandLine = build }
 }
 
+// WithReadinessFromKubeconfig makes the shard count as started once it has
+// written its admin kubeconfig, for a command line that chooses its own
+// port (kcp's --experimental-bind-free-port): poll its readiness through
+// the kubeconfig then.
+func WithReadinessFromKubeconfig() Option {
+	return func(s *Shard) { s.readyFromKubeconfig = true }
+}
+
 // Shard is a shard process with embedded etcd under its root directory.
 type Shard struct {
 	*Process
@@ -75,6 +83,8 @@ type Shard struct {
 	subcommand     string
 	kubeconfigPath string
 	commandLine    func(*Shard) []string
+
+	readyFromKubeconfig bool
 }
 
 // StartShard starts a shard for one test: its root directory is a t.TempDir,
@@ -144,7 +154,9 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 		return nil, err
 	}
 	s.securePort, s.etcdClientPort, s.etcdPeerPort = ports[0], ports[1], ports[2]
-	s.ReadyURL = fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
+	if !s.readyFromKubeconfig {
+		s.ReadyURL = fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
+	}
 	s.ReadyFiles = func() []string { return []string{s.Kubeconfig()} }
 	if len(s.tokenUsers) > 0 {
 		if s.tokenUsers, err = completeTokenUsers(s.tokenUsers); err != nil {
