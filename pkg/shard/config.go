@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -252,7 +253,10 @@ func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver
 	// Requests from the front-proxy: its certificate is verified once per
 	// connection rather than on every request.
 	upstream := proxyauth.Prepend(genericConfig.Authentication.RequestHeaderConfig, genericConfig.Authentication.APIAudiences, genericConfig.Authentication.Authenticator)
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream)
+	// The admin tokens are for any audience, as upstream's static tokens:
+	// a TokenReview that names the shard's audiences accepts them.
+	admins := authenticator.WrapAudienceAgnosticRequest(genericConfig.Authentication.APIAudiences, admin.Authenticator(o.tokens))
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admins, upstream)
 	return nil
 }
 

@@ -428,12 +428,38 @@ func TestKCPVirtualWorkspacesCommandLineStartsTheServer(t *testing.T) {
 	}
 	for _, want := range []string{
 		"--shard-external-url is accepted and ignored",
-		"--authentication-kubeconfig is accepted and ignored",
 	} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("virtual-workspaces log does not say %q", want)
 		}
 	}
+	// --authentication-kubeconfig: bearer tokens the shard knows are
+	// reviewed there; the shard's system:masters token may read /metrics.
+	metrics := func(ctx context.Context, token string) int {
+		client, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAFile: servingCert}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", port), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ctx := testContext(t)
+	if code := metrics(ctx, shardAdmin.BearerToken); code != http.StatusOK {
+		t.Errorf("/metrics with the shard's system:masters token: %d, want 200", code)
+	}
+	if code := metrics(ctx, "not-a-token"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics with a token nobody knows: %d, want 401", code)
+	}
+
 	framework.Eventually(t, func(context.Context) error {
 		for _, e := range readAuditEvents(t, audit) {
 			if e.RequestURI == "/readyz" {

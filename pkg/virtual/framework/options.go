@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
@@ -52,6 +53,12 @@ type Options struct {
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the server is ready (see package exepages).
 	ReleaseStartupPages bool
+	// AuthenticationKubeconfig is kcp's --authentication-kubeconfig: bearer
+	// tokens no local authenticator knows are reviewed (TokenReview) by the
+	// server it reaches, the shard, whose identities the views then see.
+	AuthenticationKubeconfig string
+	// TokenReviewCacheTTL is how long the reviews' answers are kept.
+	TokenReviewCacheTTL time.Duration
 
 	// warnings are what kcp's flags accepted here but ignore, for the log.
 	warnings []string
@@ -61,10 +68,8 @@ type Options struct {
 // this one does not do: accepted, with a warning.
 var ignoredKCPFlags = []servercmd.IgnoredFlag{
 	{Name: "shard-external-url", Why: "the server has no workspaces view, the one that publishes it"},
-	{Name: "authentication-kubeconfig", Why: "bearer tokens are not reviewed by another server: client certificates (--client-ca-file), request headers (--requestheader-*) and --token-auth-file authenticate"},
 	{Name: "authentication-skip-lookup", Why: "the request-header CA is read from --requestheader-client-ca-file, never looked up", Harmless: "true", Bool: true},
-	{Name: "authentication-tolerate-lookup-failure", Why: "nothing is looked up", Bool: true},
-	{Name: "authentication-token-webhook-cache-ttl", Why: "bearer tokens are not reviewed by another server"},
+	{Name: "authentication-tolerate-lookup-failure", Why: "the request-header CA is never looked up", Bool: true},
 	{Name: "authorization-kubeconfig", Why: "callers are authorized by SubjectAccessReviews on --kubeconfig's shard or --external-logical-cluster-admin-kubeconfig"},
 	{Name: "authorization-always-allow-paths", Why: "/healthz, /livez and /readyz are always allowed", Harmless: "/healthz,/readyz,/livez"},
 	{Name: "profiler-address", Why: "the server serves no profiler"},
@@ -77,6 +82,8 @@ func NewOptions() *Options {
 		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
 		Audit:          genericoptions.NewAuditOptions(),
+
+		TokenReviewCacheTTL: 10 * time.Second,
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".shardplane-virtual-workspaces",
 
@@ -97,6 +104,10 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
+	afs := fss.FlagSet("authentication")
+	afs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig,
+		"Kubeconfig of a server (the shard) that reviews bearer tokens the other authenticators do not know (TokenReview); as kcp's.")
+	afs.DurationVar(&o.TokenReviewCacheTTL, "authentication-token-webhook-cache-ttl", o.TokenReviewCacheTTL, "How long the answers of token reviews are cached.")
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	o.Audit.AddFlags(fss.FlagSet("auditing"))
