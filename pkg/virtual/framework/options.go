@@ -84,8 +84,8 @@ func NewOptions() *Options {
 		Audit:          genericoptions.NewAuditOptions(),
 
 		TokenReviewCacheTTL: 10 * time.Second,
-		Logs:           logs.NewOptions(),
-		RootDirectory:  ".shardplane-virtual-workspaces",
+		Logs:                logs.NewOptions(),
+		RootDirectory:       ".shardplane-virtual-workspaces",
 
 		ReleaseStartupPages: true,
 	}
