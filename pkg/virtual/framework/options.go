@@ -82,11 +82,10 @@ func NewOptions() *Options {
 		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
 		Audit:          genericoptions.NewAuditOptions(),
+		Logs:           logs.NewOptions(),
+		RootDirectory:  ".shardplane-virtual-workspaces",
 
 		TokenReviewCacheTTL: 10 * time.Second,
-		Logs:                logs.NewOptions(),
-		RootDirectory:       ".shardplane-virtual-workspaces",
-
 		ReleaseStartupPages: true,
 	}
 	return o
