@@ -142,3 +142,38 @@ func TestFeatureGatesWarnAboutLockedKubernetesGates(t *testing.T) {
 		t.Errorf("warnings = %q, want one about LockedOn", warnings)
 	}
 }
+
+func TestKubeconfigPathIsBelowTheRootDirectoryUnlessAbsolute(t *testing.T) {
+	o := NewOptions()
+	o.RootDirectory = "/data/kcp/main"
+	for flag, want := range map[string]string{
+		"":                  "/data/kcp/main/admin.kubeconfig",
+		"admin.kubeconfig":  "/data/kcp/main/admin.kubeconfig",
+		"sub/x.kubeconfig":  "/data/kcp/main/sub/x.kubeconfig",
+		"/elsewhere/k.yaml": "/elsewhere/k.yaml",
+	} {
+		o.kcpStart.KubeconfigPath = flag
+		if got := o.AdminKubeconfigPath(); got != want {
+			t.Errorf("--kubeconfig-path=%q: %s, want %s", flag, got, want)
+		}
+	}
+}
+
+func TestEmbeddedEtcdOptionsTakeKCPsFlags(t *testing.T) {
+	o := NewOptions()
+	o.kcpStart.EmbeddedEtcdWALSizeBytes = 5000
+	o.kcpStart.EmbeddedEtcdQuotaBackendBytes = 1 << 30
+	o.kcpStart.EmbeddedEtcdListenMetricsURLs = []string{"http://127.0.0.1:9379"}
+	o.kcpStart.EmbeddedEtcdForceNewCluster = true
+	e, err := o.embeddedEtcdOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.WALSegmentSizeBytes != 5000 || e.QuotaBackendBytes != 1<<30 || !e.ForceNewCluster || len(e.ListenMetricsURLs) != 1 || e.ListenMetricsURLs[0].Host != "127.0.0.1:9379" {
+		t.Errorf("embedded etcd options %+v do not carry the flags", e)
+	}
+	o.kcpStart.EmbeddedEtcdListenMetricsURLs = []string{"127.0.0.1:9379"}
+	if _, err := o.embeddedEtcdOptions(); err == nil || !strings.Contains(err.Error(), "--embedded-etcd-listen-metrics-urls") {
+		t.Errorf("a metrics URL without scheme: %v, want an error naming the flag", err)
+	}
+}
