@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // kcp's batteries (--batteries-included), pkg/server/options/batteries in kcp.
@@ -70,13 +71,9 @@ type kcpStartOptions struct {
 	// tokens and, unless --service-account-signing-key-file and
 	// --service-account-key-file name others, every token, as in kcp.
 	ServiceAccountPrivateKeyFile string
-	// EmbeddedEtcdWALSizeBytes, EmbeddedEtcdQuotaBackendBytes,
-	// EmbeddedEtcdListenMetricsURLs and EmbeddedEtcdForceNewCluster tune the
-	// embedded etcd as kcp's --embedded-etcd-* flags do.
-	EmbeddedEtcdWALSizeBytes      int64
-	EmbeddedEtcdQuotaBackendBytes int64
-	EmbeddedEtcdListenMetricsURLs []string
-	EmbeddedEtcdForceNewCluster   bool
+	// EmbeddedEtcd tunes the embedded etcd as kcp's --embedded-etcd-*
+	// flags do.
+	EmbeddedEtcd embeddedetcd.TuningFlags
 
 	// BindFreePort is kcp's --experimental-bind-free-port: with
 	// --secure-port=0 the shard serves on a free port, which the admin
@@ -100,10 +97,7 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile, "PEM CA bundle published in every namespace's kube-root-ca.crt ConfigMap and in service account token secrets (default: the CA certificates of the serving certificate file, or all of it when none is a CA).")
 	fs.StringVar(&o.ServiceAccountPrivateKeyFile, "service-account-private-key-file", o.ServiceAccountPrivateKeyFile,
 		"PEM private key (RSA or ECDSA) that signs secret-based service account tokens; also the signing and verification key when --service-account-signing-key-file and --service-account-key-file are not given (kcp's meaning).")
-	fs.Int64Var(&o.EmbeddedEtcdWALSizeBytes, "embedded-etcd-wal-size-bytes", o.EmbeddedEtcdWALSizeBytes, "Size of each write-ahead log file of the embedded etcd (0: etcd's default).")
-	fs.Int64Var(&o.EmbeddedEtcdQuotaBackendBytes, "embedded-etcd-quota-backend-bytes", o.EmbeddedEtcdQuotaBackendBytes, "Database size at which the embedded etcd raises its space alarm (0: etcd's default).")
-	fs.StringSliceVar(&o.EmbeddedEtcdListenMetricsURLs, "embedded-etcd-listen-metrics-urls", o.EmbeddedEtcdListenMetricsURLs, "URLs (http://host:port) where the embedded etcd also serves its /metrics.")
-	fs.BoolVar(&o.EmbeddedEtcdForceNewCluster, "embedded-etcd-force-new-cluster", o.EmbeddedEtcdForceNewCluster, "Start the embedded etcd as a new one-member cluster from data restored from another cluster.")
+	o.EmbeddedEtcd.AddFlags(fs)
 	fs.BoolVar(&o.BindFreePort, "experimental-bind-free-port", o.BindFreePort, "With --secure-port=0, serve on a free port; the admin kubeconfig names it (kcp's flag).")
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 	o.authorizationOptions().addFlags(fs)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 func TestBatteriesFollowKCPSemantics(t *testing.T) {
@@ -161,10 +163,7 @@ func TestKubeconfigPathIsBelowTheRootDirectoryUnlessAbsolute(t *testing.T) {
 
 func TestEmbeddedEtcdOptionsTakeKCPsFlags(t *testing.T) {
 	o := NewOptions()
-	o.kcpStart.EmbeddedEtcdWALSizeBytes = 5000
-	o.kcpStart.EmbeddedEtcdQuotaBackendBytes = 1 << 30
-	o.kcpStart.EmbeddedEtcdListenMetricsURLs = []string{"http://127.0.0.1:9379"}
-	o.kcpStart.EmbeddedEtcdForceNewCluster = true
+	o.kcpStart.EmbeddedEtcd = embeddedetcd.TuningFlags{WALSizeBytes: 5000, QuotaBackendBytes: 1 << 30, ListenMetricsURLs: []string{"http://127.0.0.1:9379"}, ForceNewCluster: true}
 	e, err := o.embeddedEtcdOptions()
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +171,7 @@ func TestEmbeddedEtcdOptionsTakeKCPsFlags(t *testing.T) {
 	if e.WALSegmentSizeBytes != 5000 || e.QuotaBackendBytes != 1<<30 || !e.ForceNewCluster || len(e.ListenMetricsURLs) != 1 || e.ListenMetricsURLs[0].Host != "127.0.0.1:9379" {
 		t.Errorf("embedded etcd options %+v do not carry the flags", e)
 	}
-	o.kcpStart.EmbeddedEtcdListenMetricsURLs = []string{"127.0.0.1:9379"}
+	o.kcpStart.EmbeddedEtcd.ListenMetricsURLs = []string{"127.0.0.1:9379"}
 	if _, err := o.embeddedEtcdOptions(); err == nil || !strings.Contains(err.Error(), "--embedded-etcd-listen-metrics-urls") {
 		t.Errorf("a metrics URL without scheme: %v, want an error naming the flag", err)
 	}

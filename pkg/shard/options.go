@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -212,25 +211,13 @@ func (o *Options) AdminKubeconfigPath() string {
 
 // embeddedEtcdOptions are the embedded etcd's options from the flags.
 func (o *Options) embeddedEtcdOptions() (embeddedetcd.Options, error) {
-	k := o.kcpStart
-	metricsURLs := make([]url.URL, 0, len(k.EmbeddedEtcdListenMetricsURLs))
-	for _, s := range k.EmbeddedEtcdListenMetricsURLs {
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return embeddedetcd.Options{}, fmt.Errorf("--embedded-etcd-listen-metrics-urls: %q is not an http(s)://host:port URL", s)
-		}
-		metricsURLs = append(metricsURLs, *u)
+	e := embeddedetcd.Options{
+		Directory:  o.EtcdDirectory(),
+		ClientPort: o.EmbeddedEtcdClientPort,
+		PeerPort:   o.EmbeddedEtcdPeerPort,
+		PageOut:    exepages.PageOut,
 	}
-	return embeddedetcd.Options{
-		Directory:           o.EtcdDirectory(),
-		ClientPort:          o.EmbeddedEtcdClientPort,
-		PeerPort:            o.EmbeddedEtcdPeerPort,
-		QuotaBackendBytes:   k.EmbeddedEtcdQuotaBackendBytes,
-		WALSegmentSizeBytes: k.EmbeddedEtcdWALSizeBytes,
-		ListenMetricsURLs:   metricsURLs,
-		ForceNewCluster:     k.EmbeddedEtcdForceNewCluster,
-		PageOut:             exepages.PageOut,
-	}, nil
+	return e, o.kcpStart.EmbeddedEtcd.ApplyTo(&e)
 }
 
 // CompletedOptions are options with every default filled in.

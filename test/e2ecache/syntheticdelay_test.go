@@ -13,14 +13,17 @@ import (
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootdir"
 	"github.com/shardplane/shardplane/test/framework"
 )
 
-// TestCacheServerWithSyntheticDelayServes starts a cache server with kcp's
-// --synthetic-delay, which holds every request before serving it: it
-// becomes ready and a writer creates and reads a replica through it. The
-// delay itself is checked by the unit test of the filter, not by timing
-// here.
+// TestCacheServerWithSyntheticDelayServes starts a cache server with the
+// command line kcp's sharded-test-server gives its cache server
+// (cmd/sharded-test-server/cache.go), --synthetic-delay included, which
+// holds every request before serving it: it becomes ready, generates its
+// serving pair where kcp's harness waits for it, and a writer creates and
+// reads a replica through it. The delay itself is checked by the unit test
+// of the filter, not by timing here.
 func TestCacheServerWithSyntheticDelayServes(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -33,15 +36,16 @@ func TestCacheServerWithSyntheticDelayServes(t *testing.T) {
 		Args: func() []string {
 			return []string{
 				"--root-directory=" + rootDir,
-				"--bind-address=127.0.0.1",
-				"--secure-port=" + strconv.Itoa(ports[0]),
 				"--embedded-etcd-client-port=" + strconv.Itoa(ports[1]),
 				"--embedded-etcd-peer-port=" + strconv.Itoa(ports[2]),
+				"--secure-port=" + strconv.Itoa(ports[0]),
 				"--synthetic-delay=200ms",
 			}
 		},
-		ReadyURL:   fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]),
-		ReadyFiles: func() []string { return []string{filepath.Join(rootDir, cacheserver.WriterKubeconfigFile)} },
+		ReadyURL: fmt.Sprintf("https://127.0.0.1:%d/readyz", ports[0]),
+		ReadyFiles: func() []string {
+			return []string{filepath.Join(rootDir, cacheserver.WriterKubeconfigFile), filepath.Join(rootDir, rootdir.ServingCertPairName+".crt")}
+		},
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
