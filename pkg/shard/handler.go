@@ -46,7 +46,12 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// goroutine; the outermost recovery below takes those of the filters
 	// around it all.
 	chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), gc))
-	chain = clusterpath.WithCluster(clusterpath.WithAuditAnnotation(c.apiExtensions.wrapHandler(chain)), gc.Serializer, c.Informers.kcp.resolvePath)
+	chain = c.apiExtensions.wrapHandler(chain)
+	if gc.AuditBackend != nil {
+		// kcp's workspace annotation, only where audit events are written.
+		chain = clusterpath.WithAuditAnnotation(chain)
+	}
+	chain = clusterpath.WithCluster(chain, gc.Serializer, c.Informers.kcp.resolvePath)
 	chain = withVirtualWorkspaces(withEmbeddedCache(chain, c.embeddedCache), c.virtualWorkspaces)
 	informers := c.Informers.all()
 	synced := func() bool { return wildcardinformer.Synced(informers...) }
