@@ -34,25 +34,33 @@ type RBAC interface {
 // clusters included, as a plain authenticated user), and a request is
 // allowed when the identity or one of its warrants is. The rule resolver
 // knows no maximal permission policies (nor does kcp's): it may report
-// rules on bound resources broader than the authorizer allows.
+// rules on bound resources broader than the authorizer allows. When the
+// request is audited, each step's decision is annotated under kcp's keys
+// (audit.go).
 func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
 	admins := authorizerfactory.NewPrivilegedGroups(identities.KCPAdminGroup)
-	authz, err := union.New(
-		union.NamedAuthorizer{AuthorizerName: "system-masters", Authorizer: masters},
-		union.NamedAuthorizer{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
-		union.NamedAuthorizer{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
-		union.NamedAuthorizer{AuthorizerName: "system-crd", Authorizer: systemStatus{}},
-		union.NamedAuthorizer{AuthorizerName: "workspace-content", Authorizer: content},
-		union.NamedAuthorizer{AuthorizerName: "maximal-permission-policy", Authorizer: maxPermission},
-		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
-		union.NamedAuthorizer{AuthorizerName: "rbac", Authorizer: rbac},
-	)
+	steps := []union.NamedAuthorizer{
+		{AuthorizerName: "system-masters", Authorizer: masters},
+		{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
+		{AuthorizerName: "wildcard-guard", Authorizer: wildcardGuard{}},
+		{AuthorizerName: "system-crd", Authorizer: systemStatus{}},
+		{AuthorizerName: "workspace-content", Authorizer: content},
+		{AuthorizerName: "maximal-permission-policy", Authorizer: maxPermission},
+		{AuthorizerName: "kcp-admin", Authorizer: admins},
+		{AuthorizerName: "rbac", Authorizer: rbac},
+	}
+	for i, s := range steps {
+		if step, ok := auditSteps[s.AuthorizerName]; ok {
+			steps[i].Authorizer = auditedStep{step: step, Authorizer: s.Authorizer}
+		}
+	}
+	authz, err := union.New(steps...)
 	if err != nil {
 		return nil, nil, err
 	}
 	resolver := union.NewRuleResolvers(privilegedRules{user.SystemPrivilegedGroup, identities.KCPAdminGroup}, rbac)
-	return warrants.New(authz), warrants.NewRuleResolver(resolver), nil
+	return withAuditAnnotations(warrants.New(authz)), warrants.NewRuleResolver(resolver), nil
 }
 
 // wildcardGuard denies cross-cluster requests to everyone who got past the

@@ -88,7 +88,28 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	c.standalone = &o
+	if o.SyntheticDelay > 0 {
+		chain := gc.BuildHandlerChainFunc
+		gc.BuildHandlerChainFunc = func(apiHandler http.Handler, c *genericapiserver.Config) http.Handler {
+			return withSyntheticDelay(chain(apiHandler, c), o.SyntheticDelay)
+		}
+	}
 	return c, nil
+}
+
+// withSyntheticDelay holds every request for delay before serving it, as
+// kcp's cache server does with --synthetic-delay: a test sees how clients
+// cope with a slow cache. A request whose client gives up is not served.
+func withSyntheticDelay(handler http.Handler, delay time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		timer := time.NewTimer(delay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+			handler.ServeHTTP(w, req)
+		case <-req.Context().Done():
+		}
+	})
 }
 
 // Embedding is what a process that runs the cache server in-process (a

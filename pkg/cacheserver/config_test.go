@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -62,5 +63,26 @@ func TestPanicsInTheHandlerChainAreAnswered500AndCounted(t *testing.T) {
 				t.Errorf("shardplane_recovered_panics_total went from %v to %v, want one more", before, after)
 			}
 		})
+	}
+}
+
+func TestSyntheticDelayServesAfterTheDelayAndNotForClientsThatLeft(t *testing.T) {
+	served := 0
+	h := withSyntheticDelay(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served++
+		w.WriteHeader(http.StatusNoContent)
+	}), time.Millisecond)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusNoContent || served != 1 {
+		t.Fatalf("after the delay: code %d, served %d; want 204 served once", rec.Code, served)
+	}
+
+	h = withSyntheticDelay(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/readyz", nil).WithContext(ctx))
+	if served != 1 {
+		t.Errorf("a request whose client left was served")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
@@ -18,6 +19,8 @@ import (
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // DefaultEtcdPrefix is the etcd prefix of the cache server's keys, so that
@@ -44,6 +47,16 @@ type Options struct {
 	BaseURL string
 	// Access names the writer and reader groups.
 	Access Access
+	// SyntheticDelay holds every request this long before serving it
+	// (kcp's --synthetic-delay, for tests).
+	SyntheticDelay time.Duration
+	// EmbeddedEtcdDirectory keeps the embedded etcd's data (default
+	// <root-directory>/etcd); EmbeddedEtcdTuning are kcp's other
+	// --embedded-etcd-* flags.
+	EmbeddedEtcdDirectory string
+	EmbeddedEtcdTuning    embeddedetcd.TuningFlags
+	// warnings are what kcp's flags accepted here but ignore, for the log.
+	warnings []string
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the server is ready (see package exepages).
 	ReleaseStartupPages bool
@@ -83,6 +96,11 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL shards reach the cache server at, written into the kubeconfigs of the root directory (default https://<bind-address>:<secure-port>).")
 	fs.StringSliceVar(&o.Access.WriterGroups, "writer-group", o.Access.WriterGroups, "Groups whose members (the shards) may write replicas, and read them. Repeatable.")
 	fs.StringSliceVar(&o.Access.ReaderGroups, "reader-group", o.Access.ReaderGroups, "Groups whose members may read replicas (get, list, watch, discovery, metrics). Repeatable.")
+	fs.DurationVar(&o.SyntheticDelay, "synthetic-delay", o.SyntheticDelay, "Hold every request this long before serving it, to test how clients cope with a slow cache server (kcp's flag). 0: no delay.")
+	fs.StringVar(&o.EmbeddedEtcdDirectory, "embedded-etcd-directory", o.EmbeddedEtcdDirectory, "Directory of the embedded etcd's data (default <root-directory>/etcd).")
+	o.EmbeddedEtcdTuning.AddFlags(fs)
+	servercmd.AddIgnoredFlags(fs, &o.warnings, servercmd.IgnoredFlag{Name: "authorization-always-allow-paths",
+		Why: "/healthz, /livez and /readyz are always allowed; everything else by the writer and reader groups", Harmless: "/healthz,/readyz,/livez"})
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
@@ -94,7 +112,12 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 func (o *Options) EmbeddedEtcd() bool { return len(o.Etcd.StorageConfig.Transport.ServerList) == 0 }
 
 // EtcdDirectory is where embedded etcd keeps its data.
-func (o *Options) EtcdDirectory() string { return filepath.Join(o.RootDirectory, "etcd") }
+func (o *Options) EtcdDirectory() string {
+	if o.EmbeddedEtcdDirectory != "" {
+		return o.EmbeddedEtcdDirectory
+	}
+	return filepath.Join(o.RootDirectory, "etcd")
+}
 
 // AdminKubeconfigPath is the kubeconfig of the cache server's admin
 // (system:masters).
@@ -129,6 +152,9 @@ func (o *Options) validateOwn() error {
 	}
 	if slicesHasEmpty(o.Access.ReaderGroups) {
 		errs = append(errs, errors.New("--reader-group must not be empty"))
+	}
+	if o.SyntheticDelay < 0 {
+		errs = append(errs, fmt.Errorf("--synthetic-delay must not be negative, got %s", o.SyntheticDelay))
 	}
 	if o.EmbeddedEtcd() {
 		for name, p := range map[string]int{"--embedded-etcd-client-port": o.EmbeddedEtcdClientPort, "--embedded-etcd-peer-port": o.EmbeddedEtcdPeerPort} {

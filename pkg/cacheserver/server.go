@@ -24,6 +24,7 @@ import (
 // Run starts a cache server with the given options and serves until ctx is
 // done.
 func Run(ctx context.Context, o *Options) error {
+	servercmd.LogWarnings(klog.FromContext(ctx), o.warnings)
 	if err := o.validateOwn(); err != nil {
 		return err
 	}
@@ -45,12 +46,16 @@ func Run(ctx context.Context, o *Options) error {
 		var etcd *embeddedetcd.Server
 		var stop func()
 		var err error
-		ctx, etcd, stop, err = embeddedetcd.StartForServer(ctx, embeddedetcd.Options{
+		etcdOptions := embeddedetcd.Options{
 			Directory:  o.EtcdDirectory(),
 			ClientPort: o.EmbeddedEtcdClientPort,
 			PeerPort:   o.EmbeddedEtcdPeerPort,
 			PageOut:    exepages.PageOut,
-		})
+		}
+		if err := o.EmbeddedEtcdTuning.ApplyTo(&etcdOptions); err != nil {
+			return err
+		}
+		ctx, etcd, stop, err = embeddedetcd.StartForServer(ctx, etcdOptions)
 		if err != nil {
 			return err
 		}

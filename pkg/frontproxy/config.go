@@ -7,8 +7,10 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeauthenticator "k8s.io/kubernetes/pkg/kubeapiserver/authenticator"
 )
 
 // Config is the front-proxy's configuration: its listener, how it
@@ -66,7 +68,9 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Serving.ClientCA = authConfig.ClientCAContentProvider
+	// The TLS handshake asks for client certificates of both CAs: users'
+	// and those of an authenticating proxy in front (--requestheader-*).
+	c.Serving.ClientCA = clientCAs(authConfig)
 	if c.Authenticator, _, _, _, err = authConfig.New(ctx); err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
@@ -77,4 +81,24 @@ func NewConfig(ctx context.Context, o CompletedOptions) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clientCAs are the CAs whose client certificates the TLS handshake
+// accepts: the users' (--client-ca-file) and the request-header CA
+// (--requestheader-client-ca-file); nil when there are none.
+func clientCAs(c kubeauthenticator.Config) dynamiccertificates.CAContentProvider {
+	var cas []dynamiccertificates.CAContentProvider
+	if c.ClientCAContentProvider != nil {
+		cas = append(cas, c.ClientCAContentProvider)
+	}
+	if c.RequestHeaderConfig != nil && c.RequestHeaderConfig.CAContentProvider != nil {
+		cas = append(cas, c.RequestHeaderConfig.CAContentProvider)
+	}
+	switch len(cas) {
+	case 0:
+		return nil
+	case 1:
+		return cas[0]
+	}
+	return dynamiccertificates.NewUnionCAContentProvider(cas...)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // Options are the front-proxy's flags.
@@ -48,14 +49,31 @@ type Options struct {
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the front-proxy is ready (see package exepages).
 	ReleaseStartupPages bool
+
+	// warnings are what kcp's flags accepted here but ignore, for the log.
+	warnings []string
+}
+
+// droppedGroupsWhy says which groups never pass the proxy, for the warnings.
+const droppedGroupsWhy = "the proxy passes every group but system:masters, system:kcp:logical-cluster-admin, system:kcp:external-logical-cluster-admin, system:kcp:initializer:* and system:kcp:terminator:*, which it always drops"
+
+// ignoredKCPFlags are flags of kcp-front-proxy for what this proxy does not
+// do or does fixed: accepted, with a warning.
+var ignoredKCPFlags = []servercmd.IgnoredFlag{
+	{Name: "authentication-drop-groups", Why: droppedGroupsWhy},
+	{Name: "authentication-pass-on-groups", Why: droppedGroupsWhy},
+	{Name: "shard-peer-kubeconfig", Why: "every shard is reached with --shards-kubeconfig"},
+	{Name: "profiler-address", Why: "use --profiling"},
+	{Name: "cors-allowed-origins", Why: "the proxy sends no CORS headers"},
 }
 
 // NewOptions returns the defaults: port 6443, client certificates, static
-// tokens and OIDC as kube-apiserver configures them.
+// tokens, OIDC and, from another authenticating proxy in front of this one,
+// request headers (--requestheader-*) as kube-apiserver configures them.
 func NewOptions() *Options {
 	o := &Options{
 		SecureServing:  genericoptions.NewSecureServingOptions(),
-		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC(),
+		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithOIDC().WithRequestHeader(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".shardplane-front-proxy",
 
@@ -81,6 +99,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles at /debug/pprof/ to anyone who can reach the port (no authentication); for local profiling only.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "Public keys (PEM) of the shards' service account tokens; such tokens are verified and passed on to the shard, which authenticates them. Repeatable.")
+	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))

@@ -16,11 +16,13 @@ import (
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/panics"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // Run starts a front-proxy with the given options and serves until ctx is
 // done.
 func Run(ctx context.Context, o *Options) error {
+	servercmd.LogWarnings(klog.FromContext(ctx), o.warnings)
 	if err := o.validateOwn(); err != nil {
 		return err
 	}

@@ -2,9 +2,8 @@ package rootdir
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
@@ -16,6 +15,11 @@ import (
 	"k8s.io/client-go/util/keyutil"
 )
 
+// keyBits is the size of the RSA keys of generated CAs and certificates:
+// RSA as kcp's, whose tooling (library-go's crypto) signs client
+// certificates with a CA key it expects to be RSA.
+const keyBits = 2048
+
 // EnsureCA creates a CA named name (<name>.crt, <name>.key) once and
 // returns the path of its certificate.
 func (d Dir) EnsureCA(name, commonName string) (string, error) {
@@ -23,7 +27,7 @@ func (d Dir) EnsureCA(name, commonName string) (string, error) {
 	if fileExists(certPath) && fileExists(keyPath) {
 		return certPath, nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := rsa.GenerateKey(rand.Reader, keyBits)
 	if err != nil {
 		return "", err
 	}
@@ -57,7 +61,7 @@ func (d Dir) EnsureClientCert(name, ca, commonName string, groups ...string) (ce
 	if !ok {
 		return "", "", fmt.Errorf("CA key %s cannot sign", ca)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := rsa.GenerateKey(rand.Reader, keyBits)
 	if err != nil {
 		return "", "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -254,7 +255,10 @@ func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver
 	// Requests from the front-proxy: its certificate is verified once per
 	// connection rather than on every request.
 	upstream := proxyauth.Prepend(genericConfig.Authentication.RequestHeaderConfig, genericConfig.Authentication.APIAudiences, genericConfig.Authentication.Authenticator)
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream)
+	// The admin tokens are for any audience, as upstream's static tokens:
+	// a TokenReview that names the shard's audiences accepts them.
+	admins := authenticator.WrapAudienceAgnosticRequest(genericConfig.Authentication.APIAudiences, admin.Authenticator(o.tokens))
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admins, upstream)
 	return nil
 }
 
@@ -292,7 +296,15 @@ func (c *Config) configureAuthorization(genericConfig *genericapiserver.Config) 
 	if err != nil {
 		return nil, err
 	}
-	genericConfig.Authorization.Authorizer, genericConfig.RuleResolver, err = authorization.NewChain(content, maxPermission, rbacAuthorizer)
+	chain, resolver, err := authorization.NewChain(content, maxPermission, rbacAuthorizer)
+	if err != nil {
+		return nil, err
+	}
+	genericConfig.RuleResolver = resolver
+	// kcp's --authorization-order puts the chain among system:masters, the
+	// always-allowed paths and an optional webhook. The webhook's context
+	// only ends its configuration reloads, which it has none of.
+	genericConfig.Authorization.Authorizer, err = c.Options.kcpStart.authorizationOptions().authorizer(context.Background(), chain, genericConfig.APIServerID)
 	return rbacAuthorizer, err
 }
 

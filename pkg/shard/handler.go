@@ -50,7 +50,12 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// goroutine; the outermost recovery below takes those of the filters
 	// around it all.
 	chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), gc))
-	chain = clusterpath.WithCluster(c.apiExtensions.wrapHandler(chain), gc.Serializer, c.Informers.kcp.resolvePath)
+	chain = c.apiExtensions.wrapHandler(chain)
+	if gc.AuditBackend != nil {
+		// kcp's workspace annotation, only where audit events are written.
+		chain = clusterpath.WithAuditAnnotation(chain)
+	}
+	chain = clusterpath.WithCluster(chain, gc.Serializer, c.Informers.kcp.resolvePath)
 	// In-cluster clients of a workspace's service account send no /clusters/.
 	chain = serviceaccount.WithInClusterRewrite(chain)
 	// /clusters/~ is the caller's home.

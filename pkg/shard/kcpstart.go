@@ -2,12 +2,19 @@ package shard
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
+
+	"github.com/shardplane/shardplane/pkg/servercmd"
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 // kcp's batteries (--batteries-included), pkg/server/options/batteries in kcp.
@@ -41,6 +48,7 @@ var kcpFeatureGates = sets.New(
 	"EnableDeprecatedAPIExportVirtualWorkspacesUrls",
 	"WorkspaceAuthentication",
 	"LogicalClusterMigration",
+	"KcpNativeGarbageCollector",
 )
 
 // kcpStartOptions are the flags of `kcp start` that the shard accepts with
@@ -58,6 +66,21 @@ type kcpStartOptions struct {
 	// kube-root-ca.crt and in service account token secrets (default: the
 	// CA certificates of the serving certificate file).
 	RootCAFile string
+	// ServiceAccountPrivateKeyFile is kcp's --service-account-private-key-file
+	// (the token controller's key): it signs secret-based service account
+	// tokens and, unless --service-account-signing-key-file and
+	// --service-account-key-file name others, every token, as in kcp.
+	ServiceAccountPrivateKeyFile string
+	// EmbeddedEtcd tunes the embedded etcd as kcp's --embedded-etcd-*
+	// flags do.
+	EmbeddedEtcd embeddedetcd.TuningFlags
+
+	// BindFreePort is kcp's --experimental-bind-free-port: with
+	// --secure-port=0 the shard serves on a free port, which the admin
+	// kubeconfig names.
+	BindFreePort bool
+	// Authorization is kcp's --authorization-* flags (authorization.go).
+	Authorization *authorizationOptions
 
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
@@ -72,6 +95,62 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig-path", o.KubeconfigPath, "Where the admin kubeconfig is written (default <root-directory>/admin.kubeconfig).")
 	fs.StringVar(&o.EmbeddedEtcdDirectory, "embedded-etcd-directory", o.EmbeddedEtcdDirectory, "Directory of the embedded etcd's data (default <root-directory>/etcd).")
 	fs.StringVar(&o.RootCAFile, "root-ca-file", o.RootCAFile, "PEM CA bundle published in every namespace's kube-root-ca.crt ConfigMap and in service account token secrets (default: the CA certificates of the serving certificate file, or all of it when none is a CA).")
+	fs.StringVar(&o.ServiceAccountPrivateKeyFile, "service-account-private-key-file", o.ServiceAccountPrivateKeyFile,
+		"PEM private key (RSA or ECDSA) that signs secret-based service account tokens; also the signing and verification key when --service-account-signing-key-file and --service-account-key-file are not given (kcp's meaning).")
+	o.EmbeddedEtcd.AddFlags(fs)
+	fs.BoolVar(&o.BindFreePort, "experimental-bind-free-port", o.BindFreePort, "With --secure-port=0, serve on a free port; the admin kubeconfig names it (kcp's flag).")
+	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
+	o.authorizationOptions().addFlags(fs)
+}
+
+// bindFreePort picks a free port for --experimental-bind-free-port: one
+// the system hands out on the bind address, set as the secure port before
+// anything else uses it.
+func bindFreePort(bind net.IP) (int, error) {
+	host := "127.0.0.1"
+	if bind != nil && !bind.IsUnspecified() {
+		host = bind.String()
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("--experimental-bind-free-port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// authorizationOptions returns the authorization flags, kcp's defaults
+// unless set.
+func (o *kcpStartOptions) authorizationOptions() *authorizationOptions {
+	if o.Authorization == nil {
+		o.Authorization = newAuthorizationOptions()
+	}
+	return o.Authorization
+}
+
+// ignoredKCPFlags are flags of `kcp start` for features this shard does not
+// have or does differently. A command line written for kcp may set them; the
+// shard starts and logs a warning for each one whose value would matter.
+var ignoredKCPFlags = []servercmd.IgnoredFlag{
+	{Name: "mount-proxy-client-cert-file", Why: "the shard does not route workspace mounts"},
+	{Name: "mount-proxy-client-key-file", Why: "the shard does not route workspace mounts"},
+	{Name: "mount-proxy-server-ca-file", Why: "the shard does not route workspace mounts"},
+	{Name: "logical-cluster-object-count-scan-interval", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
+	{Name: "logical-cluster-total-object-limit", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", Harmless: "0"},
+	{Name: "shard-kubeconfig-file", Why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},
+	{Name: "authentication-admin-token-path", Why: "the admin tokens are kept in the root directory"},
+	{Name: "profiler-address", Why: "pprof is served below /debug/pprof on the secure port (--profiling)"},
+	{Name: "run-controllers", Why: "the shard always runs its controllers", Harmless: "true", Bool: true},
+	{Name: "unsupported-run-individual-controllers", Why: "the shard always runs all its controllers"},
+	{Name: "enable-leader-election", Why: "the shard's controllers serve only this shard and elect no leader", Harmless: "false", Bool: true},
+	{Name: "leader-election-namespace", Why: "the shard elects no leader"},
+	{Name: "leader-election-name", Why: "the shard elects no leader"},
+	{Name: "conversion-cel-transformation-timeout", Why: "the shard has no APIConversion CEL transformations"},
+	{Name: "miniproxy-mapping-file", Why: "the shard has no built-in mini front-proxy; run the front-proxy with --mapping-file"},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.resync-period", Why: "the shard has no workspaces virtual workspace"},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.jitter-factor", Why: "the shard has no workspaces virtual workspace"},
+	{Name: "virtual-workspaces-workspaces.authorization-cache.sliding", Why: "the shard has no workspaces virtual workspace", Bool: true},
+	{Name: "home-workspaces-creation-delay-seconds", Why: "a home workspace is answered as soon as it is created"},
 }
 
 // addShardingFlags registers kcp's names of the flags that connect shards:
@@ -83,23 +162,8 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 func (o *kcpStartOptions) addShardingFlags(fs *pflag.FlagSet, rootShardKubeconfig, cacheKubeconfig *string) {
 	fs.StringVar(rootShardKubeconfig, "root-shard-kubeconfig-file", *rootShardKubeconfig, "kcp's name of --root-shard-kubeconfig.")
 	fs.StringVar(cacheKubeconfig, "cache-server-kubeconfig-file", *cacheKubeconfig, "kcp's deprecated name of --cache-kubeconfig.")
-	fs.Var(ignoredFlag{name: "external-logical-cluster-admin-kubeconfig", warnings: &o.warnings,
-		why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"},
-		"external-logical-cluster-admin-kubeconfig", "kcp's credentials for reaching other shards through the front-proxy; accepted and ignored (see --logical-cluster-admin-kubeconfig).")
-}
-
-// ignoredFlag accepts a kcp flag whose setting changes nothing here and
-// records a warning saying so.
-type ignoredFlag struct {
-	name, why, value string
-	warnings         *[]string
-}
-
-func (f ignoredFlag) String() string { return f.value }
-func (f ignoredFlag) Type() string   { return "string" }
-func (f ignoredFlag) Set(v string) error {
-	*f.warnings = append(*f.warnings, fmt.Sprintf("--%s is accepted and ignored: %s", f.name, f.why))
-	return nil
+	servercmd.AddIgnoredFlags(fs, &o.warnings, servercmd.IgnoredFlag{Name: "external-logical-cluster-admin-kubeconfig",
+		Why: "other shards are reached directly at their baseURL with --logical-cluster-admin-kubeconfig"})
 }
 
 // batteries resolves --batteries-included as kcp does: a list without + or
@@ -162,9 +226,7 @@ func (o *kcpStartOptions) logWarnings(logger klog.Logger) {
 	if enabled, err := o.batteries(); err == nil {
 		warnings = append(warnings, batteryWarnings(enabled)...)
 	}
-	for _, w := range warnings {
-		logger.Info("Warning: " + w)
-	}
+	servercmd.LogWarnings(logger, warnings)
 }
 
 // kcpAwareFeatureGates wraps the upstream --feature-gates flag: kcp's own
@@ -175,6 +237,8 @@ type kcpAwareFeatureGates struct {
 	warnings *[]string
 	// set records the gates the command line names.
 	set sets.Set[string]
+	// gates are the Kubernetes gates, for which of them are locked.
+	gates featuregate.MutableFeatureGate
 }
 
 func (f *kcpAwareFeatureGates) Set(value string) error {
@@ -190,6 +254,15 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 			*f.warnings = append(*f.warnings, fmt.Sprintf("kcp feature gate %s=%s is not implemented by this shard and is ignored", name, strings.TrimSpace(v)))
 			continue
 		}
+		// kcp's harness passes the gates its test process set, some of
+		// which later Kubernetes versions lock: such a setting cannot take
+		// effect, so it is a warning rather than a failed start.
+		if locked, ok := f.lockedTo(name); ok {
+			if enabled, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil && enabled != locked {
+				*f.warnings = append(*f.warnings, fmt.Sprintf("feature gate %s is locked to %t in this Kubernetes version; %s=%s is ignored", name, locked, name, strings.TrimSpace(v)))
+				continue
+			}
+		}
 		rest = append(rest, pair)
 	}
 	if len(rest) == 0 {
@@ -198,13 +271,25 @@ func (f *kcpAwareFeatureGates) Set(value string) error {
 	return f.Value.Set(strings.Join(rest, ","))
 }
 
+// lockedTo tells whether the Kubernetes gate name is locked, and to what.
+func (f *kcpAwareFeatureGates) lockedTo(name string) (value, locked bool) {
+	if f.gates == nil {
+		return false, false
+	}
+	spec, ok := f.gates.GetAll()[featuregate.Feature(name)]
+	if !ok || !spec.LockToDefault {
+		return false, false
+	}
+	return spec.Default, true
+}
+
 // wrapFeatureGatesFlag makes the --feature-gates flag of fss accept kcp's
 // gates.
 func (o *kcpStartOptions) wrapFeatureGatesFlag(fss *cliflag.NamedFlagSets) {
 	for _, fs := range fss.FlagSets {
 		if f := fs.Lookup("feature-gates"); f != nil {
 			o.featureGatesSet = sets.New[string]()
-			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings, set: o.featureGatesSet}
+			f.Value = &kcpAwareFeatureGates{Value: f.Value, warnings: &o.warnings, set: o.featureGatesSet, gates: utilfeature.DefaultMutableFeatureGate}
 			f.Usage += "\nkcp's gates (" + strings.Join(sets.List(kcpFeatureGates), ", ") + ") are accepted and ignored with a warning."
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
+
+	"github.com/shardplane/shardplane/pkg/storage/embeddedetcd"
 )
 
 func TestBatteriesFollowKCPSemantics(t *testing.T) {
@@ -118,5 +120,59 @@ func TestProcessDefaultsTurnOffListSnapshotsNativeHistogramsAndSizeEstimates(t *
 		if utilfeature.DefaultFeatureGate.Enabled(featuregate.Feature(g)) {
 			t.Errorf("%s is on after the shard's process defaults; want off unless --feature-gates names it", g)
 		}
+	}
+}
+
+func TestFeatureGatesWarnAboutLockedKubernetesGates(t *testing.T) {
+	gates := featuregate.NewFeatureGate()
+	if err := gates.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+		"LockedOn": {Default: true, LockToDefault: true, PreRelease: featuregate.GA},
+		"Open":     {Default: false, PreRelease: featuregate.Alpha},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	upstream := &recordingValue{}
+	var warnings []string
+	f := &kcpAwareFeatureGates{Value: upstream, warnings: &warnings, set: sets.New[string](), gates: gates}
+	if err := f.Set("LockedOn=false,Open=true,kube:LockedOn=true"); err != nil {
+		t.Fatalf("Set: %v", err)
+	}
+	if got := strings.Join(upstream.set, ";"); got != "Open=true,kube:LockedOn=true" {
+		t.Errorf("upstream flag got %q, want the open gate and the locked one at its locked value", got)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "LockedOn is locked to true") {
+		t.Errorf("warnings = %q, want one about LockedOn", warnings)
+	}
+}
+
+func TestKubeconfigPathIsBelowTheRootDirectoryUnlessAbsolute(t *testing.T) {
+	o := NewOptions()
+	o.RootDirectory = "/data/kcp/main"
+	for flag, want := range map[string]string{
+		"":                  "/data/kcp/main/admin.kubeconfig",
+		"admin.kubeconfig":  "/data/kcp/main/admin.kubeconfig",
+		"sub/x.kubeconfig":  "/data/kcp/main/sub/x.kubeconfig",
+		"/elsewhere/k.yaml": "/elsewhere/k.yaml",
+	} {
+		o.kcpStart.KubeconfigPath = flag
+		if got := o.AdminKubeconfigPath(); got != want {
+			t.Errorf("--kubeconfig-path=%q: %s, want %s", flag, got, want)
+		}
+	}
+}
+
+func TestEmbeddedEtcdOptionsTakeKCPsFlags(t *testing.T) {
+	o := NewOptions()
+	o.kcpStart.EmbeddedEtcd = embeddedetcd.TuningFlags{WALSizeBytes: 5000, QuotaBackendBytes: 1 << 30, ListenMetricsURLs: []string{"http://127.0.0.1:9379"}, ForceNewCluster: true}
+	e, err := o.embeddedEtcdOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.WALSegmentSizeBytes != 5000 || e.QuotaBackendBytes != 1<<30 || !e.ForceNewCluster || len(e.ListenMetricsURLs) != 1 || e.ListenMetricsURLs[0].Host != "127.0.0.1:9379" {
+		t.Errorf("embedded etcd options %+v do not carry the flags", e)
+	}
+	o.kcpStart.EmbeddedEtcd.ListenMetricsURLs = []string{"127.0.0.1:9379"}
+	if _, err := o.embeddedEtcdOptions(); err == nil || !strings.Contains(err.Error(), "--embedded-etcd-listen-metrics-urls") {
+		t.Errorf("a metrics URL without scheme: %v, want an error naming the flag", err)
 	}
 }

@@ -103,7 +103,10 @@ type legacyTokens struct {
 // service account tokens, or nil when the shard has no signing key of its
 // own (an external signer) to sign them with.
 func (c *Server) legacyTokensController(loopback *rest.Config, ca []byte) (*legacyTokens, error) {
-	keyFile := c.Options.ControlPlane.ServiceAccountSigningKeyFile
+	keyFile := c.Options.kcpStart.ServiceAccountPrivateKeyFile
+	if keyFile == "" {
+		keyFile = c.Options.ControlPlane.ServiceAccountSigningKeyFile
+	}
 	if keyFile == "" {
 		return nil, nil
 	}

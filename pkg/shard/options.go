@@ -198,12 +198,27 @@ func (o *Options) EtcdDirectory() string {
 	return filepath.Join(o.RootDirectory, "etcd")
 }
 
-// AdminKubeconfigPath is where the admin kubeconfig is written.
+// AdminKubeconfigPath is where the admin kubeconfig is written: a relative
+// --kubeconfig-path is below the root directory, as in kcp.
 func (o *Options) AdminKubeconfigPath() string {
-	if o.kcpStart.KubeconfigPath != "" {
-		return o.kcpStart.KubeconfigPath
+	if p := o.kcpStart.KubeconfigPath; p != "" {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(o.RootDirectory, p)
 	}
 	return filepath.Join(o.RootDirectory, rootdir.AdminKubeconfigFile)
+}
+
+// embeddedEtcdOptions are the embedded etcd's options from the flags.
+func (o *Options) embeddedEtcdOptions() (embeddedetcd.Options, error) {
+	e := embeddedetcd.Options{
+		Directory:  o.EtcdDirectory(),
+		ClientPort: o.EmbeddedEtcdClientPort,
+		PeerPort:   o.EmbeddedEtcdPeerPort,
+		PageOut:    exepages.PageOut,
+	}
+	return e, o.kcpStart.EmbeddedEtcd.ApplyTo(&e)
 }
 
 // CompletedOptions are options with every default filled in.
@@ -235,6 +250,15 @@ func (o *Options) PrepareRootDirectory() error {
 	if cp.Authentication.ClientCert.ClientCA == "" {
 		if cp.Authentication.ClientCert.ClientCA, err = dir.EnsureClientCA(); err != nil {
 			return err
+		}
+	}
+	if keyFile := o.kcpStart.ServiceAccountPrivateKeyFile; keyFile != "" {
+		// kcp's token controller key signs and verifies unless others are named.
+		if cp.ServiceAccountSigningKeyFile == "" {
+			cp.ServiceAccountSigningKeyFile = keyFile
+		}
+		if len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
+			cp.Authentication.ServiceAccounts.KeyFiles = []string{keyFile}
 		}
 	}
 	if cp.ServiceAccountSigningKeyFile == "" && len(cp.Authentication.ServiceAccounts.KeyFiles) == 0 {
@@ -347,6 +371,12 @@ func validateOwn(o *Options) error {
 	}
 	if _, err := o.kcpStart.batteries(); err != nil {
 		return err
+	}
+	if err := o.kcpStart.authorizationOptions().validate(); err != nil {
+		return err
+	}
+	if o.kcpStart.BindFreePort && o.ControlPlane.SecureServing.BindPort != 0 {
+		return fmt.Errorf("--experimental-bind-free-port needs --secure-port=0")
 	}
 	if o.ShardName != corev1alpha1.RootShard && o.RootShardKubeconfig == "" {
 		return fmt.Errorf("--root-shard-kubeconfig is required for shard %q: a shard other than root registers itself in root and reads root's shards and workspace types", o.ShardName)

@@ -48,6 +48,14 @@ func Run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.kcpStart.logWarnings(klog.Background())
+	if o.kcpStart.BindFreePort {
+		port, err := bindFreePort(o.ControlPlane.SecureServing.BindAddress)
+		if err != nil {
+			return err
+		}
+		// Chosen: from here on the options read as --secure-port=<port>.
+		o.ControlPlane.SecureServing.BindPort, o.kcpStart.BindFreePort = port, false
+	}
 	if err := o.applyProcessDefaults(); err != nil {
 		return err
 	}
@@ -61,12 +69,11 @@ func Run(ctx context.Context, o *Options) error {
 	if o.EmbeddedEtcd() {
 		var stop func()
 		var err error
-		ctx, embedded, stop, err = embeddedetcd.StartForServer(ctx, embeddedetcd.Options{
-			Directory:  o.EtcdDirectory(),
-			ClientPort: o.EmbeddedEtcdClientPort,
-			PeerPort:   o.EmbeddedEtcdPeerPort,
-			PageOut:    exepages.PageOut,
-		})
+		etcdOptions, err := o.embeddedEtcdOptions()
+		if err != nil {
+			return err
+		}
+		ctx, embedded, stop, err = embeddedetcd.StartForServer(ctx, etcdOptions)
 		if err != nil {
 			return err
 		}

@@ -58,6 +58,14 @@ const (
 	proxyClientCert     = "front-proxy-client"
 	frontProxyDir       = "front-proxy"
 	cacheServerName     = "cache"
+
+	// KCPDir holds, where kcp's harnesses and fixtures look for them, a
+	// copy of admin.kubeconfig and the front-proxy's serving pair
+	// (apiserver.crt, apiserver.key), which that kubeconfig's CA trusts.
+	KCPDir = ".kcp"
+	// KCPCacheKubeconfig is the cache server's admin kubeconfig (context
+	// cache) where kcp's fixtures look for it: .kcp-cache beside KCPDir.
+	KCPCacheKubeconfig = ".kcp-cache/cache.kubeconfig"
 )
 
 // Options say what to start.
@@ -521,19 +529,28 @@ func (s *System) shardArgs(name string) []string {
 }
 
 func (s *System) proxyArgs(port int) []string {
+	return FrontProxyArgs(string(s.dir), s.o.Shards, port)
+}
+
+// FrontProxyArgs is the command line of a front-proxy of the system in dir
+// with shards shards, serving on port: its mapping, kubeconfigs, tokens,
+// client CA and the shards' service account keys. Another front-proxy (one
+// behind an authenticating proxy, say) starts from it.
+func FrontProxyArgs(dir string, shards, port int) []string {
+	d := rootdir.Dir(dir)
 	var saKeys []string
-	for i := 0; i < s.o.Shards; i++ {
-		saKeys = append(saKeys, s.dir.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
+	for i := 0; i < shards; i++ {
+		saKeys = append(saKeys, d.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
 	}
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
-		"--tls-cert-file=" + s.proxyServingCert(),
-		"--tls-private-key-file=" + s.dir.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key")),
-		"--mapping-file=" + s.dir.Path("mapping.yaml"),
-		"--root-kubeconfig=" + s.dir.Path("system-admin.kubeconfig"),
-		"--token-auth-file=" + s.dir.Path("proxy-tokens.csv"),
-		"--client-ca-file=" + s.dir.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
+		"--tls-cert-file=" + d.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".crt")),
+		"--tls-private-key-file=" + d.Path(filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key")),
+		"--mapping-file=" + d.Path("mapping.yaml"),
+		"--root-kubeconfig=" + d.Path("system-admin.kubeconfig"),
+		"--token-auth-file=" + d.Path("proxy-tokens.csv"),
+		"--client-ca-file=" + d.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
 	}
 }
@@ -563,7 +580,37 @@ func (s *System) writeAdminKubeconfig() error {
 		return err
 	}
 	contexts := kubeconfig.Workspaces(s.URL(), identities.KCPAdminUser, kubeconfig.Token(s.tokens.KCPAdmin), logicalcluster.Root)
-	return kubeconfig.Write(s.dir.Path(AdminKubeconfigFile), ca, contexts...)
+	if err := kubeconfig.Write(s.dir.Path(AdminKubeconfigFile), ca, contexts...); err != nil {
+		return err
+	}
+	return s.writeKCPLayout()
+}
+
+// writeKCPLayout copies what kcp's harness conventions look for into
+// KCPDir and beside it (see KCPDir, KCPCacheKubeconfig), so that tools and
+// tests written for kcp's sharded-test-server find the system.
+func (s *System) writeKCPLayout() error {
+	copies := map[string]string{
+		AdminKubeconfigFile: filepath.Join(KCPDir, AdminKubeconfigFile),
+		filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".crt"): filepath.Join(KCPDir, rootdir.ServingCertPairName+".crt"),
+		filepath.Join(frontProxyDir, rootdir.ServingCertPairName+".key"): filepath.Join(KCPDir, rootdir.ServingCertPairName+".key"),
+	}
+	if s.o.CacheServerBinary != "" {
+		copies[filepath.Join(cacheServerName, rootdir.AdminKubeconfigFile)] = KCPCacheKubeconfig
+	}
+	for from, to := range copies {
+		data, err := os.ReadFile(s.dir.Path(from))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(s.dir.Path(to)), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(s.dir.Path(to), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // start runs a process with its output in <dir>/<name>.log and its PID in

@@ -239,7 +239,13 @@ func TestNoAccessAndNoWorkspaceLookTheSame(t *testing.T) {
 
 func whoami(ctx context.Context, t *testing.T, client *http.Client, token string, headers map[string]string) (int, authenticationv1.UserInfo) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sys.URL(t)+"/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews",
+	return whoamiAt(ctx, t, sys.URL(t), client, token, headers)
+}
+
+// whoamiAt asks the front-proxy at baseURL who the request is in root.
+func whoamiAt(ctx context.Context, t *testing.T, baseURL string, client *http.Client, token string, headers map[string]string) (int, authenticationv1.UserInfo) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/clusters/root/apis/authentication.k8s.io/v1/selfsubjectreviews",
 		strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -55,6 +55,21 @@ func WithKubeconfigPath(path string) Option {
 	return func(s *Shard) { s.kubeconfigPath = path }
 }
 
+// WithCommandLine replaces the shard's flags (everything after the
+// subcommand) by what build returns, for command lines written for another
+// harness, such as kcp's; build sees the root directory and free ports.
+func WithCommandLine(build func(s *Shard) []string) Option {
+	return func(s *Shard) { s.commandLine = build }
+}
+
+// WithReadinessFromKubeconfig makes the shard count as started once it has
+// written its admin kubeconfig, for a command line that chooses its own
+// port (kcp's --experimental-bind-free-port): poll its readiness through
+// the kubeconfig then.
+func WithReadinessFromKubeconfig() Option {
+	return func(s *Shard) { s.readyFromKubeconfig = true }
+}
+
 // Shard is a shard process with embedded etcd under its root directory.
 type Shard struct {
 	*Process
@@ -67,6 +82,9 @@ type Shard struct {
 	extraArgs      []string
 	subcommand     string
 	kubeconfigPath string
+	commandLine    func(*Shard) []string
+
+	readyFromKubeconfig bool
 }
 
 // StartShard starts a shard for one test: its root directory is a t.TempDir,
@@ -136,7 +154,9 @@ func newShard(bin, rootDir, workDir string, opts ...Option) (*Shard, error) {
 		return nil, err
 	}
 	s.securePort, s.etcdClientPort, s.etcdPeerPort = ports[0], ports[1], ports[2]
-	s.ReadyURL = fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
+	if !s.readyFromKubeconfig {
+		s.ReadyURL = fmt.Sprintf("https://127.0.0.1:%d/readyz", s.securePort)
+	}
 	s.ReadyFiles = func() []string { return []string{s.Kubeconfig()} }
 	if len(s.tokenUsers) > 0 {
 		if s.tokenUsers, err = completeTokenUsers(s.tokenUsers); err != nil {
@@ -163,12 +183,18 @@ func (s *Shard) Kubeconfig() string {
 // SecurePort returns the port the shard serves HTTPS on.
 func (s *Shard) SecurePort() int { return s.securePort }
 
+// EtcdPorts returns the client and peer ports of the embedded etcd.
+func (s *Shard) EtcdPorts() (client, peer int) { return s.etcdClientPort, s.etcdPeerPort }
+
 func (s *Shard) tokenFile() string { return filepath.Join(s.WorkDir, "tokens.csv") }
 
 func (s *Shard) args() []string {
 	var args []string
 	if s.subcommand != "" {
 		args = append(args, s.subcommand)
+	}
+	if s.commandLine != nil {
+		return append(args, s.commandLine(s)...)
 	}
 	args = append(args,
 		"--root-directory="+s.rootDir,

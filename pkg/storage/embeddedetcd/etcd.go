@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
@@ -30,6 +31,15 @@ type Options struct {
 	PeerPort   int
 	// QuotaBackendBytes limits the database size (0: etcd's default).
 	QuotaBackendBytes int64
+	// WALSegmentSizeBytes is the size of each write-ahead log file (0:
+	// etcd's default). etcd keeps it in a package variable, so it applies to
+	// every etcd of the process.
+	WALSegmentSizeBytes int64
+	// ListenMetricsURLs serve etcd's /metrics besides the client port.
+	ListenMetricsURLs []url.URL
+	// ForceNewCluster starts a one-member cluster from data restored from
+	// another cluster.
+	ForceNewCluster bool
 	// PageOut gives the kernel back the resident pages of the mapped file
 	// at path once writes pause (nil: they stay); an error that is
 	// errors.ErrUnsupported stops further tries. The binary provides it, as
@@ -89,6 +99,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.QuotaBackendBytes = o.QuotaBackendBytes
+	cfg.ListenMetricsUrls = o.ListenMetricsURLs
+	cfg.ForceNewCluster = o.ForceNewCluster
+	if o.WALSegmentSizeBytes > 0 {
+		wal.SegmentSizeBytes = o.WALSegmentSizeBytes
+	}
 	// Keep history bounded: the apiserver compacts too, this is a backstop.
 	cfg.AutoCompactionMode = embed.CompactorModePeriodic
 	cfg.AutoCompactionRetention = "5m"

@@ -9,14 +9,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilsets "k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/request/union"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	webhooktoken "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
@@ -101,6 +106,15 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
+	if o.AuthenticationKubeconfig != "" {
+		reviews, err := tokenReviews(o.AuthenticationKubeconfig, o.TokenReviewCacheTTL, gc.Authentication.APIAudiences)
+		if err != nil {
+			return nil, err
+		}
+		// Before the others, anonymous last among them, so that a token only
+		// the shard knows is not taken for anonymous.
+		authn = union.New(reviews, authn)
+	}
 
 	shard, err := loadKubeconfig(o.Kubeconfig, o.Context)
 	if err != nil {
@@ -125,6 +139,9 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
 	gc.LongRunningFunc = longRunning
 	gc.BuildHandlerChainFunc = buildHandlerChain
+	if err := o.Audit.ApplyTo(gc); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 
 	// kcp's views ask deep reviews: a permission granted in the target
 	// workspace counts without access to it.
@@ -189,4 +206,27 @@ func (p pathAuthorizer) ConditionsAwareAuthorize(ctx context.Context, a authoriz
 // EvaluateConditions is not supported.
 func (pathAuthorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// tokenReviews authenticates bearer tokens by TokenReviews on the server of
+// kubeconfig, caching the answers for ttl (failures for a tenth of it), as
+// kcp's delegated authentication does.
+func tokenReviews(kubeconfig string, ttl time.Duration, audiences authenticator.Audiences) (authenticator.Request, error) {
+	cfg, err := loadKubeconfig(kubeconfig, "")
+	if err != nil {
+		return nil, fmt.Errorf("--authentication-kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--authentication-kubeconfig: %w", err)
+	}
+	backoff := genericoptions.DefaultAuthWebhookRetryBackoff()
+	reviewer, err := webhooktoken.NewFromInterface(client.AuthenticationV1(), audiences, *backoff, 10*time.Second, webhooktoken.AuthenticatorMetrics{
+		RecordRequestTotal:   func(context.Context, string) {},
+		RecordRequestLatency: func(context.Context, string, float64) {},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("token reviews: %w", err)
+	}
+	return bearertoken.New(tokencache.New(reviewer, false, ttl, ttl/10)), nil
 }

@@ -2,8 +2,11 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,5 +64,27 @@ func TestPanicsInTheHandlerChainAreAnswered500AndCounted(t *testing.T) {
 				t.Errorf("shardplane_recovered_panics_total went from %v to %v, want one more", before, after)
 			}
 		})
+	}
+}
+
+func TestKubeconfigNamingAClusterMeansTheShardsBaseURL(t *testing.T) {
+	for server, want := range map[string]string{
+		"https://127.0.0.1:6444/clusters/system:admin": "https://127.0.0.1:6444",
+		"https://127.0.0.1:6444/prefix/clusters/root":  "https://127.0.0.1:6444/prefix",
+		"https://127.0.0.1:6444":                       "https://127.0.0.1:6444",
+		"https://127.0.0.1:6444/clusters/root/api/v1":  "https://127.0.0.1:6444/clusters/root/api/v1",
+	} {
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: s\n  cluster:\n    server: %s\ncontexts:\n- name: s\n  context:\n    cluster: s\n    user: u\nusers:\n- name: u\n  user:\n    token: t\ncurrent-context: s\n", server)
+		if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadKubeconfig(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != want {
+			t.Errorf("server %s: host %s, want %s", server, cfg.Host, want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
@@ -17,7 +18,9 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootdir"
+	"github.com/shardplane/shardplane/pkg/servercmd"
 )
 
 // Options are the flags of the virtual-workspaces binary (kcp's
@@ -25,6 +28,7 @@ import (
 type Options struct {
 	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
 	Authentication *kubeoptions.BuiltInAuthenticationOptions
+	Audit          *genericoptions.AuditOptions
 	Logs           *logsapi.LoggingConfiguration
 
 	// Kubeconfig reaches the one shard the server serves, with a
@@ -50,6 +54,26 @@ type Options struct {
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the server is ready (see package exepages).
 	ReleaseStartupPages bool
+	// AuthenticationKubeconfig is kcp's --authentication-kubeconfig: bearer
+	// tokens no local authenticator knows are reviewed (TokenReview) by the
+	// server it reaches, the shard, whose identities the views then see.
+	AuthenticationKubeconfig string
+	// TokenReviewCacheTTL is how long the reviews' answers are kept.
+	TokenReviewCacheTTL time.Duration
+
+	// warnings are what kcp's flags accepted here but ignore, for the log.
+	warnings []string
+}
+
+// ignoredKCPFlags are flags of kcp's virtual-workspaces server for what
+// this one does not do: accepted, with a warning.
+var ignoredKCPFlags = []servercmd.IgnoredFlag{
+	{Name: "shard-external-url", Why: "the server has no workspaces view, the one that publishes it"},
+	{Name: "authentication-skip-lookup", Why: "the request-header CA is read from --requestheader-client-ca-file, never looked up", Harmless: "true", Bool: true},
+	{Name: "authentication-tolerate-lookup-failure", Why: "the request-header CA is never looked up", Bool: true},
+	{Name: "authorization-kubeconfig", Why: "callers are authorized by SubjectAccessReviews on --kubeconfig's shard or --external-logical-cluster-admin-kubeconfig"},
+	{Name: "authorization-always-allow-paths", Why: "/healthz, /livez and /readyz are always allowed", Harmless: "/healthz,/readyz,/livez"},
+	{Name: "profiler-address", Why: "the server serves no profiler"},
 }
 
 // NewOptions returns the defaults: port 6444 on 127.0.0.1, client
@@ -58,9 +82,11 @@ func NewOptions() *Options {
 	o := &Options{
 		SecureServing:  rootdir.SecureServing(6444),
 		Authentication: kubeoptions.NewBuiltInAuthenticationOptions().WithClientCert().WithTokenFile().WithRequestHeader().WithAnonymous(),
+		Audit:          genericoptions.NewAuditOptions(),
 		Logs:           logs.NewOptions(),
 		RootDirectory:  ".shardplane-virtual-workspaces",
 
+		TokenReviewCacheTTL: 10 * time.Second,
 		ReleaseStartupPages: true,
 	}
 	return o
@@ -77,10 +103,19 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
+	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
+	afs := fss.FlagSet("authentication")
+	afs.StringVar(&o.AuthenticationKubeconfig, "authentication-kubeconfig", o.AuthenticationKubeconfig,
+		"Kubeconfig of a server (the shard) that reviews bearer tokens the other authenticators do not know (TokenReview); as kcp's.")
+	afs.DurationVar(&o.TokenReviewCacheTTL, "authentication-token-webhook-cache-ttl", o.TokenReviewCacheTTL, "How long the answers of token reviews are cached.")
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	o.Audit.AddFlags(fss.FlagSet("auditing"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))
 }
+
+// Warnings are what the command line set that this server ignores.
+func (o *Options) Warnings() []string { return o.warnings }
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
@@ -95,6 +130,7 @@ func (o *Options) Validate() error {
 	}
 	errs = append(errs, o.SecureServing.Validate()...)
 	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	return errors.Join(errs...)
 }
 
@@ -136,5 +172,14 @@ func loadKubeconfig(path, context string) (*rest.Config, error) {
 	}
 	// Views fan out: many watches and lists at once.
 	cfg.QPS, cfg.Burst = 500, 1000
+	// The views address every cluster themselves: a server that names one
+	// (kcp's harness writes https://<shard>/clusters/system:admin) means
+	// the shard's base URL, as kcp's cluster-aware clients take it.
+	if u, err := url.Parse(cfg.Host); err == nil {
+		if before, _, rest, found := logicalcluster.CutRequestPath(u.Path); found && rest == "/" {
+			u.Path, u.RawPath = before, ""
+			cfg.Host = u.String()
+		}
+	}
 	return cfg, nil
 }

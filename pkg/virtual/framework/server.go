@@ -63,6 +63,7 @@ func (s *Server) Run(ctx context.Context, releaseStartupPages bool) error {
 // Run starts a server with the options and the views build returns, and
 // serves until ctx is done.
 func Run(ctx context.Context, o *Options, build BuildViews) error {
+	servercmd.LogWarnings(klog.FromContext(ctx), o.Warnings())
 	config, err := NewConfig(ctx, o, build)
 	if err != nil {
 		return err
