@@ -95,6 +95,12 @@ func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients,
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client of logical cluster %s: %w", cluster, err)
 	}
+	base := rest.CopyConfig(c.Loopback)
+	base.QPS, base.Burst = -1, 0
+	shard, err := kubernetes.NewForConfig(base)
+	if err != nil {
+		return nil, fmt.Errorf("client of the shard: %w", err)
+	}
 	factory := informers.NewSharedInformerFactory(kube, 0)
 	if c.remote(cluster) {
 		if err := c.readReplicas(factory, cluster); err != nil {
@@ -102,7 +108,7 @@ func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients,
 		}
 	}
 	return &ClusterClients{
-		Kube:       kube,
+		Kube:       requestNamespaces{Interface: kube, shard: shard.CoreV1().RESTClient()},
 		Dynamic:    dyn,
 		RESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
 		Informers:  factory,
