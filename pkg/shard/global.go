@@ -291,12 +291,8 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 		{Kind: kind("clusterrolebindings"), Informer: i.rbac.ClusterRoleBindings, Filter: replication.MarkedForReplication},
 	}
 	inExportWorkspace := replication.InExportWorkspace(i.kcp.apiExports)
-	for resource, inf := range map[string]*wildcardinformer.Informer{
-		"validatingwebhookconfigurations": i.admission.ValidatingWebhooks, "mutatingwebhookconfigurations": i.admission.MutatingWebhooks,
-		"validatingadmissionpolicies": i.admission.ValidatingPolicies, "validatingadmissionpolicybindings": i.admission.ValidatingPolicyBindings,
-		"mutatingadmissionpolicies": i.admission.MutatingPolicies, "mutatingadmissionpolicybindings": i.admission.MutatingPolicyBindings,
-	} {
-		sources = append(sources, replication.Source{Kind: kind(resource), Informer: inf, Filter: inExportWorkspace, FilterReads: []*wildcardinformer.Informer{i.kcp.apiExports}})
+	for n, inf := range i.admission.All() {
+		sources = append(sources, replication.Source{Kind: kind(percluster.Resources()[n]), Informer: inf, Filter: inExportWorkspace, FilterReads: []*wildcardinformer.Informer{i.kcp.apiExports}})
 	}
 	cacheConfig, err := cacheClientConfig(c.Options, loopback)
 	if err != nil {

@@ -198,7 +198,9 @@ func bindCowboysOn(ctx context.Context, t *testing.T, consumer, provider logical
 // the consumer (and see the consumer's cluster), the consumer's own are
 // never called, and the export's policy rejects bad cowboys once bound.
 // The consumer's shard reads the export's configuration from the cache
-// server, as kcp's does.
+// server, as kcp's does. Deliberately different: kcp replicates the
+// admission configuration of every workspace, we only that of workspaces
+// holding an APIExport, the only one another shard ever applies.
 func TestAdmissionOfAnExportOnAnotherShardJudgesBoundResources(t *testing.T) {
 	if shards < 2 {
 		t.Skip("needs two shards")

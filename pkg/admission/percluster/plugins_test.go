@@ -252,3 +252,12 @@ func TestAnExportOnAnotherShardJudgesByItsReplicatedConfiguration(t *testing.T) 
 		t.Errorf("instances %v, want only the provider's, which judged the consumer's request", built)
 	}
 }
+
+func TestResourcesNameTheInformersOfAll(t *testing.T) {
+	all := NewInformers(nil).All()
+	for n, resource := range Resources() {
+		if all[n].Name() != "wildcard-"+resource {
+			t.Errorf("informer %d is %s, Resources names %s", n, all[n].Name(), resource)
+		}
+	}
+}
