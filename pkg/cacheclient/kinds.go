@@ -27,7 +27,10 @@ func (k Kind) ListGroupVersionKind() schema.GroupVersionKind {
 }
 
 // Kinds are what shards replicate: what a workspace on one shard needs from
-// a workspace on another. apis.kcp.io APIExports are served as v1alpha2,
+// a workspace on another. The admission configuration (webhook
+// configurations, admission policies and their bindings) is that of
+// workspaces holding an APIExport: it judges the bound resources of
+// consumers on other shards. apis.kcp.io APIExports are served as v1alpha2,
 // the version shards store and read them in; a schema-less copy cannot be
 // converted to another version.
 var Kinds = []Kind{
@@ -41,4 +44,10 @@ var Kinds = []Kind{
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, Kind: "ClusterRoleBinding", Singular: "clusterrolebinding"},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, Kind: "Role", Singular: "role", Namespaced: true},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, Kind: "RoleBinding", Singular: "rolebinding", Namespaced: true},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}, Kind: "ValidatingWebhookConfiguration", Singular: "validatingwebhookconfiguration"},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingwebhookconfigurations"}, Kind: "MutatingWebhookConfiguration", Singular: "mutatingwebhookconfiguration"},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}, Kind: "ValidatingAdmissionPolicy", Singular: "validatingadmissionpolicy"},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, Kind: "ValidatingAdmissionPolicyBinding", Singular: "validatingadmissionpolicybinding"},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}, Kind: "MutatingAdmissionPolicy", Singular: "mutatingadmissionpolicy"},
+	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}, Kind: "MutatingAdmissionPolicyBinding", Singular: "mutatingadmissionpolicybinding"},
 }

@@ -1,7 +1,7 @@
 // Package globalinformers gives a shard what it reads of logical clusters
 // other shards host: informers of the Shards, WorkspaceTypes, APIExports,
-// APIResourceSchemas and the replicated ClusterRoles and
-// ClusterRoleBindings of every shard, listed and watched on the cache
+// APIResourceSchemas, the replicated ClusterRoles and ClusterRoleBindings
+// and the admission configuration of export workspaces of every shard, listed and watched on the cache
 // server across all shards and clusters
 // (/services/cache/shards/*/clusters/*/...). Consumers read their shard's
 // own informers first and these second.
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -47,6 +48,14 @@ type Informers struct {
 	APIResourceSchemas  *wildcardinformer.Informer
 	ClusterRoles        *wildcardinformer.Informer
 	ClusterRoleBindings *wildcardinformer.Informer
+	// The admission configuration of workspaces that hold an APIExport:
+	// it judges the resources bound from them on this shard.
+	ValidatingWebhooks       *wildcardinformer.Informer
+	MutatingWebhooks         *wildcardinformer.Informer
+	ValidatingPolicies       *wildcardinformer.Informer
+	ValidatingPolicyBindings *wildcardinformer.Informer
+	MutatingPolicies         *wildcardinformer.Informer
+	MutatingPolicyBindings   *wildcardinformer.Informer
 
 	copies []*copiedListWatch
 }
@@ -91,11 +100,12 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 	i := &Informers{}
 	all := rest.CopyConfig(cacheServer)
 	all.Host = cacheclient.URL(cacheServer.Host, cacheclient.WildcardShard, logicalcluster.Wildcard)
-	rbac, err := kubernetes.NewForConfig(all)
+	kube, err := kubernetes.NewForConfig(all)
 	if err != nil {
 		return nil, err
 	}
-	rbacClient := rbac.RbacV1().RESTClient()
+	rbacClient, admissionClient := kube.RbacV1().RESTClient(), kube.AdmissionregistrationV1().RESTClient()
+	admission := admissionregistrationv1.SchemeGroupVersion
 	for _, r := range []resource{
 		{nil, corev1alpha1.SchemeGroupVersion, "shards", &corev1alpha1.Shard{}, func() runtime.Object { return &corev1alpha1.ShardList{} }, &i.Shards},
 		{nil, tenancyv1alpha1.SchemeGroupVersion, "workspacetypes", &tenancyv1alpha1.WorkspaceType{}, func() runtime.Object { return &tenancyv1alpha1.WorkspaceTypeList{} }, &i.WorkspaceTypes},
@@ -103,6 +113,12 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 		{nil, apisv1alpha1.SchemeGroupVersion, "apiresourceschemas", &apisv1alpha1.APIResourceSchema{}, func() runtime.Object { return &apisv1alpha1.APIResourceSchemaList{} }, &i.APIResourceSchemas},
 		{rbacClient, rbacv1.SchemeGroupVersion, "clusterroles", &rbacv1.ClusterRole{}, func() runtime.Object { return &rbacv1.ClusterRoleList{} }, &i.ClusterRoles},
 		{rbacClient, rbacv1.SchemeGroupVersion, "clusterrolebindings", &rbacv1.ClusterRoleBinding{}, func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} }, &i.ClusterRoleBindings},
+		{admissionClient, admission, "validatingwebhookconfigurations", &admissionregistrationv1.ValidatingWebhookConfiguration{}, func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} }, &i.ValidatingWebhooks},
+		{admissionClient, admission, "mutatingwebhookconfigurations", &admissionregistrationv1.MutatingWebhookConfiguration{}, func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} }, &i.MutatingWebhooks},
+		{admissionClient, admission, "validatingadmissionpolicies", &admissionregistrationv1.ValidatingAdmissionPolicy{}, func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} }, &i.ValidatingPolicies},
+		{admissionClient, admission, "validatingadmissionpolicybindings", &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} }, &i.ValidatingPolicyBindings},
+		{admissionClient, admission, "mutatingadmissionpolicies", &admissionregistrationv1.MutatingAdmissionPolicy{}, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} }, &i.MutatingPolicies},
+		{admissionClient, admission, "mutatingadmissionpolicybindings", &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} }, &i.MutatingPolicyBindings},
 	} {
 		client := r.client
 		if client == nil {
@@ -133,7 +149,12 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 
 // All returns every informer.
 func (i *Informers) All() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings}
+	return append([]*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings}, i.Admission()...)
+}
+
+// Admission returns the informers of the admission configuration.
+func (i *Informers) Admission() []*wildcardinformer.Informer {
+	return []*wildcardinformer.Informer{i.ValidatingWebhooks, i.MutatingWebhooks, i.ValidatingPolicies, i.ValidatingPolicyBindings, i.MutatingPolicies, i.MutatingPolicyBindings}
 }
 
 // Run lists and watches the cache server and keeps the copies until ctx is

@@ -323,6 +323,9 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 	// kube-apiserver's order: mutating (reinvoked when asked) before validating.
 	perCluster := percluster.Config{Loopback: genericConfig.LoopbackClientConfig, Authorizer: genericConfig.Authorization.Authorizer, Informers: informers.admission,
 		SourceCluster: boundapis.AdmissionSource(informers.kcp.apiBindings)}
+	if err := c.readAdmissionReplicas(&perCluster); err != nil {
+		return err
+	}
 	c.clusterAdmission = []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/shardplane/shardplane/pkg/admission/percluster"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
@@ -249,9 +250,27 @@ func (i wildcardInformers) globals() globalInformers {
 	}
 }
 
+// readAdmissionReplicas makes the webhooks and admission policies of an
+// APIExport's workspace on another shard judge the resources bound from it
+// here, read from its replicas in the cache server as in kcp.
+func (c *Config) readAdmissionReplicas(perCluster *percluster.Config) error {
+	cacheConfig, err := cacheClientConfig(c.Options, perCluster.Loopback)
+	if err != nil {
+		return err
+	}
+	g := c.Informers.global
+	perCluster.Cache, perCluster.Hosted = cacheConfig, c.Informers.hosted
+	perCluster.Replicas = &percluster.Informers{
+		ValidatingWebhooks: g.ValidatingWebhooks, MutatingWebhooks: g.MutatingWebhooks,
+		ValidatingPolicies: g.ValidatingPolicies, ValidatingPolicyBindings: g.ValidatingPolicyBindings,
+		MutatingPolicies: g.MutatingPolicies, MutatingPolicyBindings: g.MutatingPolicyBindings,
+	}
+	return nil
+}
+
 // newReplication returns the controller that replicates this shard's
-// APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC to
-// the cache server, and the labeler that marks the RBAC other shards need.
+// APIExports, APIResourceSchemas, WorkspaceTypes, Shards, marked RBAC and
+// the admission configuration of export workspaces to the cache server, and the labeler that marks the RBAC other shards need.
 func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller, *replication.Labeler, error) {
 	kind := func(resource string) cacheclient.Kind {
 		for _, k := range cacheclient.Kinds {
@@ -270,6 +289,10 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 		{Kind: kind("shards"), Informer: i.kcp.shards},
 		{Kind: kind("clusterroles"), Informer: i.rbac.ClusterRoles, Filter: replication.MarkedForReplication},
 		{Kind: kind("clusterrolebindings"), Informer: i.rbac.ClusterRoleBindings, Filter: replication.MarkedForReplication},
+	}
+	inExportWorkspace := replication.InExportWorkspace(i.kcp.apiExports)
+	for n, inf := range i.admission.All() {
+		sources = append(sources, replication.Source{Kind: kind(percluster.Resources()[n]), Informer: inf, Filter: inExportWorkspace, FilterReads: []*wildcardinformer.Informer{i.kcp.apiExports}})
 	}
 	cacheConfig, err := cacheClientConfig(c.Options, loopback)
 	if err != nil {

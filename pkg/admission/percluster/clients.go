@@ -2,6 +2,10 @@ package percluster
 
 import (
 	"fmt"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -9,11 +13,15 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
+	admissioninformers "k8s.io/client-go/informers/admissionregistration/v1"
+	"k8s.io/client-go/informers/internalinterfaces"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/kubernetes/pkg/kubeapiserver/admission/exclusion"
 
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -28,6 +36,15 @@ type Config struct {
 	Authorizer authorizer.UnconditionalAuthorizer
 	// Informers are the wildcard informers of admission configuration.
 	Informers Informers
+	// Replicas are the informers of the admission configuration other
+	// shards replicated to the cache server (that of workspaces holding an
+	// APIExport); Cache reaches the cache server; Hosted tells whether this
+	// shard hosts a logical cluster. A cluster this shard does not host is
+	// judged by its replicas, as kcp reads other shards' configuration from
+	// the cache server. Replicas and Cache unset: local configuration only.
+	Replicas *Informers
+	Cache    *rest.Config
+	Hosted   func(logicalcluster.Name) bool
 	// SourceCluster returns the logical cluster whose configuration judges
 	// a request on gr in cluster: for a bound resource that of its
 	// APIExport, as in kcp (pkg/boundapis.AdmissionSource). nil: cluster.
@@ -48,7 +65,25 @@ type ClusterClients struct {
 	Informers  informers.SharedInformerFactory
 }
 
-// NewClusterClients returns the clients of one logical cluster.
+// remote tells whether the configuration of cluster is read from the
+// cache server's replicas.
+func (c Config) remote(cluster logicalcluster.Name) bool {
+	return c.Replicas != nil && c.Cache != nil && c.Hosted != nil && !c.Hosted(cluster)
+}
+
+// InformersOf returns the informers that hold the configuration of
+// cluster: this shard's, or the cache server's replicas.
+func (c Config) InformersOf(cluster logicalcluster.Name) Informers {
+	if c.remote(cluster) {
+		return *c.Replicas
+	}
+	return c.Informers
+}
+
+// NewClusterClients returns the clients of one logical cluster. For a
+// cluster another shard hosts, the informers of admission configuration
+// list and watch its replicas in the cache server, and only those: every
+// other informer and client reaches this shard.
 func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients, error) {
 	cfg := kcpclient.ClusterConfig(c.Loopback, cluster)
 	cfg.QPS, cfg.Burst = -1, 0
@@ -60,10 +95,49 @@ func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients,
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client of logical cluster %s: %w", cluster, err)
 	}
+	base := rest.CopyConfig(c.Loopback)
+	base.QPS, base.Burst = -1, 0
+	shard, err := kubernetes.NewForConfig(base)
+	if err != nil {
+		return nil, fmt.Errorf("client of the shard: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	if c.remote(cluster) {
+		if err := c.readReplicas(factory, cluster); err != nil {
+			return nil, err
+		}
+	}
 	return &ClusterClients{
-		Kube:       kube,
+		Kube:       requestNamespaces{Interface: kube, shard: shard.CoreV1().RESTClient()},
 		Dynamic:    dyn,
 		RESTMapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
-		Informers:  informers.NewSharedInformerFactory(kube, 0),
+		Informers:  factory,
 	}, nil
+}
+
+// readReplicas makes factory's informers of admission configuration read
+// the replicas of cluster from every shard in the cache server; the
+// upstream plugins then find them there when they ask the factory.
+func (c Config) readReplicas(factory informers.SharedInformerFactory, cluster logicalcluster.Name) error {
+	cfg := rest.CopyConfig(c.Cache)
+	cfg.Host = cacheclient.URL(cfg.Host, cacheclient.WildcardShard, cluster)
+	cfg.QPS, cfg.Burst = -1, 0
+	replicas, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("cache server client of logical cluster %s: %w", cluster, err)
+	}
+	indexers := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	for example, newInformer := range map[runtime.Object]func(kubernetes.Interface, time.Duration, cache.Indexers, internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{}:   admissioninformers.NewFilteredValidatingWebhookConfigurationInformer,
+		&admissionregistrationv1.MutatingWebhookConfiguration{}:     admissioninformers.NewFilteredMutatingWebhookConfigurationInformer,
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}:        admissioninformers.NewFilteredValidatingAdmissionPolicyInformer,
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}: admissioninformers.NewFilteredValidatingAdmissionPolicyBindingInformer,
+		&admissionregistrationv1.MutatingAdmissionPolicy{}:          admissioninformers.NewFilteredMutatingAdmissionPolicyInformer,
+		&admissionregistrationv1.MutatingAdmissionPolicyBinding{}:   admissioninformers.NewFilteredMutatingAdmissionPolicyBindingInformer,
+	} {
+		factory.InformerFor(example, func(_ kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return newInformer(replicas, resync, indexers, nil)
+		})
+	}
+	return nil
 }

@@ -51,6 +51,16 @@ func (i Informers) All() []*wildcardinformer.Informer {
 	}
 }
 
+// Resources returns the admissionregistration.k8s.io/v1 resources of All,
+// in its order.
+func Resources() []string {
+	return []string{
+		"validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+		"validatingadmissionpolicies", "validatingadmissionpolicybindings",
+		"mutatingadmissionpolicies", "mutatingadmissionpolicybindings",
+	}
+}
+
 // HasAll tells whether cluster has at least one object in each of the
 // informers: a webhook configuration, or a policy and a binding.
 func HasAll(cluster logicalcluster.Name, informers ...*wildcardinformer.Informer) bool {

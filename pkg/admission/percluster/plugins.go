@@ -43,6 +43,10 @@ type Plugins struct {
 	// source picks the cluster whose instance judges a request; nil: the
 	// request's.
 	source func(logicalcluster.Name, schema.GroupResource) logicalcluster.Name
+	// replicas hold the configuration of clusters remote says other shards
+	// host; they are not waited for: a shard serves without the cache.
+	replicas []*wildcardinformer.Informer
+	remote   func(logicalcluster.Name) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -78,6 +82,23 @@ func New(name string, informers []*wildcardinformer.Informer, configured func(lo
 	}
 	for _, inf := range informers {
 		inf.AddHandler(idleDropper{p})
+	}
+	return p
+}
+
+// NewPlugins returns a plugin named name whose instances come from
+// newPlugin, for the clusters configured says have configuration in the
+// informers that hold theirs (Config.InformersOf), with c's source
+// clusters.
+func (c Config) NewPlugins(name string, configured func(Informers, logicalcluster.Name) bool, newPlugin Factory) *Plugins {
+	p := New(name, c.Informers.All(), func(cluster logicalcluster.Name) bool {
+		return configured(c.InformersOf(cluster), cluster)
+	}, newPlugin).WithSourceCluster(c.SourceCluster)
+	if c.Replicas != nil {
+		p.replicas, p.remote = c.Replicas.All(), c.remote
+		for _, inf := range p.replicas {
+			inf.AddHandler(idleDropper{p})
+		}
 	}
 	return p
 }
@@ -153,6 +174,10 @@ func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admiss
 		source = p.source(cluster, a.GetResource().GroupResource())
 	}
 	if !p.configured(source) {
+		if p.remote != nil && p.remote(source) && !wildcardinformer.Synced(p.replicas...) {
+			// Admitting now would skip the export's webhooks and policies.
+			return nil, admission.NewForbidden(a, fmt.Errorf("%s: the admission configuration of the APIExport's workspace is not loaded from the cache server yet, retry", p.name))
+		}
 		// An instance built while the last configuration was being deleted.
 		if p.has(source) {
 			p.drop(source)

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -187,5 +189,75 @@ func TestBoundResourcesAreJudgedByTheConfigurationOfTheirExportsCluster(t *testi
 	}
 	if built["consumer"] == nil || built["consumer"].validated.Load() != 1 {
 		t.Error("the consumer's configuration does not judge its own configmaps")
+	}
+}
+
+// testInformers returns informers whose validating webhooks are objs, the
+// others empty; run starts them.
+func testInformers(ctx context.Context, t *testing.T, objs ...admissionregistrationv1.ValidatingWebhookConfiguration) (i Informers, run func()) {
+	t.Helper()
+	empty := func() *wildcardinformer.Informer { inf, _ := fakeInformer(ctx, t); return inf }
+	hooks, _ := fakeInformer(ctx, t, objs...)
+	i = Informers{ValidatingWebhooks: hooks, MutatingWebhooks: empty(), ValidatingPolicies: empty(), ValidatingPolicyBindings: empty(), MutatingPolicies: empty(), MutatingPolicyBindings: empty()}
+	return i, func() {
+		for _, inf := range i.All() {
+			go inf.Run(ctx)
+		}
+	}
+}
+
+func TestAnExportOnAnotherShardJudgesByItsReplicatedConfiguration(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	local, runLocal := testInformers(ctx, t)
+	// A replica of a cluster this shard hosts is never read: the shard's
+	// own configuration is.
+	replicas, runReplicas := testInformers(ctx, t, *webhookConfig("provider", "one"), *webhookConfig("hosted", "stale"))
+	c := Config{Informers: local, Replicas: &replicas, Cache: &rest.Config{},
+		Hosted: func(cluster logicalcluster.Name) bool { return cluster != "provider" },
+		SourceCluster: func(cluster logicalcluster.Name, gr schema.GroupResource) logicalcluster.Name {
+			if gr.Resource == "configmaps" && cluster == "consumer" {
+				return "provider"
+			}
+			if cluster == "other-consumer" {
+				return "hosted"
+			}
+			return cluster
+		},
+	}
+	built := map[logicalcluster.Name]*countingPlugin{}
+	p := c.NewPlugins("test", func(i Informers, cluster logicalcluster.Name) bool { return HasAll(cluster, i.ValidatingWebhooks) },
+		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
+			plugin := &countingPlugin{Handler: admission.NewHandler(admission.Create), ctx: ctx}
+			built[cluster] = plugin
+			return plugin, nil
+		})
+	runLocal()
+	go p.Run(ctx)
+
+	err := p.Validate(logicalcluster.WithCluster(ctx, "consumer"), request(), nil)
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("a bound resource before the replicas were listed: want 403 to retry, got %v", err)
+	}
+	runReplicas()
+	if err := wildcardinformer.WaitForSync(ctx, replicas.All()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []logicalcluster.Name{"consumer", "other-consumer"} {
+		if err := p.Validate(logicalcluster.WithCluster(ctx, cluster), request(), nil); err != nil {
+			t.Fatalf("request in %s: %v", cluster, err)
+		}
+	}
+	if len(built) != 1 || built["provider"] == nil || built["provider"].validated.Load() != 1 {
+		t.Errorf("instances %v, want only the provider's, which judged the consumer's request", built)
+	}
+}
+
+func TestResourcesNameTheInformersOfAll(t *testing.T) {
+	all := NewInformers(nil).All()
+	for n, resource := range Resources() {
+		if all[n].Name() != "wildcard-"+resource {
+			t.Errorf("informer %d is %s, Resources names %s", n, all[n].Name(), resource)
+		}
 	}
 }

@@ -28,14 +28,18 @@ import (
 // NewValidating returns the ValidatingAdmissionPolicy plugin of all logical
 // clusters.
 func NewValidating(c percluster.Config) *percluster.Plugins {
-	return newPlugins(c, validating.PluginName, c.Informers.ValidatingPolicies, c.Informers.ValidatingPolicyBindings,
+	return newPlugins(c, validating.PluginName, func(i percluster.Informers) []*wildcardinformer.Informer {
+		return []*wildcardinformer.Informer{i.ValidatingPolicies, i.ValidatingPolicyBindings}
+	},
 		func() (plugin, error) { return validating.NewPlugin(nil) })
 }
 
 // NewMutating returns the MutatingAdmissionPolicy plugin of all logical
 // clusters.
 func NewMutating(c percluster.Config) *percluster.Plugins {
-	return newPlugins(c, mutating.PluginName, c.Informers.MutatingPolicies, c.Informers.MutatingPolicyBindings,
+	return newPlugins(c, mutating.PluginName, func(i percluster.Informers) []*wildcardinformer.Informer {
+		return []*wildcardinformer.Informer{i.MutatingPolicies, i.MutatingPolicyBindings}
+	},
 		func() (plugin, error) {
 			p, err := mutating.NewPlugin(nil)
 			if err != nil {
@@ -62,10 +66,14 @@ type plugin interface {
 
 // newPlugins runs a policy plugin per logical cluster that holds policies
 // and bindings, its clients, informers and params all pointed at that
-// cluster.
-func newPlugins(c percluster.Config, name string, policies, bindings *wildcardinformer.Informer, build func() (plugin, error)) *percluster.Plugins {
-	return percluster.New(name, c.Informers.All(),
-		func(cluster logicalcluster.Name) bool { return percluster.HasAll(cluster, policies, bindings) },
+// cluster (its policies and bindings, for a cluster another shard hosts,
+// from the cache server). policiesAndBindings picks the informers of the
+// kind.
+func newPlugins(c percluster.Config, name string, policiesAndBindings func(percluster.Informers) []*wildcardinformer.Informer, build func() (plugin, error)) *percluster.Plugins {
+	return c.NewPlugins(name,
+		func(i percluster.Informers, cluster logicalcluster.Name) bool {
+			return percluster.HasAll(cluster, policiesAndBindings(i)...)
+		},
 		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
 			p, err := build()
 			if err != nil {
@@ -87,5 +95,5 @@ func newPlugins(c percluster.Config, name string, policies, bindings *wildcardin
 			}
 			clients.Informers.Start(ctx.Done())
 			return p, nil
-		}).WithSourceCluster(c.SourceCluster)
+		})
 }

@@ -21,31 +21,33 @@ import (
 // NewValidating returns the ValidatingAdmissionWebhook plugin of all logical
 // clusters.
 func NewValidating(c percluster.Config) *percluster.Plugins {
-	inf := c.Informers.ValidatingWebhooks
-	return percluster.New(validating.PluginName, c.Informers.All(),
-		func(cluster logicalcluster.Name) bool { return percluster.HasAll(cluster, inf) },
+	return c.NewPlugins(validating.PluginName,
+		func(i percluster.Informers, cluster logicalcluster.Name) bool {
+			return percluster.HasAll(cluster, i.ValidatingWebhooks)
+		},
 		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
 			p, err := validating.NewValidatingAdmissionWebhook(nil)
 			if err != nil {
 				return nil, err
 			}
 			return p, initialize(ctx, c, cluster, p.Webhook)
-		}).WithSourceCluster(c.SourceCluster)
+		})
 }
 
 // NewMutating returns the MutatingAdmissionWebhook plugin of all logical
 // clusters.
 func NewMutating(c percluster.Config) *percluster.Plugins {
-	inf := c.Informers.MutatingWebhooks
-	return percluster.New(mutating.PluginName, c.Informers.All(),
-		func(cluster logicalcluster.Name) bool { return percluster.HasAll(cluster, inf) },
+	return c.NewPlugins(mutating.PluginName,
+		func(i percluster.Informers, cluster logicalcluster.Name) bool {
+			return percluster.HasAll(cluster, i.MutatingWebhooks)
+		},
 		func(ctx context.Context, cluster logicalcluster.Name) (admission.Interface, error) {
 			p, err := mutating.NewMutatingWebhook(nil)
 			if err != nil {
 				return nil, err
 			}
 			return p, initialize(ctx, c, cluster, p.Webhook)
-		}).WithSourceCluster(c.SourceCluster)
+		})
 }
 
 // initialize does what kube-apiserver's plugin initializers do, with clients

@@ -45,6 +45,10 @@ type Source struct {
 	// Filter selects the objects to replicate; nil replicates every
 	// object. RBAC kinds replicate those MarkedForReplication.
 	Filter func(metav1.Object) bool
+	// FilterReads are informers of other kinds Filter reads: a change of
+	// one of their objects checks this kind's objects of its logical
+	// cluster again.
+	FilterReads []*wildcardinformer.Informer
 }
 
 // Controller replicates the objects of its sources into the cache server.
@@ -107,6 +111,9 @@ func New(cfg Config) (*Controller, error) {
 		c.kinds[kk] = k
 		c.order = append(c.order, k)
 		s.Informer.AddHandler(c.loop.Handler(keyOf(kk, true)))
+		for _, inf := range s.FilterReads {
+			inf.AddHandler(clusterHandler{enqueue: func(cluster logicalcluster.Name) { c.enqueueCluster(kk, k, cluster) }})
+		}
 		k.replicas.AddHandler(relistHandler{Handler: c.loop.Handler(keyOf(kk, false)), relisted: func() { c.enqueueLocal(kk, k) }})
 	}
 	return c, nil
@@ -245,6 +252,36 @@ type relistHandler struct {
 }
 
 func (h relistHandler) OnReplace() { h.relisted() }
+
+// clusterHandler reports the logical cluster of every changed object.
+type clusterHandler struct{ enqueue func(logicalcluster.Name) }
+
+func (h clusterHandler) changed(obj interface{}) {
+	key, err := wildcardinformer.KeyFunc(obj)
+	if err != nil {
+		return
+	}
+	if cluster, _, _, ok := wildcardinformer.SplitKey(key); ok && !cluster.IsSystem() {
+		h.enqueue(cluster)
+	}
+}
+
+func (h clusterHandler) OnAdd(obj interface{})       { h.changed(obj) }
+func (h clusterHandler) OnUpdate(_, obj interface{}) { h.changed(obj) }
+func (h clusterHandler) OnDelete(obj interface{})    { h.changed(obj) }
+
+// enqueueCluster enqueues every local object of a kind in cluster, and
+// every replica of it: a replica whose object is no longer wanted goes.
+func (c *Controller) enqueueCluster(kk string, k *replicatedKind, cluster logicalcluster.Name) {
+	for _, inf := range []*wildcardinformer.Informer{k.source.Informer, k.replicas} {
+		objs, _ := inf.List(cluster, "")
+		for _, o := range objs {
+			if key, err := wildcardinformer.KeyFunc(o); err == nil {
+				c.loop.Enqueue(kk + keySeparator + key)
+			}
+		}
+	}
+}
 
 // enqueueLocal enqueues every local object of a kind.
 func (c *Controller) enqueueLocal(kk string, k *replicatedKind) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 func kindOf(resource string) cacheclient.Kind {
@@ -332,4 +334,51 @@ func TestNewRefusesAnInvalidShardName(t *testing.T) {
 			t.Errorf("New(%q) accepted the shard name", name)
 		}
 	}
+}
+
+// TestAdmissionConfigurationTravelsWithTheWorkspacesExports: a webhook
+// configuration is replicated while its logical cluster holds an
+// APIExport, and only then.
+func TestAdmissionConfigurationTravelsWithTheWorkspacesExports(t *testing.T) {
+	cache := startCache(t)
+	s := newTestShard("shard-1")
+	hooks := newFakeResource(func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} })
+	hookKind := kindOf("validatingwebhookconfigurations")
+	ctx, cancel := context.WithCancel(context.Background())
+	exportInformer := s.exports.informer(&apisv1alpha2.APIExport{}, "wildcard-apiexports")
+	hookInformer := hooks.informer(&admissionregistrationv1.ValidatingWebhookConfiguration{}, "wildcard-validatingwebhookconfigurations")
+	c, err := New(Config{ShardName: s.name, Cache: cache.writer, Sources: []Source{
+		{Kind: exportKind, Informer: exportInformer},
+		{Kind: hookKind, Informer: hookInformer, Filter: InExportWorkspace(exportInformer), FilterReads: []*wildcardinformer.Informer{exportInformer}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, run := range []func(){func() { exportInformer.Run(ctx) }, func() { hookInformer.Run(ctx) }, func() { c.Run(ctx, 2) }} {
+		wg.Add(1)
+		go func() { defer wg.Done(); run() }()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	const provider, consumer = logicalcluster.Name("provider"), logicalcluster.Name("consumer")
+	hook := func(uid types.UID) *admissionregistrationv1.ValidatingWebhookConfiguration {
+		return &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "test-webhook", UID: uid},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{Name: "test-webhook.cowboy.io"}}}
+	}
+	consumerHook := hook("uid-consumer")
+	hooks.set(consumer, consumerHook)
+	providerHook := hook("uid-provider")
+	hooks.set(provider, providerHook)
+	s.exports.set(provider, newExport("cowboys", "uid-export", "wildwest.dev"))
+	eventually(t, "the provider's webhook replicated", replicaIs(t, cache, s.name, hookKind, provider, "test-webhook", copyOf(s, provider, providerHook, "webhooks", providerHook.Webhooks)))
+	if err := replicaIs(t, cache, s.name, hookKind, consumer, "test-webhook", nil)(); err != nil {
+		t.Errorf("a workspace without an APIExport: %v", err)
+	}
+
+	s.exports.set(consumer, newExport("more-cowboys", "uid-export-2", "wildwest.dev"))
+	eventually(t, "the webhook of a workspace that starts exporting replicated", replicaIs(t, cache, s.name, hookKind, consumer, "test-webhook", copyOf(s, consumer, consumerHook, "webhooks", consumerHook.Webhooks)))
+
+	s.exports.remove(provider, "cowboys")
+	eventually(t, "the webhook of a workspace that stops exporting unreplicated", replicaIs(t, cache, s.name, hookKind, provider, "test-webhook", nil))
 }

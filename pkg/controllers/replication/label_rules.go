@@ -9,6 +9,8 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // ReplicateAnnotationKey marks a ClusterRole or ClusterRoleBinding for
@@ -129,4 +131,20 @@ func replicateValue(value, group string, want bool) string {
 	}
 	slices.Sort(groups)
 	return strings.Join(groups, ",")
+}
+
+// InExportWorkspace returns the Filter of the admission configuration
+// (webhook configurations, admission policies and their bindings): objects
+// of a logical cluster that holds an APIExport, whose bound resources
+// consumers on other shards create. Its FilterReads is exports. kcp
+// replicates every workspace's; the others' judge nothing elsewhere.
+func InExportWorkspace(exports *wildcardinformer.Informer) func(metav1.Object) bool {
+	return func(m metav1.Object) bool {
+		cluster, ok := logicalcluster.ObjectCluster(m.GetAnnotations())
+		if !ok {
+			return false
+		}
+		objs, err := exports.List(cluster, "")
+		return err == nil && len(objs) > 0
+	}
 }
