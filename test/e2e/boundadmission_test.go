@@ -169,8 +169,27 @@ func TestAdmissionPolicyOfTheExportJudgesBoundResources(t *testing.T) {
 	defer cancel()
 	org := e.readyOrg(ctx, t, "bound-policy")
 	source, group := publishCowboys(ctx, t, e, org)
-	_, targetCowboys := bindCowboys(ctx, t, e, org, "target", source.path(), group)
+	target, targetCowboys := bindCowboys(ctx, t, e, org, "target", source.path(), group)
 	admissionAPI := e.kube(t, kcpAdmin, source.path()).AdmissionregistrationV1()
+	// Namespace default in both workspaces, told apart by a label: the
+	// policy must see the consumer's, never its namesake in the export's
+	// workspace.
+	ensureDefaultNamespace(ctx, t, e, source.path())
+	for cluster, owner := range map[string]string{source.path(): "provider", target.path(): "consumer"} {
+		nss := e.kube(t, kcpAdmin, cluster).CoreV1().Namespaces()
+		framework.Eventually(t, func(ctx context.Context) error {
+			ns, err := nss.Get(ctx, "default", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels["owner"] = owner
+			_, err = nss.Update(ctx, ns, metav1.UpdateOptions{})
+			return err
+		}, "label namespace default of %s", cluster)
+	}
 
 	policy, err := admissionAPI.ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "policy-"},
@@ -182,7 +201,10 @@ func TestAdmissionPolicyOfTheExportJudgesBoundResources(t *testing.T) {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"cowboys"}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.intent != 'bad'"}},
+			Validations: []admissionregistrationv1.Validation{
+				{Expression: "object.spec.intent != 'bad'"},
+				{Expression: "namespaceObject.metadata.labels['owner'] == 'consumer'"},
+			},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {

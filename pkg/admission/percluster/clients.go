@@ -1,11 +1,15 @@
 package percluster
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -84,7 +88,12 @@ func (c Config) InformersOf(cluster logicalcluster.Name) Informers {
 // cluster another shard hosts, the informers of admission configuration
 // list and watch its replicas in the cache server, and only those: every
 // other informer and client reaches this shard.
-func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients, error) {
+//
+// The instance of a Foreign context judges other clusters' requests: its
+// namespace informer holds nothing, so that the upstream plugins, missing
+// it, read the namespace of the object from the request's cluster
+// (requestNamespaces) and never find a namesake of this cluster.
+func (c Config) NewClusterClients(ctx context.Context, cluster logicalcluster.Name) (*ClusterClients, error) {
 	cfg := kcpclient.ClusterConfig(c.Loopback, cluster)
 	cfg.QPS, cfg.Burst = -1, 0
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -102,6 +111,11 @@ func (c Config) NewClusterClients(cluster logicalcluster.Name) (*ClusterClients,
 		return nil, fmt.Errorf("client of the shard: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(kube, 0)
+	if Foreign(ctx) {
+		factory.InformerFor(&corev1.Namespace{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer {
+			return cache.NewSharedIndexInformer(noNamespaces{}, &corev1.Namespace{}, 0, cache.Indexers{})
+		})
+	}
 	if c.remote(cluster) {
 		if err := c.readReplicas(factory, cluster); err != nil {
 			return nil, err
@@ -141,3 +155,16 @@ func (c Config) readReplicas(factory informers.SharedInformerFactory, cluster lo
 	}
 	return nil
 }
+
+// noNamespaces lists no namespaces and never changes.
+type noNamespaces struct{}
+
+func (noNamespaces) List(metav1.ListOptions) (runtime.Object, error) {
+	return &corev1.NamespaceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}, nil
+}
+
+func (noNamespaces) Watch(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }
+
+// IsWatchListSemanticsUnSupported makes the reflector list first: the
+// watch never sends the initial events a streaming list waits for.
+func (noNamespaces) IsWatchListSemanticsUnSupported() bool { return true }

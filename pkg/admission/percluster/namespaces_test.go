@@ -27,7 +27,7 @@ func TestNamespaceReadsGoToTheRequestsCluster(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := Config{Loopback: &rest.Config{Host: srv.URL}}
-	clients, err := c.NewClusterClients("provider")
+	clients, err := c.NewClusterClients(context.Background(), "provider")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,5 +43,29 @@ func TestNamespaceReadsGoToTheRequestsCluster(t *testing.T) {
 	want := []string{"/clusters/consumer/api/v1/namespaces/default", "/clusters/provider/api/v1/namespaces/default"}
 	if len(paths) != 2 || paths[0] != want[0] || paths[1] != want[1] {
 		t.Errorf("namespace reads went to %v, want %v", paths, want)
+	}
+}
+
+// TestForeignInstancesSeeNoNamespaceOfTheirCluster: the instance judging
+// other clusters' requests has an empty namespace informer, so a namespace
+// of the export's cluster never stands in for the consumer's of the same
+// name (the plugins then read it from the request's cluster).
+func TestForeignInstancesSeeNoNamespaceOfTheirCluster(t *testing.T) {
+	c := Config{Loopback: &rest.Config{Host: "https://127.0.0.1:1"}}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), foreignKey{}, true))
+	defer cancel()
+	clients, err := c.NewClusterClients(ctx, "provider")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lister := clients.Informers.Core().V1().Namespaces().Lister()
+	clients.Informers.Start(ctx.Done())
+	for typ, synced := range clients.Informers.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			t.Fatalf("informer of %v never synced", typ)
+		}
+	}
+	if _, err := lister.Get("default"); err == nil {
+		t.Errorf("the foreign instance's namespace lister found default")
 	}
 }

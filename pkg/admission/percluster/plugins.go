@@ -52,7 +52,25 @@ type Plugins struct {
 	cancel context.CancelFunc
 
 	mu        sync.RWMutex
-	instances map[logicalcluster.Name]*instance
+	instances map[instanceKey]*instance
+}
+
+// instanceKey names an instance: the cluster whose configuration it holds,
+// and whether it judges other clusters' requests (an APIExport's, for its
+// bound resources), which must not see that cluster's namespaces.
+type instanceKey struct {
+	cluster logicalcluster.Name
+	foreign bool
+}
+
+type foreignKey struct{}
+
+// Foreign tells a Factory that the instance it builds judges requests of
+// other clusters: the namespaces of the objects it judges are not its
+// cluster's (NewClusterClients then reads them from the request's).
+func Foreign(ctx context.Context) bool {
+	f, _ := ctx.Value(foreignKey{}).(bool)
+	return f
 }
 
 type instance struct {
@@ -78,7 +96,7 @@ func New(name string, informers []*wildcardinformer.Informer, configured func(lo
 		newPlugin:  newPlugin,
 		ctx:        ctx,
 		cancel:     cancel,
-		instances:  map[logicalcluster.Name]*instance{},
+		instances:  map[instanceKey]*instance{},
 	}
 	for _, inf := range informers {
 		inf.AddHandler(idleDropper{p})
@@ -116,9 +134,9 @@ func (p *Plugins) Run(ctx context.Context) {
 	p.cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for cluster, inst := range p.instances {
+	for key, inst := range p.instances {
 		inst.cancel()
-		delete(p.instances, cluster)
+		delete(p.instances, key)
 	}
 }
 
@@ -184,7 +202,7 @@ func (p *Plugins) pluginFor(ctx context.Context, a admission.Attributes) (admiss
 		}
 		return nil, nil
 	}
-	plugin, err := p.instance(source)
+	plugin, err := p.instance(instanceKey{cluster: source, foreign: source != cluster})
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Building admission plugin failed", "plugin", p.name, "cluster", source)
 		return nil, admission.NewForbidden(a, fmt.Errorf("%s: the admission configuration of this logical cluster cannot be loaded, retry", p.name))
@@ -227,47 +245,55 @@ func (p *Plugins) waitForInformers(ctx context.Context) bool {
 func (p *Plugins) has(cluster logicalcluster.Name) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	_, ok := p.instances[cluster]
-	return ok
+	for _, foreign := range []bool{false, true} {
+		if _, ok := p.instances[instanceKey{cluster, foreign}]; ok {
+			return true
+		}
+	}
+	return false
 }
 
-func (p *Plugins) instance(cluster logicalcluster.Name) (admission.Interface, error) {
+func (p *Plugins) instance(key instanceKey) (admission.Interface, error) {
 	p.mu.RLock()
-	inst, ok := p.instances[cluster]
+	inst, ok := p.instances[key]
 	p.mu.RUnlock()
 	if ok {
 		return inst.plugin, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if inst, ok := p.instances[cluster]; ok {
+	if inst, ok := p.instances[key]; ok {
 		return inst.plugin, nil
 	}
 	if p.ctx.Err() != nil {
 		return nil, p.ctx.Err()
 	}
-	ctx, cancel := context.WithCancel(p.ctx)
-	plugin, err := p.newPlugin(ctx, cluster)
+	ctx, cancel := context.WithCancel(context.WithValue(p.ctx, foreignKey{}, key.foreign))
+	plugin, err := p.newPlugin(ctx, key.cluster)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	p.instances[cluster] = &instance{plugin: plugin, cancel: cancel}
-	klog.Background().V(2).Info("Started admission plugin for logical cluster", "plugin", p.name, "cluster", cluster)
+	p.instances[key] = &instance{plugin: plugin, cancel: cancel}
+	klog.Background().V(2).Info("Started admission plugin for logical cluster", "plugin", p.name, "cluster", key.cluster, "foreign", key.foreign)
 	return plugin, nil
 }
 
-// drop stops the instance of a cluster that has no configuration left.
+// drop stops the instances of a cluster that has no configuration left.
 func (p *Plugins) drop(cluster logicalcluster.Name) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	inst, ok := p.instances[cluster]
-	if !ok || p.configured(cluster) {
+	if p.configured(cluster) {
 		return
 	}
-	inst.cancel()
-	delete(p.instances, cluster)
-	klog.Background().V(2).Info("Stopped admission plugin of logical cluster without configuration", "plugin", p.name, "cluster", cluster)
+	for _, foreign := range []bool{false, true} {
+		key := instanceKey{cluster, foreign}
+		if inst, ok := p.instances[key]; ok {
+			inst.cancel()
+			delete(p.instances, key)
+			klog.Background().V(2).Info("Stopped admission plugin of logical cluster without configuration", "plugin", p.name, "cluster", cluster, "foreign", foreign)
+		}
+	}
 }
 
 // idleDropper drops the instance of a cluster whose last configuration

@@ -79,7 +79,7 @@ func newPlugins(c percluster.Config, name string, policiesAndBindings func(percl
 			if err != nil {
 				return nil, err
 			}
-			clients, err := c.NewClusterClients(cluster)
+			clients, err := c.NewClusterClients(ctx, cluster)
 			if err != nil {
 				return nil, err
 			}

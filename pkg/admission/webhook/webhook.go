@@ -53,7 +53,7 @@ func NewMutating(c percluster.Config) *percluster.Plugins {
 // initialize does what kube-apiserver's plugin initializers do, with clients
 // and informers of one logical cluster, and starts the informers.
 func initialize(ctx context.Context, c percluster.Config, cluster logicalcluster.Name, w *generic.Webhook) error {
-	clients, err := c.NewClusterClients(cluster)
+	clients, err := c.NewClusterClients(ctx, cluster)
 	if err != nil {
 		return err
 	}
