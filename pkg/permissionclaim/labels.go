@@ -189,3 +189,13 @@ func differ(objectLabels, want map[string]string) bool {
 	}
 	return claims != len(want)
 }
+
+// ExportLabelKey is the label kcp sets on every APIBinding that names an
+// export, so that the export's view finds the bindings of the export.
+const ExportLabelKey = "internal.apis.kcp.io/export"
+
+// ExportLabelValue returns the ExportLabelKey value of a binding of the
+// export name in exportCluster: the same hash as the claim label's key.
+func ExportLabelValue(exportCluster logicalcluster.Name, exportName string) string {
+	return exportHash(exportCluster, exportName)
+}

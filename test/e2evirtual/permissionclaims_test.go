@@ -270,12 +270,9 @@ func createSheriff(ctx context.Context, t *testing.T, cluster logicalcluster.Nam
 // TestAPIExportPermissionClaims is kcp's test of the same name
 // (test/e2e/virtual/apiexport/virtualworkspace_test.go), with the first
 // consumer on the second shard, read through that shard's endpoint of the
-// export's endpoint slice on the front-proxy. Deliberate differences: the
-// view does not serve APIBindings unless they are claimed (kcp always
-// shows a binding of the export to its owner), so before acceptance
-// apibindings list empty, not with the one reflexive binding; and it
-// checks, beyond kcp's test, that the claimed objects carry the claim
-// label in the consumer workspace and lose it when the claim is revoked.
+// export's endpoint slice on the front-proxy. Beyond kcp's test, it checks
+// that the claimed objects carry the claim label in the consumer workspace
+// and lose it when the claim is revoked.
 func TestAPIExportPermissionClaims(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -351,7 +348,7 @@ func TestAPIExportPermissionClaims(t *testing.T) {
 		{Version: "v1", Resource: "configmaps"}, {Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "serviceaccounts"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-		sheriffsGVR, apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"),
+		sheriffsGVR,
 	}
 	framework.Eventually(t, func(ctx context.Context) error {
 		for _, gvr := range claimedGVRs {
@@ -365,6 +362,22 @@ func TestAPIExportPermissionClaims(t *testing.T) {
 		}
 		return nil
 	}, "claimed resources list empty")
+
+	t.Log("Only the reflexive apibinding is listed before the claims are accepted")
+	framework.Eventually(t, func(ctx context.Context) error {
+		names, err := listNames(ctx, vw, apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"))
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(names, []string{"cowboys"}) {
+			return fmt.Errorf("apibindings %v, want only the export's binding cowboys", names)
+		}
+		return nil
+	}, "only the reflexive apibinding through the view")
+	// The reflexive binding is read-only to the export's owner.
+	if err := dynamic.NewForConfigOrDie(withCluster(admin, endpoint, consumer1)).Resource(apisv1alpha2.SchemeGroupVersion.WithResource("apibindings")).Delete(ctx, "cowboys", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("delete of the reflexive apibinding through the view: %v, want 403", err)
+	}
 
 	t.Log("Accepting all permission claims")
 	var exportClaims []apisv1alpha2.PermissionClaim

@@ -5,13 +5,16 @@
 // APIExportEndpointSlice (whose export must also exist), and to name an
 // export in a WorkspaceType's defaultAPIBindings: the controller that
 // creates those bindings acts as the system, so the type's writer must
-// hold "bind" on each export. Status writes are not checked.
+// hold "bind" on each export. Status writes are not checked. It also sets
+// kcp's export label (permissionclaim.ExportLabelKey) on APIBindings, by
+// which the export's view finds the bindings of the export.
 package apibinding
 
 import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -21,6 +24,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 )
 
 // Config is what the plugin reads.
@@ -43,7 +47,10 @@ type Plugin struct {
 	Config
 }
 
-var _ admission.ValidationInterface = &Plugin{}
+var (
+	_ admission.ValidationInterface = &Plugin{}
+	_ admission.MutationInterface   = &Plugin{}
+)
 
 // New returns the plugin.
 func New(c Config) *Plugin {
@@ -65,6 +72,33 @@ func ExportReference(obj interface{}) (path logicalcluster.Path, name string, ok
 		}
 	}
 	return "", "", false
+}
+
+// Admit sets the export label of an APIBinding from its export reference,
+// as kcp's apibinding admission does, overwriting whatever the client sent:
+// the label decides which export's view shows the binding. A reference to
+// a workspace not known (yet) gets no label.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetSubresource() != "" || a.GetResource().GroupResource() != apisv1alpha1.Resource("apibindings") {
+		return nil
+	}
+	obj, err := meta.Accessor(a.GetObject())
+	if err != nil {
+		return nil
+	}
+	labels := obj.GetLabels()
+	delete(labels, permissionclaim.ExportLabelKey)
+	if path, name, ok := ExportReference(a.GetObject()); ok {
+		cluster, _ := logicalcluster.ClusterFromContext(ctx)
+		if exportCluster, ok := apisv1alpha2.ExportCluster(p.ResolvePath, cluster, path); ok {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[permissionclaim.ExportLabelKey] = permissionclaim.ExportLabelValue(exportCluster, name)
+		}
+	}
+	obj.SetLabels(labels)
+	return nil
 }
 
 func privileged(u user.Info) bool {

@@ -15,6 +15,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 )
 
 // bindAllowed allows alice to bind export "widgets" in cluster "provider".
@@ -179,5 +180,46 @@ func checkForbidden(t *testing.T, err error, want string) {
 	}
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error = %v, want 403 with %q", err, want)
+	}
+}
+
+// TestAdmitSetsExportLabel mirrors kcp's apibinding admission, which sets
+// internal.apis.kcp.io/export to the hash of the export's cluster and
+// name over whatever the client sent.
+func TestAdmitSetsExportLabel(t *testing.T) {
+	p := New(Config{ResolvePath: resolve, Authorizer: bindAllowed})
+	ctx := logicalcluster.WithCluster(context.Background(), "consumer")
+	binding := func(path string, lbls map[string]string) *apisv1alpha2.APIBinding {
+		b := &apisv1alpha2.APIBinding{Spec: apisv1alpha2.APIBindingSpec{Reference: apisv1alpha2.BindingReference{Export: &apisv1alpha2.ExportBindingReference{Path: path, Name: "widgets"}}}}
+		b.Labels = lbls
+		return b
+	}
+	forged := map[string]string{permissionclaim.ExportLabelKey: "forged", "keep": "me"}
+	tests := []struct {
+		name string
+		obj  *apisv1alpha2.APIBinding
+		want string
+	}{
+		{name: "by path", obj: binding("root:provider", nil), want: permissionclaim.ExportLabelValue("provider", "widgets")},
+		{name: "own workspace", obj: binding("", nil), want: permissionclaim.ExportLabelValue("consumer", "widgets")},
+		{name: "forged value overwritten", obj: binding("root:provider", forged), want: permissionclaim.ExportLabelValue("provider", "widgets")},
+		{name: "unknown workspace gets none", obj: binding("root:nowhere", map[string]string{permissionclaim.ExportLabelKey: "forged"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := admission.NewAttributesRecord(tt.obj, nil, apisv1alpha2.SchemeGroupVersion.WithKind("APIBinding"), "", "b",
+				apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), "", admission.Create, nil, false, &user.DefaultInfo{Name: "alice"})
+			if err := p.Admit(ctx, a, nil); err != nil {
+				t.Fatal(err)
+			}
+			got, ok := tt.obj.Labels[permissionclaim.ExportLabelKey]
+			if got != tt.want || ok != (tt.want != "") {
+				t.Fatalf("export label = %q (set %v), want %q", got, ok, tt.want)
+			}
+		})
+	}
+	// kcp's value: base62 SHA-224 of "<cluster>:<name>", the claim label key's hash.
+	if k, _ := permissionclaim.LabelKeyAndValue("provider", "widgets", apisv1alpha2.PermissionClaim{}); k != permissionclaim.LabelPrefix+permissionclaim.ExportLabelValue("provider", "widgets") {
+		t.Fatalf("export label value differs from the claim label's export hash")
 	}
 }

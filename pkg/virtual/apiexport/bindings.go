@@ -72,6 +72,9 @@ type boundResource struct {
 type claimGrant struct {
 	verbs    []string
 	selector labels.Selector
+	// label selects the objects open in this workspace: the claim's label,
+	// or for the export's own bindings (reflexive) the export label.
+	label labels.Selector
 }
 
 func (g claimGrant) allows(verb string) bool {
@@ -138,10 +141,36 @@ func viewOf(exportCluster logicalcluster.Name, exportName string, bindings []*ap
 			if cr == nil || cr.identityHash != accepted.IdentityHash {
 				continue
 			}
-			cr.clusters[cluster] = claimGrant{verbs: intersect(verbs, accepted.Verbs), selector: selectorOf(accepted.Selector)}
+			cr.clusters[cluster] = claimGrant{verbs: intersect(verbs, accepted.Verbs), selector: selectorOf(accepted.Selector), label: cr.label}
 		}
 	}
+	v.reflexive(exportCluster, exportName, bindings)
 	return v
+}
+
+// apiBindings is the resource of APIBindings.
+var apiBindings = schema.GroupResource{Group: apisv1alpha2.SchemeGroupVersion.Group, Resource: "apibindings"}
+
+// reflexive opens the export's own bindings read-only in every workspace
+// that binds it, selected by the export label admission sets on them, as
+// kcp's view always does; where a claim of apibindings was accepted, the
+// claim decides instead.
+func (v *exportView) reflexive(exportCluster logicalcluster.Name, exportName string, bindings []*apisv1alpha2.APIBinding) {
+	label := labels.SelectorFromSet(labels.Set{permissionclaim.ExportLabelKey: permissionclaim.ExportLabelValue(exportCluster, exportName)})
+	for _, b := range bindings {
+		cluster, ok := logicalcluster.ObjectCluster(b.Annotations)
+		if !ok {
+			continue
+		}
+		cr := v.claimed[apiBindings]
+		if cr == nil {
+			cr = &claimedResource{label: label, clusters: map[logicalcluster.Name]claimGrant{}}
+			v.claimed[apiBindings] = cr
+		}
+		if _, accepted := cr.clusters[cluster]; !accepted {
+			cr.clusters[cluster] = claimGrant{verbs: []string{"get", "list", "watch"}, selector: labels.Everything(), label: label}
+		}
+	}
 }
 
 // claim returns the claimed resource of an export's claim, adding it on

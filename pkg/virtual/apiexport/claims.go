@@ -55,7 +55,7 @@ func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request
 	path := r.cluster.RequestPath() + r.rest
 	switch verb {
 	case "list", "watch", "get":
-		v.filtered(w, req, path, map[logicalcluster.Name]claimGrant{r.cluster: grant}, c.label, r)
+		v.filtered(w, req, path, map[logicalcluster.Name]claimGrant{r.cluster: grant}, grant.label, r)
 	case "create":
 		body, ok := v.selectedBody(w, req, r, gr, grant)
 		if !ok {
@@ -66,19 +66,37 @@ func (v *View) serveClaimed(w http.ResponseWriter, req *http.Request, r *request
 		v.forward(w, req, path)
 	case "update":
 		body, ok := v.selectedBody(w, req, r, gr, grant)
-		if !ok || !v.existingSelected(w, req, r, gr, c.label) {
+		if !ok || !v.existingSelected(w, req, r, gr, grant.label) {
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		v.forward(w, req, path)
 	case "patch", "delete":
-		if v.existingSelected(w, req, r, gr, c.label) {
+		if v.existingSelected(w, req, r, gr, grant.label) {
 			v.forward(w, req, path)
 		}
 	default:
 		v.forbidden(w, req, r, gr, fmt.Sprintf("%s is not served for claimed resources", verb))
 	}
+}
+
+// commonLabel returns the label all grants select by, so that the shard
+// selects (fallback when none grants anything); when they differ (apibindings claimed in some workspaces,
+// reflexive in others) the view alone selects.
+func commonLabel(grants map[logicalcluster.Name]claimGrant, fallback labels.Selector) (labels.Selector, bool) {
+	if len(grants) == 0 {
+		return fallback, true
+	}
+	var label labels.Selector
+	for _, g := range grants {
+		if label == nil {
+			label = g.label
+		} else if label.String() != g.label.String() {
+			return nil, false
+		}
+	}
+	return label, true
 }
 
 func (v *View) forbidden(w http.ResponseWriter, req *http.Request, r *request, gr schema.GroupResource, why string) {
@@ -149,13 +167,13 @@ func (v *View) existingSelected(w http.ResponseWriter, req *http.Request, r *req
 // filtered forwards a get, list or watch and passes on only the objects
 // of the granted clusters that carry the claim's label; lists and watches
 // ask the shard for those labels only.
-func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, grants map[logicalcluster.Name]claimGrant, label labels.Selector, r *request) {
+func (v *View) filtered(w http.ResponseWriter, req *http.Request, path string, grants map[logicalcluster.Name]claimGrant, fallback labels.Selector, r *request) {
 	selected := func(obj map[string]interface{}) bool {
-		_, ok := grants[objectCluster(obj, r.cluster)]
-		return ok && label.Matches(labels.Set(objectLabels(obj)))
+		g, ok := grants[objectCluster(obj, r.cluster)]
+		return ok && g.label.Matches(labels.Set(objectLabels(obj)))
 	}
 	query := req.URL.Query()
-	if r.info.Verb != "get" {
+	if label, same := commonLabel(grants, fallback); r.info.Verb != "get" && same {
 		sel := label.String()
 		if user := query.Get("labelSelector"); user != "" {
 			sel = user + "," + sel

@@ -413,3 +413,48 @@ func TestEmptyWatchEndsWithItsTimeout(t *testing.T) {
 		t.Fatalf("status %d: %q", rec.Code, rec.Body)
 	}
 }
+
+// kcp's view always shows the export's owner the export's bindings,
+// read-only, selected by the export label; a claim of apibindings
+// accepted in a workspace decides there instead.
+func TestViewOfOpensTheExportsBindingsReflexively(t *testing.T) {
+	claimer := binding("c", apisv1alpha2.AcceptablePermissionClaim{
+		ScopedPermissionClaim: apisv1alpha2.ScopedPermissionClaim{
+			PermissionClaim: apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Group: "apis.kcp.io", Resource: "apibindings"}, Verbs: []string{"*"}},
+			Selector:        apisv1alpha2.PermissionClaimSelector{MatchAll: true},
+		},
+		State: apisv1alpha2.ClaimAccepted,
+	})
+	claimer.Status.ExportPermissionClaims = append(claimer.Status.ExportPermissionClaims, claimer.Spec.PermissionClaims[0].PermissionClaim)
+	v := viewOf(exportCluster, exportName, []*apisv1alpha2.APIBinding{binding("b"), claimer})
+	abs := v.claimed[apiBindings]
+	if abs == nil || len(abs.clusters) != 2 {
+		t.Fatalf("apibindings: %+v", abs)
+	}
+	reflexive := abs.clusters["b"]
+	if !reflexive.allows("list") || !reflexive.allows("watch") || !reflexive.allows("get") || reflexive.allows("create") || reflexive.allows("delete") {
+		t.Errorf("reflexive verbs %v, want get, list, watch", reflexive.verbs)
+	}
+	want := permissionclaim.ExportLabelKey + "=" + permissionclaim.ExportLabelValue(exportCluster, exportName)
+	if reflexive.label.String() != want {
+		t.Errorf("reflexive label %q, want %q", reflexive.label, want)
+	}
+	if g := abs.clusters["c"]; !g.allows("delete") || g.label.String() == want {
+		t.Errorf("accepted claim of apibindings in c: %+v", g)
+	}
+}
+
+func TestViewServesTheExportsBindingsReadOnly(t *testing.T) {
+	v, shard := newTestView(t, binding("b"))
+	rec := serve(v, "provider", http.MethodGet, viewPath("*", "/apis/apis.kcp.io/v1alpha2/apibindings"))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("list: status %d: %s", rec.Code, rec.Body)
+	}
+	want := url.QueryEscape(permissionclaim.ExportLabelKey + "=" + permissionclaim.ExportLabelValue(exportCluster, exportName))
+	if got := shard.asked(); len(got) != 1 || !strings.Contains(got[0], "labelSelector="+want) {
+		t.Errorf("shard was asked %v, want the export label selector", got)
+	}
+	if rec := serve(v, "provider", http.MethodDelete, viewPath("b", "/apis/apis.kcp.io/v1alpha2/apibindings/widgets")); rec.Code != http.StatusForbidden {
+		t.Errorf("delete: status %d, want 403", rec.Code)
+	}
+}
