@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
@@ -30,6 +31,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -105,6 +107,9 @@ type Controller struct {
 	getAPIBinding func(cluster logicalcluster.Name, name string) (*apisv1alpha2.APIBinding, error)
 	// updateStatus writes an APIBinding's status.
 	updateStatus func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error
+	// touch writes an APIBinding unchanged, for admission to set what it
+	// sets on every write.
+	touch func(ctx context.Context, cluster logicalcluster.Name, name string) error
 	// locks serialize the reconciles of one cluster's bindings, so that two
 	// bindings of a workspace never claim the same resource at once.
 	locks    [64]sync.Mutex
@@ -133,6 +138,9 @@ func New(c Config) (*Controller, error) {
 		updateStatus: func(ctx context.Context, cluster logicalcluster.Name, binding *apisv1alpha2.APIBinding) error {
 			binding.APIVersion, binding.Kind = apisv1alpha2.SchemeGroupVersion.String(), "APIBinding"
 			return c.Client.Update(ctx, cluster, apiBindings, binding.Name, binding, &apisv1alpha2.APIBinding{}, "status")
+		},
+		touch: func(ctx context.Context, cluster logicalcluster.Name, name string) error {
+			return c.Client.Patch(ctx, cluster, apiBindings, name, types.MergePatchType, []byte("{}"), nil)
 		},
 		binding: &bindingReconciler{
 			resolvePath:      c.ResolvePath,
@@ -356,6 +364,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		reconcileErr = err
 	}
 	summarize(binding)
+	// A binding written before admission set the export label gets it.
+	if exportCluster := logicalcluster.Name(binding.Status.APIExportClusterName); exportCluster != "" && binding.Spec.Reference.Export != nil && c.touch != nil &&
+		binding.Labels[permissionclaim.ExportLabelKey] != permissionclaim.ExportLabelValue(exportCluster, binding.Spec.Reference.Export.Name) {
+		if err := c.touch(ctx, cluster, binding.Name); err != nil && !apierrors.IsNotFound(err) && reconcileErr == nil {
+			reconcileErr = err
+		}
+	}
 	if !apiequality.Semantic.DeepEqual(*old, binding.Status) {
 		if err := c.updateStatus(ctx, cluster, binding); err != nil {
 			if apierrors.IsNotFound(err) {

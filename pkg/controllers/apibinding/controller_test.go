@@ -9,6 +9,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/permissionclaim"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -64,5 +65,43 @@ func TestReconcileOfDeletedBindingForgetsItsClaim(t *testing.T) {
 	}
 	if _, ok := r.recent.get(consumer, "b"); ok {
 		t.Error("claim of a deleted binding kept")
+	}
+}
+
+// A binding written before admission set kcp's export label is written
+// again (admission then sets it); one that has it is left alone.
+func TestReconcileTouchesABindingWithoutTheExportLabel(t *testing.T) {
+	w := happyWorld()
+	stored := newBinding("b", "root:provider", "widgets")
+	touches := 0
+	c := &Controller{
+		getAPIBinding: func(logicalcluster.Name, string) (*apisv1alpha2.APIBinding, error) { return stored, nil },
+		updateStatus: func(_ context.Context, _ logicalcluster.Name, b *apisv1alpha2.APIBinding) error {
+			// A status write keeps the stored metadata.
+			labels := stored.Labels
+			stored = b.DeepCopy()
+			stored.Labels = labels
+			return nil
+		},
+		touch: func(context.Context, logicalcluster.Name, string) error {
+			touches++
+			stored = stored.DeepCopy()
+			if stored.Labels == nil {
+				stored.Labels = map[string]string{}
+			}
+			stored.Labels[permissionclaim.ExportLabelKey] = permissionclaim.ExportLabelValue(provider, stored.Spec.Reference.Export.Name)
+			return nil
+		},
+		binding: w.reconciler(),
+		claims:  &permissionClaimsReconciler{},
+	}
+	key := wildcardinformer.Key(consumer, "", "b")
+	for i := 0; i < 3; i++ {
+		if err := c.reconcile(context.Background(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if touches != 1 {
+		t.Errorf("%d touches, want 1", touches)
 	}
 }
