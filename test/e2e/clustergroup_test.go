@@ -176,6 +176,15 @@ func TestServiceAccountTokensCarryKCPsClusterAndServeInCluster(t *testing.T) {
 		}
 	}
 
+	// The other workspace's RBAC grants it by its cluster's group.
+	otherAdmin := e.kube(t, kcpAdmin, other.path())
+	group := rbacv1.Subject{Kind: rbacv1.GroupKind, Name: "system:cluster:" + home.cluster()}
+	bindClusterRole(ctx, t, otherAdmin, ns+"-access", workspaceAccessRole, group)
+	bindClusterRole(ctx, t, otherAdmin, ns+"-view", "view", group)
+	eventuallyAllowed(ctx, t, "the service account lists configmaps where its cluster's group may", func(ctx context.Context) error {
+		return listConfigMaps(ctx, newKubeClient(t, as(other.path())))
+	})
+
 	// In-cluster: the base URL, no /clusters/.
 	inCluster := as("")
 	inCluster.Host = e.s.BaseURL(t)
