@@ -217,6 +217,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 	for _, gr := range []schema.GroupResource{
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
+		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}
