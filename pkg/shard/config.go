@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	unionauth "k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -41,6 +42,7 @@ import (
 	admissionwebhook "github.com/shardplane/shardplane/pkg/admission/webhook"
 	wsadmission "github.com/shardplane/shardplane/pkg/admission/workspace"
 	"github.com/shardplane/shardplane/pkg/authentication/admin"
+	"github.com/shardplane/shardplane/pkg/authentication/workspaceauth"
 	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
@@ -81,6 +83,8 @@ type Config struct {
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
+	// workspaceAuth authenticates tokens of the issuers of workspace types.
+	workspaceAuth *workspaceauth.Authenticator
 }
 
 type completedConfig struct {
@@ -92,6 +96,7 @@ type completedConfig struct {
 	embeddedCache    *cacheserver.Server
 	loopback         *loopback.Server
 	rootCA           []byte
+	workspaceAuth    *workspaceauth.Authenticator
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -112,6 +117,7 @@ func (c *Config) Complete() CompletedConfig {
 		embeddedCache:    c.embeddedCache,
 		loopback:         c.loopback,
 		rootCA:           c.rootCA,
+		workspaceAuth:    c.workspaceAuth,
 	}}
 }
 
@@ -181,7 +187,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
 		return nil, err
 	}
-	if err := configureAuthentication(o, genericConfig); err != nil {
+	config.workspaceAuth = workspaceauth.New(config.Informers.workspaceAuthSources(), genericConfig.Authentication.APIAudiences)
+	if err := configureAuthentication(o, genericConfig, config.workspaceAuth); err != nil {
 		return nil, err
 	}
 	if err := config.completeInformers(genericConfig.LoopbackClientConfig); err != nil {
@@ -246,8 +253,9 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 }
 
 // configureAuthentication puts the cluster-bound service account tokens and
-// the admin tokens before upstream's authenticators.
-func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config) error {
+// the admin tokens before upstream's authenticators, and the issuers of
+// the requested workspace's type after them.
+func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config, workspaceAuth authenticator.Request) error {
 	serviceAccounts, err := serviceAccountAuthenticator(o)
 	if err != nil {
 		return err
@@ -255,7 +263,7 @@ func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver
 	// Requests from the front-proxy: its certificate is verified once per
 	// connection rather than on every request.
 	upstream := proxyauth.Prepend(genericConfig.Authentication.RequestHeaderConfig, genericConfig.Authentication.APIAudiences, genericConfig.Authentication.Authenticator)
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream)
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admin.Authenticator(o.tokens), upstream, workspaceAuth)
 	return nil
 }
 

@@ -152,6 +152,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	for _, install := range []func(*genericapiserver.GenericAPIServer) error{
 		s.installWildcardInformers,
+		s.installWorkspaceAuthentication,
 		s.installClusterRoleAggregation,
 		s.addControllers,
 		s.installAdminKubeconfig,
