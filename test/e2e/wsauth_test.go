@@ -174,6 +174,25 @@ func TestWorkspaceOIDC(t *testing.T) {
 		}
 	})
 
+	t.Run("TokenReviewInTheWorkspaceReportsTheUser", func(t *testing.T) {
+		for _, tc := range []struct {
+			w    ws
+			want bool
+		}{{teamA, true}, {teamB, false}} {
+			review, err := e.kube(t, kcpAdmin, tc.w.path()).AuthenticationV1().TokenReviews().Create(ctx,
+				&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("TokenReview in %s: %v", tc.w.path(), err)
+			}
+			if review.Status.Authenticated != tc.want {
+				t.Errorf("TokenReview in %s: authenticated %v (%s), want %v", tc.w.path(), review.Status.Authenticated, review.Status.Error, tc.want)
+			}
+			if tc.want && review.Status.User.Username != "oidc:user-a@example.com" {
+				t.Errorf("TokenReview in %s: user %q, want oidc:user-a@example.com", tc.w.path(), review.Status.User.Username)
+			}
+		}
+	})
+
 	t.Run("OtherWorkspacesAnswerUnauthorized", func(t *testing.T) {
 		for _, cluster := range []string{teamB.path(), "root"} {
 			err := listConfigMaps(ctx, oidcClient(t, e, cluster, token))
