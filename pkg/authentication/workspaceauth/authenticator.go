@@ -8,6 +8,7 @@ package workspaceauth
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -128,10 +129,13 @@ func (a *Authenticator) forCluster(cluster logicalcluster.Name) authenticator.To
 }
 
 // configsOf returns the existing configurations a type names and a version
-// that changes whenever the type or one of them does.
+// that changes whenever the type's references or one of the
+// configurations' specs do. A type's status changes often (its virtual
+// workspace URLs): its resource version would restart the issuers'
+// authenticators, which answer 401 until they have fetched the keys again.
 func (a *Authenticator) configsOf(typeCluster logicalcluster.Name, wt *tenancyv1alpha1.WorkspaceType) ([]*tenancyv1alpha1.WorkspaceAuthenticationConfiguration, string) {
 	var configs []*tenancyv1alpha1.WorkspaceAuthenticationConfiguration
-	version := []string{wt.ResourceVersion}
+	var version []string
 	for _, ref := range wt.Spec.AuthenticationConfigurations {
 		wac := a.sources.Config(typeCluster, ref.Name)
 		if wac == nil {
@@ -139,7 +143,7 @@ func (a *Authenticator) configsOf(typeCluster logicalcluster.Name, wt *tenancyv1
 			continue
 		}
 		configs = append(configs, wac)
-		version = append(version, ref.Name+"="+wac.ResourceVersion)
+		version = append(version, fmt.Sprintf("%s=%s/%d", ref.Name, wac.UID, wac.Generation))
 	}
 	return configs, strings.Join(version, ",")
 }
