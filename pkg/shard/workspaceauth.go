@@ -30,7 +30,7 @@ func (i *wildcardInformers) workspaceAuthSources() workspaceauth.Sources {
 			return wt, err == nil
 		},
 		Config: func(cluster logicalcluster.Name, name string) *tenancyv1alpha1.WorkspaceAuthenticationConfiguration {
-			obj, exists, err := wildcardinformer.First(cluster, "", name, i.kcp.workspaceAuthenticationConfigurations)
+			obj, exists, err := wildcardinformer.First(cluster, "", name, i.kcp.workspaceAuthenticationConfigurations, i.global.WorkspaceAuthenticationConfigurations)
 			if err != nil || !exists {
 				return nil
 			}

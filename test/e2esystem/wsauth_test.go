@@ -63,10 +63,21 @@ func TestWorkspaceOIDCThroughTheFrontProxy(t *testing.T) {
 	if err := admin.Create(ctx, orgCluster, kcpclient.WorkspaceTypes, wt, &tenancyv1alpha1.WorkspaceType{}); err != nil {
 		t.Fatalf("create WorkspaceType: %v", err)
 	}
-	// The configuration is not replicated yet: the workspace stays on the
-	// shard of its type.
+	// With several shards, the workspace goes to another shard than its
+	// type's: the type and the configuration reach it through the cache
+	// server.
 	orgPath := "root:" + org.Name
-	team := readyWorkspaceOfType(ctx, t, org.Spec.Cluster, "team-a", &tenancyv1alpha1.WorkspaceTypeReference{Name: "with-oidc", Path: orgPath}, shardOf(org))
+	onShard := ""
+	if shards > 1 {
+		onShard = "root"
+		if shardOf(org) == "root" {
+			onShard = "shard-1"
+		}
+	}
+	team := readyWorkspaceOfType(ctx, t, org.Spec.Cluster, "team-a", &tenancyv1alpha1.WorkspaceTypeReference{Name: "with-oidc", Path: orgPath}, onShard)
+	if onShard != "" && shardOf(team) != onShard {
+		t.Fatalf("team-a is on shard %q, want %q", shardOf(team), onShard)
+	}
 	for _, cluster := range []string{team.Spec.Cluster, org.Spec.Cluster} {
 		b := &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "allow-oidc-user"},
