@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/scope"
 )
 
 const (
@@ -73,10 +74,27 @@ func (w *workspaceReviews) review(ctx context.Context, key string) (*authenticat
 	if err != nil {
 		return nil, false, fmt.Errorf("token review in %s: %w", cluster, err)
 	}
-	if !out.Status.Authenticated {
+	if !out.Status.Authenticated || !workspaceIssued(out.Status.User, cluster) {
 		return nil, false, nil
 	}
 	return &authenticator.Response{User: reviewedUser(out.Status.User)}, true, nil
+}
+
+// workspaceIssued tells whether a reviewed user is one a workspace issuer
+// made: scoped to exactly that workspace, no system: name or group but
+// system:authenticated. Anything else the shard accepts (its admin or
+// static tokens) the front-proxy does not let in this way.
+func workspaceIssued(u authenticationv1.UserInfo, cluster logicalcluster.Name) bool {
+	if strings.HasPrefix(u.Username, "system:") {
+		return false
+	}
+	for _, g := range u.Groups {
+		if strings.HasPrefix(g, "system:") && g != user.AllAuthenticated {
+			return false
+		}
+	}
+	scopes := u.Extra[scope.ScopeExtraKey]
+	return len(scopes) == 1 && scopes[0] == scope.ClusterScope(cluster)
 }
 
 // reviewedUser is the user of a TokenReview's answer.
