@@ -84,6 +84,14 @@ var systemExports = []systemExport{
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
 			},
+			{
+				group: tenancyv1alpha1.GroupName, version: tenancyv1alpha1.SchemeGroupVersion.Version,
+				model: tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}.OpenAPIModelName(),
+				names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "workspaceauthenticationconfigurations", Singular: "workspaceauthenticationconfiguration", Kind: "WorkspaceAuthenticationConfiguration", ListKind: "WorkspaceAuthenticationConfigurationList", Categories: kcpCategories},
+				columns: []apiextensionsv1.CustomResourceColumnDefinition{
+					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
+				},
+			},
 		},
 	},
 	{
@@ -312,7 +320,7 @@ func systemExportsRBAC(ctx context.Context, c kubernetes.Interface) error {
 		{
 			role: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: TenancyMaximalPermissionPolicyClusterRole}, Rules: []rbacv1.PolicyRule{{
 				APIGroups: []string{tenancyv1alpha1.GroupName}, Verbs: []string{rbacv1.VerbAll},
-				Resources: []string{"workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status"},
+				Resources: []string{"workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status", "workspaceauthenticationconfigurations"},
 			}}},
 			binding: "system:kcp:authenticated:apiexport:tenancy:maximal-permission-policy",
 			group:   apisv1alpha1.MaximalPermissionPolicyRBACUserGroupPrefix + authenticated,

@@ -38,6 +38,7 @@ var Kinds = []Kind{
 	{Resource: schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiresourceschemas"}, Kind: "APIResourceSchema", Singular: "apiresourceschema"},
 	{Resource: schema.GroupVersionResource{Group: "apis.kcp.io", Version: "v1alpha1", Resource: "apiexportendpointslices"}, Kind: "APIExportEndpointSlice", Singular: "apiexportendpointslice"},
 	{Resource: schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspacetypes"}, Kind: "WorkspaceType", Singular: "workspacetype"},
+	{Resource: schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaceauthenticationconfigurations"}, Kind: "WorkspaceAuthenticationConfiguration", Singular: "workspaceauthenticationconfiguration"},
 	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}, Kind: "Shard", Singular: "shard"},
 	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}, Kind: "LogicalCluster", Singular: "logicalcluster"},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole", Singular: "clusterrole"},

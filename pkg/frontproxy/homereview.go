@@ -26,14 +26,13 @@ const homeReviewTTL = 10 * time.Second
 // to a workspace on another shard, and passes the identity on in request
 // headers.
 type homeReviews struct {
-	index *Index
-	// clients are TokenReview clients by shard base URL.
-	clients sync.Map
+	index   *Index
+	clients *reviewClients
 	cached  authenticator.Token
 }
 
-func newHomeReviews(index *Index) *homeReviews {
-	h := &homeReviews{index: index}
+func newHomeReviews(index *Index, clients *reviewClients) *homeReviews {
+	h := &homeReviews{index: index, clients: clients}
 	h.cached = tokencache.New(authenticator.TokenFunc(h.review), false, homeReviewTTL, 0)
 	return h
 }
@@ -58,7 +57,7 @@ func (h *homeReviews) review(ctx context.Context, token string) (*authenticator.
 	if result != Found || target.Cluster != cluster {
 		return nil, false, nil
 	}
-	client, err := h.client(target.BaseURL.String())
+	client, err := h.clients.get(target.BaseURL.String())
 	if err != nil {
 		return nil, false, err
 	}
@@ -72,19 +71,20 @@ func (h *homeReviews) review(ctx context.Context, token string) (*authenticator.
 	if !out.Status.Authenticated {
 		return nil, false, nil
 	}
-	u := out.Status.User
-	extra := map[string][]string{}
-	for k, v := range u.Extra {
-		extra[k] = v
-	}
-	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}}, true, nil
+	return &authenticator.Response{User: reviewedUser(out.Status.User)}, true, nil
 }
 
-func (h *homeReviews) client(baseURL string) (kubernetes.Interface, error) {
-	if c, ok := h.clients.Load(baseURL); ok {
+// reviewClients are TokenReview clients of the shards, by base URL.
+type reviewClients struct {
+	index   *Index
+	clients sync.Map
+}
+
+func (r *reviewClients) get(baseURL string) (kubernetes.Interface, error) {
+	if c, ok := r.clients.Load(baseURL); ok {
 		return c.(kubernetes.Interface), nil
 	}
-	cfg, err := h.index.shardConfig(baseURL)
+	cfg, err := r.index.shardConfig(baseURL)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +92,6 @@ func (h *homeReviews) client(baseURL string) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	actual, _ := h.clients.LoadOrStore(baseURL, c)
+	actual, _ := r.clients.LoadOrStore(baseURL, c)
 	return actual.(kubernetes.Interface), nil
 }

@@ -69,6 +69,9 @@ type proxy struct {
 	// homeReviews authenticates such a token at its own shard when it is
 	// sent to a workspace on another shard.
 	homeReviews *homeReviews
+	// workspaceReviews authenticates, at the workspace's shard, tokens of
+	// the JWT issuers of the workspace's type.
+	workspaceReviews *workspaceReviews
 	// requests holds one reverse proxy per route that speaks HTTP/1.1 to
 	// the backend over a pool of kept-alive connections, for every request
 	// but the streams: one request, one connection at a time, has fewer
@@ -85,8 +88,12 @@ type proxy struct {
 
 func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
 	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{}}
-	if sa != nil && index != nil {
-		p.homeReviews = newHomeReviews(index)
+	if index != nil {
+		clients := &reviewClients{index: index}
+		p.workspaceReviews = newWorkspaceReviews(clients)
+		if sa != nil {
+			p.homeReviews = newHomeReviews(index, clients)
+		}
 	}
 	for _, r := range routes {
 		// Streams (watches, chunked lists, logs: no Content-Length) are
@@ -137,9 +144,15 @@ type forwardedKey struct{}
 func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	u, passToken, err := p.authenticate(req)
 	if err != nil {
-		klog.FromContext(req.Context()).V(4).Info("Authentication failed", "err", err)
-		responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
-		return
+		// A token the proxy's authenticators refuse may be one of the
+		// issuers of the workspace's type, asked once the workspace is
+		// resolved below.
+		if _, hasToken := bearerToken(req); !hasToken || p.workspaceReviews == nil || !strings.HasPrefix(req.URL.Path, logicalcluster.ClustersPrefix) {
+			klog.FromContext(req.Context()).V(4).Info("Authentication failed", "err", err)
+			unauthorized(w, req)
+			return
+		}
+		u, passToken = nil, false
 	}
 	// /clusters/~ is the caller's home.
 	if tilde, ok := home.TildePath(req.URL.Path, u); ok {
@@ -153,13 +166,19 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	fwd := forwarded{}
 	innerPath := req.URL.Path
 	if r.Path == ClustersPath {
-		if u == nil {
-			// Unauthenticated requests learn nothing about workspaces, not
-			// even whether a path exists.
-			responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
+		// Unauthenticated requests learn nothing about workspaces, not
+		// even whether a path exists; a token may still be one of the
+		// issuers of the workspace's type, asked once it is found.
+		token, hasToken := bearerToken(req)
+		if u == nil && (!hasToken || p.workspaceReviews == nil) {
+			unauthorized(w, req)
 			return
 		}
 		path, rest, ok := logicalcluster.SplitRequestPath(req.URL.Path)
+		if u == nil && (!ok || path == string(logicalcluster.Wildcard)) {
+			unauthorized(w, req)
+			return
+		}
 		switch {
 		case ok && path == string(logicalcluster.Wildcard):
 			responsewriters.ErrorNegotiated(apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("requests across all logical clusters (/clusters/*) are not served by the front-proxy")),
@@ -171,10 +190,25 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		parsed, err := logicalcluster.ParsePath(path)
 		if err != nil {
+			if u == nil {
+				unauthorized(w, req)
+				return
+			}
 			p.denyAccess(w, req, u, rest)
 			return
 		}
 		target, result := p.index.Resolve(parsed)
+		if u == nil {
+			if result == Found {
+				if u, err = p.workspaceReviews.authenticate(req.Context(), target, token); err != nil {
+					klog.FromContext(req.Context()).V(4).Info("Workspace token review failed", "err", err)
+				}
+			}
+			if u == nil {
+				unauthorized(w, req)
+				return
+			}
+		}
 		switch result {
 		case NotFound:
 			if !p.index.HasSynced() {
@@ -231,6 +265,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p.requests[r].ServeHTTP(w, out)
+}
+
+// unauthorized answers 401.
+func unauthorized(w http.ResponseWriter, req *http.Request) {
+	responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
 }
 
 // http1Only returns a copy of rt that never negotiates HTTP/2: Go's

@@ -42,12 +42,15 @@ import (
 // has. Their keys and indexes are those of the shard's own wildcard
 // informers: each replica carries its origin cluster in kcp.io/cluster.
 type Informers struct {
-	Shards              *wildcardinformer.Informer
-	WorkspaceTypes      *wildcardinformer.Informer
-	APIExports          *wildcardinformer.Informer
-	APIResourceSchemas  *wildcardinformer.Informer
-	ClusterRoles        *wildcardinformer.Informer
-	ClusterRoleBindings *wildcardinformer.Informer
+	Shards         *wildcardinformer.Informer
+	WorkspaceTypes *wildcardinformer.Informer
+	// WorkspaceAuthenticationConfigurations are the JWT issuers of the
+	// WorkspaceTypes.
+	WorkspaceAuthenticationConfigurations *wildcardinformer.Informer
+	APIExports                            *wildcardinformer.Informer
+	APIResourceSchemas                    *wildcardinformer.Informer
+	ClusterRoles                          *wildcardinformer.Informer
+	ClusterRoleBindings                   *wildcardinformer.Informer
 	// The admission configuration of workspaces that hold an APIExport:
 	// it judges the resources bound from them on this shard.
 	ValidatingWebhooks       *wildcardinformer.Informer
@@ -109,6 +112,7 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 	for _, r := range []resource{
 		{nil, corev1alpha1.SchemeGroupVersion, "shards", &corev1alpha1.Shard{}, func() runtime.Object { return &corev1alpha1.ShardList{} }, &i.Shards},
 		{nil, tenancyv1alpha1.SchemeGroupVersion, "workspacetypes", &tenancyv1alpha1.WorkspaceType{}, func() runtime.Object { return &tenancyv1alpha1.WorkspaceTypeList{} }, &i.WorkspaceTypes},
+		{nil, tenancyv1alpha1.SchemeGroupVersion, "workspaceauthenticationconfigurations", &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}, func() runtime.Object { return &tenancyv1alpha1.WorkspaceAuthenticationConfigurationList{} }, &i.WorkspaceAuthenticationConfigurations},
 		{nil, apisv1alpha2.SchemeGroupVersion, "apiexports", &apisv1alpha2.APIExport{}, func() runtime.Object { return &apisv1alpha2.APIExportList{} }, &i.APIExports},
 		{nil, apisv1alpha1.SchemeGroupVersion, "apiresourceschemas", &apisv1alpha1.APIResourceSchema{}, func() runtime.Object { return &apisv1alpha1.APIResourceSchemaList{} }, &i.APIResourceSchemas},
 		{rbacClient, rbacv1.SchemeGroupVersion, "clusterroles", &rbacv1.ClusterRole{}, func() runtime.Object { return &rbacv1.ClusterRoleList{} }, &i.ClusterRoles},
@@ -149,7 +153,7 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 
 // All returns every informer.
 func (i *Informers) All() []*wildcardinformer.Informer {
-	return append([]*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings}, i.Admission()...)
+	return append([]*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.WorkspaceAuthenticationConfigurations, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings}, i.Admission()...)
 }
 
 // Admission returns the informers of the admission configuration.

@@ -26,6 +26,9 @@ var (
 	Shards          = corev1alpha1.SchemeGroupVersion.WithResource("shards")
 	Workspaces      = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaces")
 	WorkspaceTypes  = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspacetypes")
+	// WorkspaceAuthenticationConfigurations are the JWT issuers of
+	// WorkspaceTypes.
+	WorkspaceAuthenticationConfigurations = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaceauthenticationconfigurations")
 	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
 	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
 	// APIResourceSchemas are served in apis.kcp.io/v1alpha1 only.

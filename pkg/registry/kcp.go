@@ -18,6 +18,7 @@ import (
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
 	"github.com/shardplane/shardplane/pkg/registry/status"
 	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
+	workspaceauthenticationconfigurationregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspaceauthenticationconfiguration"
 	workspacetyperegistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspacetype"
 )
 
@@ -42,7 +43,8 @@ func (CoreRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstor
 }
 
 // TenancyRESTStorageProvider serves tenancy.kcp.io: workspaces and
-// workspacetypes, each with its status subresource. The group's types must
+// workspacetypes, each with its status subresource, and
+// workspaceauthenticationconfigurations. The group's types must
 // be installed in legacyscheme.Scheme.
 type TenancyRESTStorageProvider struct{}
 
@@ -58,11 +60,15 @@ func (TenancyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource servers
 		"workspacetypes": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			return workspacetyperegistry.NewREST(legacyscheme.Scheme, g)
 		},
+		"workspaceauthenticationconfigurations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			main, err := workspaceauthenticationconfigurationregistry.NewREST(legacyscheme.Scheme, g)
+			return main, nil, err
+		},
 	})
 }
 
 // newRESTFunc builds the storage of a resource and of its status
-// subresource.
+// subresource, nil for a kind without status.
 type newRESTFunc func(generic.RESTOptionsGetter) (rest.Storage, *status.REST, error)
 
 // newAPIGroupInfo serves the resources of gv that the resource config
@@ -79,7 +85,9 @@ func newAPIGroupInfo(gv schema.GroupVersion, apiResourceConfigSource serverstora
 			return genericapiserver.APIGroupInfo{}, fmt.Errorf("storage of %s: %w", gv.WithResource(resource).GroupResource(), err)
 		}
 		storage[resource] = main
-		storage[resource+"/status"] = statusREST
+		if statusREST != nil {
+			storage[resource+"/status"] = statusREST
+		}
 	}
 	if len(storage) > 0 {
 		apiGroupInfo.VersionedResourcesStorageMap[gv.Version] = storage

@@ -43,7 +43,7 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 		{
 			provider:   TenancyRESTStorageProvider{},
 			group:      "tenancy.kcp.io",
-			resources:  []string{"workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status"},
+			resources:  []string{"workspaceauthenticationconfigurations", "workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status"},
 			shortNames: map[string][]string{"workspaces": {"ws"}},
 		},
 	} {

@@ -42,6 +42,7 @@ import (
 	admissionwebhook "github.com/shardplane/shardplane/pkg/admission/webhook"
 	wsadmission "github.com/shardplane/shardplane/pkg/admission/workspace"
 	"github.com/shardplane/shardplane/pkg/authentication/admin"
+	"github.com/shardplane/shardplane/pkg/authentication/workspaceauth"
 	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/clusterrbac"
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
@@ -82,6 +83,8 @@ type Config struct {
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
+	// workspaceAuth authenticates tokens of the issuers of workspace types.
+	workspaceAuth *workspaceauth.Authenticator
 }
 
 type completedConfig struct {
@@ -93,6 +96,7 @@ type completedConfig struct {
 	embeddedCache    *cacheserver.Server
 	loopback         *loopback.Server
 	rootCA           []byte
+	workspaceAuth    *workspaceauth.Authenticator
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -113,6 +117,7 @@ func (c *Config) Complete() CompletedConfig {
 		embeddedCache:    c.embeddedCache,
 		loopback:         c.loopback,
 		rootCA:           c.rootCA,
+		workspaceAuth:    c.workspaceAuth,
 	}}
 }
 
@@ -182,7 +187,8 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
 		return nil, err
 	}
-	if err := configureAuthentication(o, genericConfig); err != nil {
+	config.workspaceAuth = workspaceauth.New(config.Informers.workspaceAuthSources(), genericConfig.Authentication.APIAudiences)
+	if err := configureAuthentication(o, genericConfig, config.workspaceAuth); err != nil {
 		return nil, err
 	}
 	if err := config.completeInformers(genericConfig.LoopbackClientConfig); err != nil {
@@ -218,6 +224,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 	for _, gr := range []schema.GroupResource{
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
+		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}
@@ -246,8 +253,9 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 }
 
 // configureAuthentication puts the cluster-bound service account tokens and
-// the admin tokens before upstream's authenticators.
-func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config) error {
+// the admin tokens before upstream's authenticators, and the issuers of
+// the requested workspace's type after them.
+func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config, workspaceAuth authenticator.Request) error {
 	serviceAccounts, err := serviceAccountAuthenticator(o)
 	if err != nil {
 		return err
@@ -258,7 +266,7 @@ func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver
 	// The admin tokens are for any audience, as upstream's static tokens:
 	// a TokenReview that names the shard's audiences accepts them.
 	admins := authenticator.WrapAudienceAgnosticRequest(genericConfig.Authentication.APIAudiences, admin.Authenticator(o.tokens))
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admins, upstream)
+	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admins, upstream, workspaceAuth)
 	return nil
 }
 

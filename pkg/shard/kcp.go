@@ -55,22 +55,26 @@ type kcpInformers struct {
 	apiResourceSchemas *wildcardinformer.Informer
 	// apiExportEndpointSlices are replicated to the cache server.
 	apiExportEndpointSlices *wildcardinformer.Informer
+	// workspaceAuthenticationConfigurations feed per-workspace
+	// authentication.
+	workspaceAuthenticationConfigurations *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations}
 }
 
 func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 	i := kcpInformers{
-		logicalClusters:         storage.informer(kcpclient.LogicalClusters, &corev1alpha1.LogicalCluster{}),
-		workspaces:              storage.informer(kcpclient.Workspaces, &tenancyv1alpha1.Workspace{}),
-		workspaceTypes:          storage.informer(kcpclient.WorkspaceTypes, &tenancyv1alpha1.WorkspaceType{}),
-		shards:                  storage.informer(kcpclient.Shards, &corev1alpha1.Shard{}),
-		apiExports:              storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apiexports"), &apisv1alpha2.APIExport{}),
-		apiBindings:             storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), &apisv1alpha2.APIBinding{}),
-		apiResourceSchemas:      storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
-		apiExportEndpointSlices: storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
+		logicalClusters:                       storage.informer(kcpclient.LogicalClusters, &corev1alpha1.LogicalCluster{}),
+		workspaces:                            storage.informer(kcpclient.Workspaces, &tenancyv1alpha1.Workspace{}),
+		workspaceTypes:                        storage.informer(kcpclient.WorkspaceTypes, &tenancyv1alpha1.WorkspaceType{}),
+		shards:                                storage.informer(kcpclient.Shards, &corev1alpha1.Shard{}),
+		apiExports:                            storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apiexports"), &apisv1alpha2.APIExport{}),
+		apiBindings:                           storage.informer(apisv1alpha2.SchemeGroupVersion.WithResource("apibindings"), &apisv1alpha2.APIBinding{}),
+		apiResourceSchemas:                    storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
+		apiExportEndpointSlices:               storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
+		workspaceAuthenticationConfigurations: storage.informer(kcpclient.WorkspaceAuthenticationConfigurations, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

@@ -159,6 +159,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	for _, install := range []func(*genericapiserver.GenericAPIServer) error{
 		s.installWildcardInformers,
+		s.installWorkspaceAuthentication,
 		s.installClusterRoleAggregation,
 		s.addControllers,
 		s.installAdminKubeconfig,
@@ -187,7 +188,10 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 	}
 	providers := []controlplaneapiserver.RESTStorageProvider{
 		completed.NewCoreGenericConfig(),
-		authenticationrest.RESTStorageProvider{Authenticator: generic.Authentication.Authenticator, APIAudiences: generic.Authentication.APIAudiences},
+		clusterTokenReviews{
+			RESTStorageProvider: authenticationrest.RESTStorageProvider{Authenticator: generic.Authentication.Authenticator, APIAudiences: generic.Authentication.APIAudiences},
+			authenticator:       generic.Authentication.Authenticator, audiences: generic.Authentication.APIAudiences,
+		},
 		authorizationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, RuleResolver: generic.RuleResolver},
 		certificatesrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, Generic: true},
 		coordinationrest.RESTStorageProvider{},

@@ -46,7 +46,7 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		ctx := testContext(t)
 		kcp := e.kcp(t, kcpAdmin)
 
-		tenancy := requireSystemExport(ctx, t, e, tenancyExport, "workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io")
+		tenancy := requireSystemExport(ctx, t, e, tenancyExport, "workspaceauthenticationconfigurations.tenancy.kcp.io", "workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io")
 		if p := tenancy.Spec.MaximalPermissionPolicy; p == nil || p.Local == nil {
 			t.Errorf("APIExport root:%s has maximalPermissionPolicy %+v, want local as in kcp", tenancyExport, p)
 		}
@@ -141,7 +141,7 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		defer cancel()
 		kcp := e.kcp(t, kcpAdmin)
 
-		tenancy := requireSystemExport(ctx, t, e, tenancyExport, "workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io")
+		tenancy := requireSystemExport(ctx, t, e, tenancyExport, "workspaceauthenticationconfigurations.tenancy.kcp.io", "workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io")
 		if want := hexSHA256([]byte(key)); tenancy.Status.IdentityHash != want {
 			t.Errorf("identity of root:%s is %s, want %s, the hash of the key in --root-identities-file", tenancyExport, tenancy.Status.IdentityHash, want)
 		}
@@ -227,7 +227,7 @@ func requireTenancyBinding(ctx context.Context, t *testing.T, c *kcpREST, w ws, 
 			t.Errorf("binding %s of %s binds %s with identity %s, want %s", b.Name, w.path(), br.Resource, br.Schema.IdentityHash, identity)
 		}
 	}
-	if want := sets.New("workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io"); !got.Equal(want) {
+	if want := sets.New("workspaceauthenticationconfigurations.tenancy.kcp.io", "workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io"); !got.Equal(want) {
 		t.Errorf("binding %s of %s binds %v, want %v", b.Name, w.path(), sets.List(got), sets.List(want))
 	}
 	return b

@@ -66,14 +66,22 @@ func uniqueName(prefix string) string {
 // front-proxy to route requests into it.
 func readyWorkspace(ctx context.Context, t *testing.T, parent, name, typ, onShard string) *tenancyv1alpha1.Workspace {
 	t.Helper()
+	var ref *tenancyv1alpha1.WorkspaceTypeReference
+	if typ != "" {
+		ref = &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.WorkspaceTypeName(typ), Path: "root"}
+	}
+	return readyWorkspaceOfType(ctx, t, parent, name, ref, onShard)
+}
+
+// readyWorkspaceOfType is readyWorkspace with a type of any workspace.
+func readyWorkspaceOfType(ctx context.Context, t *testing.T, parent, name string, typ *tenancyv1alpha1.WorkspaceTypeReference, onShard string) *tenancyv1alpha1.Workspace {
+	t.Helper()
 	c := kcp(t, sys.AdminConfig(t, ""))
 	ws := &tenancyv1alpha1.Workspace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 	}
-	if typ != "" {
-		ws.Spec.Type = &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.WorkspaceTypeName(typ), Path: "root"}
-	}
+	ws.Spec.Type = typ
 	if onShard != "" {
 		ws.Spec.Location = &tenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1alpha1.ShardNameLabel: onShard}}}
 	}

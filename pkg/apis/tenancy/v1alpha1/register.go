@@ -44,6 +44,8 @@ func knownTypes() []runtime.Object {
 		&WorkspaceList{},
 		&WorkspaceType{},
 		&WorkspaceTypeList{},
+		&WorkspaceAuthenticationConfiguration{},
+		&WorkspaceAuthenticationConfigurationList{},
 	}
 }
 

@@ -132,6 +132,24 @@ type WorkspaceTypeSpec struct {
 	// +optional
 	// +listType=atomic
 	DefaultAPIBindings []APIExportReference `json:"defaultAPIBindings,omitempty"`
+
+	// authenticationConfigurations name WorkspaceAuthenticationConfigurations
+	// in the workspace of this type; workspaces of this type accept the
+	// tokens of their issuers in addition to the system's authentication.
+	//
+	// +optional
+	// +listType=atomic
+	AuthenticationConfigurations []AuthenticationConfigurationReference `json:"authenticationConfigurations,omitempty"`
+}
+
+// AuthenticationConfigurationReference refers to a
+// WorkspaceAuthenticationConfiguration in the workspace of the referring
+// WorkspaceType.
+type AuthenticationConfigurationReference struct {
+	// name of the WorkspaceAuthenticationConfiguration.
+	//
+	// +required
+	Name string `json:"name"`
 }
 
 // WorkspaceTypeExtension lists the types a WorkspaceType extends.

@@ -207,6 +207,11 @@ func validateWorkspaceTypeSpec(spec *WorkspaceTypeSpec, fldPath *field.Path) fie
 			}
 		}
 	}
+	for i, ref := range spec.AuthenticationConfigurations {
+		if ref.Name == "" {
+			allErrs = append(allErrs, field.Required(fldPath.Child("authenticationConfigurations").Index(i).Child("name"), ""))
+		}
+	}
 	return allErrs
 }
 

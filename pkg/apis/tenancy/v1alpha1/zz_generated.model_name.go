@@ -11,6 +11,41 @@ func (in APIExportReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AuthenticationConfigurationReference) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.AuthenticationConfigurationReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimMappings) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.ClaimMappings"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimOrExpression) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.ClaimOrExpression"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ClaimValidationRule) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.ClaimValidationRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ExtraMapping) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.ExtraMapping"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Issuer) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.Issuer"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in JWTAuthenticator) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.JWTAuthenticator"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Mount) OpenAPIModelName() string {
 	return "io.kcp.tenancy.v1alpha1.Mount"
 }
@@ -21,6 +56,16 @@ func (in ObjectReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in PrefixedClaimOrExpression) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.PrefixedClaimOrExpression"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in UserValidationRule) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.UserValidationRule"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in VirtualWorkspace) OpenAPIModelName() string {
 	return "io.kcp.tenancy.v1alpha1.VirtualWorkspace"
 }
@@ -28,6 +73,21 @@ func (in VirtualWorkspace) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Workspace) OpenAPIModelName() string {
 	return "io.kcp.tenancy.v1alpha1.Workspace"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkspaceAuthenticationConfiguration) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.WorkspaceAuthenticationConfiguration"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkspaceAuthenticationConfigurationList) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.WorkspaceAuthenticationConfigurationList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in WorkspaceAuthenticationConfigurationSpec) OpenAPIModelName() string {
+	return "io.kcp.tenancy.v1alpha1.WorkspaceAuthenticationConfigurationSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
