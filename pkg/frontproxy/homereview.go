@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/shardplane/shardplane/pkg/authentication/clusterreview"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 )
 
@@ -61,17 +61,14 @@ func (h *homeReviews) review(ctx context.Context, token string) (*authenticator.
 	if err != nil {
 		return nil, false, err
 	}
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	out := &authenticationv1.TokenReview{}
-	err = client.AuthenticationV1().RESTClient().Post().AbsPath(cluster.RequestPath(), "apis/authentication.k8s.io/v1/tokenreviews").
-		Body(review).Do(ctx).Into(out)
+	status, err := clusterreview.Review(ctx, client.AuthenticationV1().RESTClient(), cluster, token)
 	if err != nil {
 		return nil, false, fmt.Errorf("token review at shard %s: %w", target.Shard, err)
 	}
-	if !out.Status.Authenticated {
+	if !status.Authenticated {
 		return nil, false, nil
 	}
-	return &authenticator.Response{User: reviewedUser(out.Status.User)}, true, nil
+	return &authenticator.Response{User: clusterreview.User(status.User)}, true, nil
 }
 
 // reviewClients are TokenReview clients of the shards, by base URL.

@@ -11,6 +11,7 @@ import (
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	"k8s.io/apiserver/pkg/authentication/user"
 
+	"github.com/shardplane/shardplane/pkg/authentication/clusterreview"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/scope"
 )
@@ -67,17 +68,14 @@ func (w *workspaceReviews) review(ctx context.Context, key string) (*authenticat
 	if err != nil {
 		return nil, false, err
 	}
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	out := &authenticationv1.TokenReview{}
-	err = client.AuthenticationV1().RESTClient().Post().AbsPath(cluster.RequestPath(), "apis/authentication.k8s.io/v1/tokenreviews").
-		Body(review).Do(ctx).Into(out)
+	status, err := clusterreview.Review(ctx, client.AuthenticationV1().RESTClient(), cluster, token)
 	if err != nil {
 		return nil, false, fmt.Errorf("token review in %s: %w", cluster, err)
 	}
-	if !out.Status.Authenticated || !workspaceIssued(out.Status.User, cluster) {
+	if !status.Authenticated || !workspaceIssued(status.User, cluster) {
 		return nil, false, nil
 	}
-	return &authenticator.Response{User: reviewedUser(out.Status.User)}, true, nil
+	return &authenticator.Response{User: clusterreview.User(status.User)}, true, nil
 }
 
 // workspaceIssued tells whether a reviewed user is one a workspace issuer
@@ -95,13 +93,4 @@ func workspaceIssued(u authenticationv1.UserInfo, cluster logicalcluster.Name) b
 	}
 	scopes := u.Extra[scope.ScopeExtraKey]
 	return len(scopes) == 1 && scopes[0] == scope.ClusterScope(cluster)
-}
-
-// reviewedUser is the user of a TokenReview's answer.
-func reviewedUser(u authenticationv1.UserInfo) user.Info {
-	extra := map[string][]string{}
-	for k, v := range u.Extra {
-		extra[k] = v
-	}
-	return &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}
 }

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/token/cache"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardplane/shardplane/pkg/authentication/clusterreview"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -54,25 +53,15 @@ func (r *serviceAccountTokenReviews) AuthenticateToken(ctx context.Context, toke
 	if err := logicalcluster.ValidateName(string(cluster)); err != nil || cluster.IsWildcard() {
 		return nil, false, errors.New("service account token names an invalid logical cluster")
 	}
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	review.APIVersion, review.Kind = "authentication.k8s.io/v1", "TokenReview"
-	out := &authenticationv1.TokenReview{}
-	if err := r.client.Post().AbsPath(cluster.RequestPath(), "apis/authentication.k8s.io/v1/tokenreviews").Body(review).Do(ctx).Into(out); err != nil {
+	status, err := clusterreview.Review(ctx, r.client, cluster, token)
+	if err != nil {
 		return nil, false, fmt.Errorf("token review in %s: %w", cluster, err)
 	}
-	if !out.Status.Authenticated {
-		if out.Status.Error != "" {
-			return nil, false, errors.New(out.Status.Error)
+	if !status.Authenticated {
+		if status.Error != "" {
+			return nil, false, errors.New(status.Error)
 		}
 		return nil, false, nil
 	}
-	u := out.Status.User
-	extra := map[string][]string{}
-	for k, v := range u.Extra {
-		extra[k] = v
-	}
-	return &authenticator.Response{
-		Audiences: out.Status.Audiences,
-		User:      &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra},
-	}, true, nil
+	return &authenticator.Response{Audiences: status.Audiences, User: clusterreview.User(status.User)}, true, nil
 }
