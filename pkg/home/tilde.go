@@ -52,8 +52,8 @@ func WithTildePath(handler http.Handler, authn authenticator.Request) http.Handl
 	})
 }
 
-// WithPath returns a shallow copy of req with its URL path (and request
-// URI) replaced by p; the query stays.
+// WithPath returns a copy of req with its URL path (and request URI)
+// replaced by p; the query stays.
 func WithPath(req *http.Request, p string) *http.Request {
 	r := req.Clone(req.Context())
 	u := *req.URL

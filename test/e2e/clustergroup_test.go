@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/test/framework"
 )
 
@@ -116,14 +116,7 @@ func TestOtherWorkspacesIdentitiesBindByTheirClusterGroup(t *testing.T) {
 				if err != nil || review.Status.Allowed || !strings.Contains(review.Status.Reason, "system:cluster:"+consumer.cluster()) {
 					t.Errorf("SubjectAccessReview in the provider for the consumer's service account: %+v, %v; want denied as a plain user of its cluster's group", review.Status, err)
 				}
-				deep := e.config(t, kcpAdmin, provider.path())
-				deep.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-					return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-						req = req.Clone(req.Context())
-						req.Header.Set("X-Kcp-Internal-Deep-SubjectAccessReview", "true")
-						return rt.RoundTrip(req)
-					})
-				}
+				deep := workspacecontent.WithDeepSARConfig(e.config(t, kcpAdmin, provider.path()))
 				review, err = newKubeClient(t, deep).AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 				if err != nil || !review.Status.Allowed {
 					t.Errorf("deep SubjectAccessReview in the provider for the consumer's service account: %+v, %v; want allowed", review.Status, err)
@@ -200,7 +193,3 @@ func TestServiceAccountTokensCarryKCPsClusterAndServeInCluster(t *testing.T) {
 		return nil
 	})
 }
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
