@@ -2,17 +2,11 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,84 +17,10 @@ import (
 	"github.com/shardplane/shardplane/test/framework"
 )
 
-// cowboyWebhook is kcp's test webhook server: it allows every review and
-// records how often it was called and the kcp.io/cluster of the last
-// object it saw.
-type cowboyWebhook struct {
-	url      string
-	caBundle []byte
-
-	mu          sync.Mutex
-	calls       int
-	lastCluster string
-}
-
-func newCowboyWebhook(t *testing.T) *cowboyWebhook {
-	t.Helper()
-	h := &cowboyWebhook{}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		var obj metav1.PartialObjectMetadata
-		_ = json.Unmarshal(in.Request.Object.Raw, &obj)
-		h.mu.Lock()
-		h.calls++
-		h.lastCluster = obj.Annotations[clusterAnnotation]
-		h.mu.Unlock()
-		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
-	}))
-	t.Cleanup(srv.Close)
-	h.url, h.caBundle = srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return h
-}
-
-func (h *cowboyWebhook) seen() (int, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls, h.lastCluster
-}
-
-// register creates a validating or mutating webhook configuration for
-// creates of cowboys of group in a workspace.
-func (h *cowboyWebhook) register(ctx context.Context, t *testing.T, e *wsEnv, workspace, group string, mutating bool) {
-	t.Helper()
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"cowboys"}},
-	}}
-	client := admissionregistrationv1.WebhookClientConfig{URL: &h.url, CABundle: h.caBundle}
-	none := admissionregistrationv1.SideEffectClassNone
-	kube := e.kube(t, kcpAdmin, workspace).AdmissionregistrationV1()
-	var err error
-	if mutating {
-		_, err = kube.MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
-			Webhooks: []admissionregistrationv1.MutatingWebhook{{
-				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
-			}},
-		}, metav1.CreateOptions{})
-	} else {
-		_, err = kube.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
-			}},
-		}, metav1.CreateOptions{})
-	}
-	if err != nil {
-		t.Fatalf("create webhook configuration in %s: %v", workspace, err)
-	}
-}
-
 // createCowboysUntilCalled creates cowboys until the webhook has been
 // called more than before times: configuration reaches the shard's caches
 // asynchronously.
-func createCowboysUntilCalled(t *testing.T, cowboys dynamic.ResourceInterface, group string, h *cowboyWebhook, before int) {
+func createCowboysUntilCalled(t *testing.T, cowboys dynamic.ResourceInterface, group string, h *framework.AdmissionWebhook, before int) {
 	t.Helper()
 	framework.EventuallyWithin(t, admissionTimeout, func(ctx context.Context) error {
 		c := cowboy(group, "")
@@ -108,7 +28,7 @@ func createCowboysUntilCalled(t *testing.T, cowboys dynamic.ResourceInterface, g
 		if _, err := cowboys.Create(ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		if calls, _ := h.seen(); calls <= before {
+		if calls, _ := h.Seen(); calls <= before {
 			return fmt.Errorf("webhook called %d times", calls)
 		}
 		return nil
@@ -135,23 +55,23 @@ func TestWebhooksOfTheExportJudgeBoundResources(t *testing.T) {
 			source, group := publishCowboys(ctx, t, e, org)
 			target, targetCowboys := bindCowboys(ctx, t, e, org, "target", source.path(), group)
 
-			sourceHook, targetHook := newCowboyWebhook(t), newCowboyWebhook(t)
-			sourceHook.register(ctx, t, e, source.path(), group, mutating)
-			targetHook.register(ctx, t, e, target.path(), group, mutating)
+			sourceHook, targetHook := framework.NewAdmissionWebhook(t), framework.NewAdmissionWebhook(t)
+			sourceHook.Register(ctx, t, e.kube(t, kcpAdmin, source.path()), group, "v1alpha1", "cowboys", mutating)
+			targetHook.Register(ctx, t, e.kube(t, kcpAdmin, target.path()), group, "v1alpha1", "cowboys", mutating)
 
 			createCowboysUntilCalled(t, targetCowboys, group, sourceHook, 0)
-			if _, cluster := sourceHook.seen(); cluster != target.cluster() {
+			if _, cluster := sourceHook.Seen(); cluster != target.cluster() {
 				t.Errorf("the object the export's webhook reviewed carries cluster %q, want the consumer's %s", cluster, target.cluster())
 			}
 
 			// The export's workspace binds its own export.
 			sourceCowboys := bindCowboysIn(ctx, t, e, source.path(), source.path(), group)
-			calls, _ := sourceHook.seen()
+			calls, _ := sourceHook.Seen()
 			createCowboysUntilCalled(t, sourceCowboys, group, sourceHook, calls)
-			if _, cluster := sourceHook.seen(); cluster != source.cluster() {
+			if _, cluster := sourceHook.Seen(); cluster != source.cluster() {
 				t.Errorf("the object the export's webhook reviewed carries cluster %q, want the export's %s", cluster, source.cluster())
 			}
-			if calls, _ := targetHook.seen(); calls != 0 {
+			if calls, _ := targetHook.Seen(); calls != 0 {
 				t.Errorf("the consumer's own webhook was called %d times for a bound resource", calls)
 			}
 		})

@@ -2,16 +2,10 @@ package e2esystem
 
 import (
 	"context"
-	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
@@ -30,87 +23,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/system"
 	"github.com/shardplane/shardplane/test/framework"
 )
-
-// reviewCounter is kcp's test webhook server: it allows every review and
-// records how often it was called and the kcp.io/cluster of the last
-// object it saw.
-type reviewCounter struct {
-	url      string
-	caBundle []byte
-
-	mu          sync.Mutex
-	calls       int
-	lastCluster string
-}
-
-func newReviewCounter(t *testing.T) *reviewCounter {
-	t.Helper()
-	h := &reviewCounter{}
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in admissionv1.AdmissionReview
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Request == nil {
-			http.Error(w, "bad review", http.StatusBadRequest)
-			return
-		}
-		var obj metav1.PartialObjectMetadata
-		_ = json.Unmarshal(in.Request.Object.Raw, &obj)
-		h.mu.Lock()
-		h.calls++
-		h.lastCluster = obj.Annotations["kcp.io/cluster"]
-		h.mu.Unlock()
-		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: &admissionv1.AdmissionResponse{UID: in.Request.UID, Allowed: true}}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
-	}))
-	t.Cleanup(srv.Close)
-	h.url, h.caBundle = srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	return h
-}
-
-func (h *reviewCounter) seen() (int, string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.calls, h.lastCluster
-}
-
-// register creates kcp's test-webhook configuration (validating or
-// mutating) for creates of cowboys of group, and deletes it when the test
-// ends: the server goes with the test.
-func (h *reviewCounter) register(ctx context.Context, t *testing.T, kc kubernetes.Interface, group string, mutating bool) {
-	t.Helper()
-	rules := []admissionregistrationv1.RuleWithOperations{{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1alpha1"}, Resources: []string{"cowboys"}},
-	}}
-	client := admissionregistrationv1.WebhookClientConfig{URL: &h.url, CABundle: h.caBundle}
-	none := admissionregistrationv1.SideEffectClassNone
-	api := kc.AdmissionregistrationV1()
-	var err error
-	if mutating {
-		_, err = api.MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
-			Webhooks: []admissionregistrationv1.MutatingWebhook{{
-				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
-			}},
-		}, metav1.CreateOptions{})
-		t.Cleanup(func() {
-			_ = api.MutatingWebhookConfigurations().Delete(context.Background(), "test-webhook", metav1.DeleteOptions{})
-		})
-	} else {
-		_, err = api.ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
-			ObjectMeta: metav1.ObjectMeta{Name: "test-webhook"},
-			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-				Name: "test-webhook.cowboy.io", ClientConfig: client, Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
-			}},
-		}, metav1.CreateOptions{})
-		t.Cleanup(func() {
-			_ = api.ValidatingWebhookConfigurations().Delete(context.Background(), "test-webhook", metav1.DeleteOptions{})
-		})
-	}
-	if err != nil {
-		t.Fatalf("create webhook configuration: %v", err)
-	}
-}
 
 // newCowboy returns a cowboy of group with spec.intent.
 func newCowboy(group, intent string) *unstructured.Unstructured {
@@ -219,9 +131,9 @@ func TestAdmissionOfAnExportOnAnotherShardJudgesBoundResources(t *testing.T) {
 
 	for _, mutating := range []bool{true, false} {
 		t.Run(map[bool]string{true: "MutatingWebhook", false: "ValidatingWebhook"}[mutating], func(t *testing.T) {
-			providerHook, consumerHook := newReviewCounter(t), newReviewCounter(t)
-			providerHook.register(ctx, t, providerKube, group, mutating)
-			consumerHook.register(ctx, t, consumerKube, group, mutating)
+			providerHook, consumerHook := framework.NewAdmissionWebhook(t), framework.NewAdmissionWebhook(t)
+			providerHook.Register(ctx, t, providerKube, group, "v1alpha1", "cowboys", mutating)
+			consumerHook.Register(ctx, t, consumerKube, group, "v1alpha1", "cowboys", mutating)
 			// The configuration reaches the consumer's shard through the
 			// cache server; until then creates pass unreviewed (or, while a
 			// previous subtest's deleted configuration lingers, fail).
@@ -229,15 +141,15 @@ func TestAdmissionOfAnExportOnAnotherShardJudgesBoundResources(t *testing.T) {
 				if _, err := cowboys.Create(ctx, newCowboy(group, "good"), metav1.CreateOptions{}); err != nil {
 					return err
 				}
-				if calls, _ := providerHook.seen(); calls == 0 {
+				if calls, _ := providerHook.Seen(); calls == 0 {
 					return fmt.Errorf("the export's webhook was not called")
 				}
 				return nil
 			}, "a cowboy created in the consumer is reviewed by the export's webhook")
-			if _, cluster := providerHook.seen(); cluster != string(consumer) {
+			if _, cluster := providerHook.Seen(); cluster != string(consumer) {
 				t.Errorf("the object the export's webhook reviewed carries cluster %q, want the consumer's %s", cluster, consumer)
 			}
-			if calls, _ := consumerHook.seen(); calls != 0 {
+			if calls, _ := consumerHook.Seen(); calls != 0 {
 				t.Errorf("the consumer's own webhook was called %d times for a bound resource", calls)
 			}
 		})
