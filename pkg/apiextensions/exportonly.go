@@ -32,27 +32,26 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 			h.ServeHTTP(w, req)
 			return
 		}
-		hidden := s.hiddenKinds(cluster)
-		if len(hidden) == 0 {
-			h.ServeHTTP(w, req)
-			return
-		}
+		// Only requests for these kinds and the discovery that lists them
+		// look at the cluster's bindings.
 		info, _ := apirequest.RequestInfoFrom(req.Context())
 		switch {
 		case info != nil && info.IsResourceRequest:
-			for _, gvr := range hidden {
-				if info.APIGroup == gvr.Group && info.Resource == gvr.Resource {
+			for _, gvr := range exportOnly {
+				if info.APIGroup == gvr.Group && info.Resource == gvr.Resource && s.hidden(cluster, gvr) {
 					err := apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, gvr.GroupResource(), info.Name, "", 0, false)
 					responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 					return
 				}
 			}
 		case req.Method == http.MethodGet && (req.URL.Path == "/apis" || req.URL.Path == "/apis/"):
-			s.serveGroupsWithout(h, w, req, hidden)
-			return
+			if hidden := s.hiddenKinds(cluster); len(hidden) > 0 {
+				s.serveGroupsWithout(h, w, req, hidden)
+				return
+			}
 		case req.Method == http.MethodGet:
-			for _, gvr := range hidden {
-				if strings.TrimSuffix(req.URL.Path, "/") == "/apis/"+gvr.Group+"/"+gvr.Version {
+			for _, gvr := range exportOnly {
+				if strings.TrimSuffix(req.URL.Path, "/") == "/apis/"+gvr.Group+"/"+gvr.Version && s.hidden(cluster, gvr) {
 					s.serveResourcesWithout(h, w, req, gvr.Resource)
 					return
 				}
@@ -66,14 +65,20 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 func (s *Server) hiddenKinds(cluster logicalcluster.Name) []schema.GroupVersionResource {
 	var out []schema.GroupVersionResource
 	for _, gvr := range exportOnly {
-		if s.handler.bound != nil {
-			if _, ok := s.handler.bound.Get(cluster, gvr.Group, gvr.Resource); ok {
-				continue
-			}
+		if s.hidden(cluster, gvr) {
+			out = append(out, gvr)
 		}
-		out = append(out, gvr)
 	}
 	return out
+}
+
+// hidden tells whether cluster has no bound binding of gvr.
+func (s *Server) hidden(cluster logicalcluster.Name, gvr schema.GroupVersionResource) bool {
+	if s.handler.bound == nil {
+		return true
+	}
+	_, ok := s.handler.bound.Get(cluster, gvr.Group, gvr.Resource)
+	return !ok
 }
 
 // isHidden tells whether resource (or a subresource of it) is one of
