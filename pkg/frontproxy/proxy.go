@@ -230,7 +230,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				if err != nil {
 					klog.FromContext(req.Context()).V(4).Info("Service account token review failed", "err", err)
 				}
-				responsewriters.ErrorNegotiated(apierrors.NewUnauthorized("Unauthorized"), scheme.Codecs, schema.GroupVersion{}, w, req)
+				unauthorized(w, req)
 				return
 			}
 		}
