@@ -3,6 +3,7 @@ package authorization
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -40,8 +41,9 @@ var auditSteps = map[string]auditStep{
 	"workspace-content":         {keys: []string{"01-requiredgroups", "02-content"}, chained: true},
 	"system-crd":                {keys: []string{"03-systemcrd"}, chained: true},
 	"maximal-permission-policy": {keys: []string{"04-maxpermissionpolicy"}, chained: true},
-	"kcp-admin":                 {keys: []string{"05-bootstrap"}},
-	"rbac":                      {keys: []string{"05-local"}},
+	"bootstrap":                 {keys: []string{"05-bootstrap"}},
+	"local":                     {keys: []string{"05-local"}},
+	"global":                    {keys: []string{"05-global"}},
 }
 
 // auditRecord is what the steps of one authorization decided, in order.
@@ -80,14 +82,46 @@ func (s auditedStep) Authorize(ctx context.Context, a authorizer.Attributes) (au
 	return d, reason, err
 }
 
+type auditDomainKey struct{}
+
+// ForRequests returns authz annotating the audit event of the request it
+// authorizes under kcp's request.auth.kcp.io. As in kcp, only the request's
+// own authorization is annotated so: the same chain called by admission,
+// RBAC escalation checks or the views writes nothing.
+func ForRequests(authz authorizer.Authorizer) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		return authz.Authorize(context.WithValue(ctx, auditDomainKey{}, requestAuditDomain), a)
+	})
+}
+
+// WithSubjectAccessReviewAuditDomain tags a SubjectAccessReview (after
+// its own authorization) so that the checks it asks for are annotated
+// under kcp's sar.auth.kcp.io.
+func WithSubjectAccessReviewAuditDomain(handler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ri, ok := genericapirequest.RequestInfoFrom(r.Context())
+		if ok && ri.IsResourceRequest && ri.APIGroup == authorizationv1.GroupName && ri.Resource == "subjectaccessreviews" && ri.Verb == "create" {
+			r = r.WithContext(context.WithValue(r.Context(), auditDomainKey{}, sarAuditDomain))
+		}
+		handler.ServeHTTP(w, r)
+	})
+}
+
+func (s auditedStep) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(s.Authorize(ctx, a))
+}
+
 // withAuditAnnotations annotates the request's audit event with the
-// decision of each step that ran, under kcp's keys, so that an audit log
-// says which step allowed or denied a request and why, as kcp's does.
+// decision of each step that ran, under kcp's keys and the domain the
+// context names (ForRequests, WithSubjectAccessReviewAuditDomain), so that
+// an audit log says which step allowed or denied a request and why, as
+// kcp's does.
 func withAuditAnnotations(chain authorizer.Authorizer) authorizer.Authorizer {
 	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		domain, _ := ctx.Value(auditDomainKey{}).(string)
 		// Only a request the audit policy logs (its level is set then) is
 		// annotated: without auditing the records would go nowhere.
-		if ac := audit.AuditContextFrom(ctx); ac == nil || !ac.Enabled() || ac.GetEventLevel() == "" {
+		if ac := audit.AuditContextFrom(ctx); domain == "" || ac == nil || !ac.Enabled() || ac.GetEventLevel() == "" {
 			return chain.Authorize(ctx, a)
 		}
 		rec := &auditRecord{}
@@ -96,7 +130,6 @@ func withAuditAnnotations(chain authorizer.Authorizer) authorizer.Authorizer {
 		rec.done = true
 		steps := rec.steps
 		rec.mu.Unlock()
-		domain := auditDomain(ctx, a)
 		for _, s := range steps {
 			decision, why, stepErr := s.decision, s.reason, s.err
 			if s.step.chained {
@@ -113,19 +146,6 @@ func withAuditAnnotations(chain authorizer.Authorizer) authorizer.Authorizer {
 		}
 		return d, reason, err
 	})
-}
-
-// auditDomain is kcp's annotation domain of an authorization: the checks a
-// SubjectAccessReview asks for are told apart from the request's own.
-func auditDomain(ctx context.Context, a authorizer.Attributes) string {
-	ri, ok := genericapirequest.RequestInfoFrom(ctx)
-	if !ok || !ri.IsResourceRequest || ri.APIGroup != authorizationv1.GroupName || ri.Verb != "create" {
-		return requestAuditDomain
-	}
-	if a.GetAPIGroup() == ri.APIGroup && a.GetResource() == ri.Resource && a.GetVerb() == ri.Verb {
-		return requestAuditDomain
-	}
-	return sarAuditDomain
 }
 
 func auditDecisionString(d authorizer.Decision) string {

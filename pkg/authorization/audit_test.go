@@ -2,6 +2,8 @@ package authorization
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
@@ -9,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/union"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 func decideWith(d authorizer.Decision, reason string) authorizer.Authorizer {
@@ -20,14 +23,15 @@ func decideWith(d authorizer.Decision, reason string) authorizer.Authorizer {
 func TestAuditAnnotationsNameKCPsStepsAndTheirDecisions(t *testing.T) {
 	steps := []union.NamedAuthorizer{
 		{AuthorizerName: "workspace-content", Authorizer: auditedStep{step: auditSteps["workspace-content"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "")}},
-		{AuthorizerName: "kcp-admin", Authorizer: auditedStep{step: auditSteps["kcp-admin"], Authorizer: decideWith(authorizer.DecisionAllow, "admin")}},
-		{AuthorizerName: "rbac", Authorizer: auditedStep{step: auditSteps["rbac"], Authorizer: decideWith(authorizer.DecisionDeny, "never asked")}},
+		{AuthorizerName: "bootstrap", Authorizer: auditedStep{step: auditSteps["bootstrap"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "bootstrap policy: ")}},
+		{AuthorizerName: "local", Authorizer: auditedStep{step: auditSteps["local"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "local policy")}},
+		{AuthorizerName: "global", Authorizer: auditedStep{step: auditSteps["global"], Authorizer: decideWith(authorizer.DecisionAllow, "global policy")}},
 	}
 	u, err := union.New(steps...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	chain := withAuditAnnotations(u)
+	chain := ForRequests(withAuditAnnotations(u))
 	attrs := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "alice"}, Verb: "list", Resource: "configmaps", ResourceRequest: true}
 
 	// Not audited: nothing is recorded.
@@ -51,14 +55,43 @@ func TestAuditAnnotationsNameKCPsStepsAndTheirDecisions(t *testing.T) {
 		// Chained steps report the chain's decision from them on, as kcp's.
 		"request.auth.kcp.io/01-requiredgroups-decision": "Allowed",
 		"request.auth.kcp.io/02-content-decision":        "Allowed",
-		"request.auth.kcp.io/05-bootstrap-decision":      "Allowed",
-		"request.auth.kcp.io/05-bootstrap-reason":        "admin",
+		"request.auth.kcp.io/05-bootstrap-decision":      "NoOpinion",
+		"request.auth.kcp.io/05-bootstrap-reason":        "bootstrap policy: ",
+		"request.auth.kcp.io/05-local-decision":          "NoOpinion",
+		"request.auth.kcp.io/05-global-decision":         "Allowed",
+		"request.auth.kcp.io/05-global-reason":           "global policy",
 	} {
 		if got[key] != want {
 			t.Errorf("%s = %q, want %q", key, got[key], want)
 		}
 	}
-	if _, ok := got["request.auth.kcp.io/05-local-decision"]; ok {
-		t.Errorf("a step that did not run is annotated: %v", got)
+
+	// Called by anything but the request's authorization (admission, RBAC
+	// escalation checks), the chain annotates nothing, as kcp's.
+	ctx = audit.WithAuditContext(context.Background())
+	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelMetadata}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := withAuditAnnotations(u).Authorize(ctx, attrs); err != nil {
+		t.Fatal(err)
+	}
+	if got := audit.AuditContextFrom(ctx).GetEventAnnotations(); len(got) != 0 {
+		t.Errorf("annotations of a check outside the request's authorization: %v", got)
+	}
+
+	// The checks a SubjectAccessReview asks for are kcp's sar.auth.kcp.io.
+	req := httptest.NewRequest(http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", nil)
+	ctx = audit.WithAuditContext(genericapirequest.WithRequestInfo(req.Context(), &genericapirequest.RequestInfo{
+		IsResourceRequest: true, Verb: "create", APIGroup: "authorization.k8s.io", APIVersion: "v1", Resource: "subjectaccessreviews"}))
+	if err := audit.AuditContextFrom(ctx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelMetadata}, nil); err != nil {
+		t.Fatal(err)
+	}
+	WithSubjectAccessReviewAuditDomain(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if _, _, err := withAuditAnnotations(u).Authorize(r.Context(), attrs); err != nil {
+			t.Fatal(err)
+		}
+	})).ServeHTTP(httptest.NewRecorder(), req.WithContext(ctx))
+	if got := audit.AuditContextFrom(ctx).GetEventAnnotations(); got["sar.auth.kcp.io/05-global-decision"] != "Allowed" {
+		t.Errorf("annotations of a SubjectAccessReview's check: %v", got)
 	}
 }

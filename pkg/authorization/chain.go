@@ -17,10 +17,12 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-// RBAC is what the chain needs of the per-cluster RBAC authorizer.
+// RBAC is what the chain needs of the per-cluster RBAC authorizer: its
+// rules, and kcp's three steps (bootstrap policy, the cluster's own RBAC,
+// replicated RBAC), which the chain runs in order.
 type RBAC interface {
-	authorizer.Authorizer
 	authorizer.RuleResolver
+	Steps() (bootstrap, local, global authorizer.Authorizer)
 }
 
 // NewChain returns the authorizer and rule resolver: system:masters, the
@@ -28,7 +30,9 @@ type RBAC interface {
 // status of APIExports and APIBindings, the workspace content
 // authorizer (may the user enter the logical cluster at all), the maximal
 // permission policy of bound APIs (an upper bound, binding system:kcp:admin
-// too, as in kcp), system:kcp:admin, then the per-cluster RBAC authorizer.
+// too, as in kcp), then kcp's RBAC steps: the bootstrap policy (with
+// system:kcp:admin, which kcp's bootstrap policy binds to cluster-admin),
+// the cluster's own RBAC and replicated RBAC.
 // Scopes and warrants are evaluated around all of them: an identity counts
 // as itself only where it is in scope (elsewhere, service accounts of other
 // clusters included, as a plain authenticated user), and a request is
@@ -40,6 +44,13 @@ type RBAC interface {
 func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authorizer.Authorizer, authorizer.RuleResolver, error) {
 	masters := authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)
 	admins := authorizerfactory.NewPrivilegedGroups(identities.KCPAdminGroup)
+	bootstrapRBAC, localRBAC, globalRBAC := rbac.Steps()
+	bootstrap, err := union.New(
+		union.NamedAuthorizer{AuthorizerName: "kcp-admin", Authorizer: admins},
+		union.NamedAuthorizer{AuthorizerName: "bootstrap-policy", Authorizer: bootstrapRBAC})
+	if err != nil {
+		return nil, nil, err
+	}
 	steps := []union.NamedAuthorizer{
 		{AuthorizerName: "system-masters", Authorizer: masters},
 		{AuthorizerName: "impersonation-gatekeeper", Authorizer: impersonation.Authorizer{}},
@@ -47,8 +58,9 @@ func NewChain(content, maxPermission authorizer.Authorizer, rbac RBAC) (authoriz
 		{AuthorizerName: "system-crd", Authorizer: systemStatus{}},
 		{AuthorizerName: "workspace-content", Authorizer: content},
 		{AuthorizerName: "maximal-permission-policy", Authorizer: maxPermission},
-		{AuthorizerName: "kcp-admin", Authorizer: admins},
-		{AuthorizerName: "rbac", Authorizer: rbac},
+		{AuthorizerName: "bootstrap", Authorizer: bootstrap},
+		{AuthorizerName: "local", Authorizer: localRBAC},
+		{AuthorizerName: "global", Authorizer: globalRBAC},
 	}
 	for i, s := range steps {
 		if step, ok := auditSteps[s.AuthorizerName]; ok {

@@ -24,6 +24,9 @@ func (d decide) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attri
 func (d decide) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
 	return authorizer.DecisionDeny, "", nil
 }
+func (d decide) Steps() (bootstrap, local, global authorizer.Authorizer) {
+	return d, d, d
+}
 func (d decide) RulesFor(context.Context, user.Info, string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
 	return nil, nil, false, nil
 }

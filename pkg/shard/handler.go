@@ -10,6 +10,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
 	"github.com/shardplane/shardplane/pkg/authentication/stackreserve"
+	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
@@ -35,6 +36,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// read from the cache server.
 	systemExportIdentity := bootstrap.SystemExportIdentity(c.Informers.kcp.apiExports, c.Informers.global.APIExports)
 	apiHandler = clusterpath.WithResourceIdentity(apiHandler, gc.Serializer, systemExportIdentity)
+	// The checks a SubjectAccessReview asks for are audited as kcp's are.
+	apiHandler = authorization.WithSubjectAccessReviewAuditDomain(apiHandler)
 	// system:masters (the views' process) asks kcp's deep reviews by header.
 	apiHandler = workspacecontent.WithDeepSubjectAccessReviews(apiHandler)
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
@@ -49,7 +52,12 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// Recovered here, a handler's panic stays in the timeout filter's
 	// goroutine; the outermost recovery below takes those of the filters
 	// around it all.
+	// Only the request's own authorization annotates its audit event, as in
+	// kcp: every other caller of the authorizer gets it without.
+	authz := gc.Authorization.Authorizer
+	gc.Authorization.Authorizer = authorization.ForRequests(authz)
 	chain := impersonation.WithRequestMarker(genericapiserver.DefaultBuildHandlerChain(panics.WithRecovery(inner), gc))
+	gc.Authorization.Authorizer = authz
 	chain = c.apiExtensions.wrapHandler(chain)
 	if gc.AuditBackend != nil {
 		// kcp's workspace annotation, only where audit events are written.

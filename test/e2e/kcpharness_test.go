@@ -13,12 +13,15 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 	"github.com/shardplane/shardplane/test/framework"
 )
@@ -161,7 +164,8 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 		framework.WithSubcommand("start"),
 		framework.WithCommandLine(func(s *framework.Shard) []string {
 			return kcpPrivateServerArgs(t, s, artifactDir,
-				"--audit-policy-file", writeFile(t, "policy.yaml", kcpAuditPolicy),
+				// kcp's policy, and SubjectAccessReviews for the checks below.
+				"--audit-policy-file", writeFile(t, "policy.yaml", kcpAuditPolicy+sarAuditRule),
 				"--authorization-webhook-config-file", webhook,
 				// kcp's default order, written out: the shard's chain decides
 				// before the webhook, so its steps' audit annotations appear.
@@ -219,7 +223,67 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 			}
 		}
 	}
+
+	// Beyond kcp's test, what its authorizer chain writes too: kcp-admin is
+	// allowed by the bootstrap policy; a user granted in the workspace by
+	// its own RBAC is allowed by 05-local after 05-bootstrap had no
+	// opinion; the checks a SubjectAccessReview asks for are annotated
+	// under sar.auth.kcp.io.
+	if got := response.Annotations["request.auth.kcp.io/05-bootstrap-decision"]; got != "Allowed" {
+		t.Errorf("kcp-admin's list: 05-bootstrap-decision %q, want Allowed", got)
+	}
+	admin := kubeClient(t, s, "base", org.path())
+	for name, role := range map[string]string{"user-1-enters": bootstrap.WorkspaceAccessClusterRole, "user-1-views": "view"} {
+		if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "user-1"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userCfg := rest.AnonymousClientConfig(s.ClusterConfig(t, "base", org.path()))
+	userCfg.BearerToken = "user-1-token"
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := newKubeClient(t, userCfg).CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{})
+		return err
+	}, "user-1 never listed configmaps in %s", org.path())
+	if _, err := admin.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               "user-1",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "list", Resource: "configmaps"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, func(context.Context) error {
+		var userList, review bool
+		for _, e := range readAuditEvents(t, filepath.Join(artifactDir, "kcp.audit")) {
+			if e.Stage != auditv1.StageResponseComplete || e.ObjectRef == nil || e.Annotations["tenancy.kcp.io/workspace"] != cluster {
+				continue
+			}
+			a := e.Annotations
+			switch {
+			case e.User.Username == "user-1" && e.ObjectRef.Resource == "configmaps" && e.ResponseStatus != nil && e.ResponseStatus.Code == http.StatusOK:
+				userList = a["request.auth.kcp.io/05-bootstrap-decision"] == "NoOpinion" && a["request.auth.kcp.io/05-local-decision"] == "Allowed" &&
+					strings.HasPrefix(a["request.auth.kcp.io/05-local-reason"], "local policy for cluster")
+			case e.ObjectRef.Resource == "subjectaccessreviews":
+				review = a["sar.auth.kcp.io/05-local-decision"] == "Allowed"
+			}
+		}
+		if !userList || !review {
+			return fmt.Errorf("user-1's list annotated 05-local: %v; the review's check annotated under sar.auth.kcp.io: %v", userList, review)
+		}
+		return nil
+	}, "the audit log never told which RBAC step allowed user-1")
 }
+
+// sarAuditRule logs SubjectAccessReviews, whose checks kcp annotates
+// under sar.auth.kcp.io.
+const sarAuditRule = `  - level: Metadata
+    verbs: ["create"]
+    resources:
+      - group: "authorization.k8s.io"
+        resources: ["subjectaccessreviews"]
+`
 
 // readAuditEvents parses the JSON lines of an audit log.
 func readAuditEvents(t *testing.T, path string) []auditv1.Event {

@@ -1,23 +1,30 @@
-// Package clusterrbac authorizes with Kubernetes' RBAC authorizer against the
-// roles and bindings of the request's own logical cluster.
+// Package clusterrbac authorizes with Kubernetes' RBAC authorizer in kcp's
+// three steps, the first that allows deciding (RBAC never denies):
 //
-// One authorizer serves all logical clusters: its role and binding getters
-// read the cluster from the request context and look it up in wildcard
-// informers. ClusterRoles not found in the cluster fall back to those of
-// system:admin (the bootstrap roles: cluster-admin, admin, edit, view, ...),
-// and the ClusterRoleBindings of system:admin (bootstrap bindings such as
-// system:discovery for system:authenticated) apply in every cluster.
-// ClusterRoles and ClusterRoleBindings of logical clusters other shards host
-// (root's, on a shard without root) come from global informers.
+//   - bootstrap: the RBAC of system:admin (the bootstrap policy: the roles
+//     cluster-admin, admin, edit, view, ... and bindings such as
+//     system:discovery for system:authenticated), in every cluster;
+//   - local: the roles and bindings of the request's own logical cluster,
+//     its ClusterRoles falling back to those of system:admin;
+//   - global: the replicated ClusterRoles and ClusterRoleBindings of a
+//     logical cluster another shard hosts (root's, on a shard without
+//     root), read from global informers.
+//
+// Each step reads the cluster from the request context and looks it up in
+// wildcard informers, so one authorizer serves all logical clusters.
 package clusterrbac
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -53,17 +60,109 @@ func (i Informers) HasSynced() bool {
 	return i.Roles.HasSynced() && i.RoleBindings.HasSynced() && i.ClusterRoles.HasSynced() && i.ClusterRoleBindings.HasSynced()
 }
 
-// New returns the RBAC authorizer and rule resolver over the informers. Call
-// it before the informers run: it registers a handler on ClusterRoleBindings.
-func New(i Informers) *rbac.RBACAuthorizer {
-	g := getters{Informers: i, bootstrap: &bootstrapBindings{informer: i.ClusterRoleBindings}}
-	i.ClusterRoleBindings.AddHandler(g.bootstrap)
-	return rbac.New(g, g, g, g)
+// Authorizer is kcp's three RBAC steps; it authorizes and resolves rules
+// with all of them, and Steps gives each on its own (for the audit
+// annotations of kcp's 05-bootstrap, 05-local and 05-global).
+type Authorizer struct {
+	bootstrap, local, global *rbac.RBACAuthorizer
 }
 
+// New returns the RBAC authorizer over the informers. Call it before the
+// informers run: it registers a handler on ClusterRoleBindings.
+func New(i Informers) *Authorizer {
+	bootstrap := &bootstrapBindings{informer: i.ClusterRoleBindings}
+	i.ClusterRoleBindings.AddHandler(bootstrap)
+	step := func(s step) *rbac.RBACAuthorizer {
+		g := getters{Informers: i, bootstrap: bootstrap, step: s}
+		return rbac.New(g, g, g, g)
+	}
+	return &Authorizer{bootstrap: step(bootstrapStep), local: step(localStep), global: step(globalStep)}
+}
+
+// Steps returns the bootstrap, local and global steps, each answering with
+// kcp's reason prefix.
+func (a *Authorizer) Steps() (bootstrap, local, global authorizer.Authorizer) {
+	return stepAuthorizer{a.bootstrap, bootstrapStep}, stepAuthorizer{a.local, localStep}, stepAuthorizer{a.global, globalStep}
+}
+
+// Authorize allows what one of the steps allows.
+func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
+	var errs []error
+	for _, s := range []*rbac.RBACAuthorizer{a.bootstrap, a.local, a.global} {
+		d, reason, err := s.Authorize(ctx, attr)
+		if d == authorizer.DecisionAllow {
+			return d, reason, err
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return authorizer.DecisionNoOpinion, "", utilerrors.NewAggregate(errs)
+}
+
+func (a *Authorizer) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attr))
+}
+
+func (a *Authorizer) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
+// RulesFor returns the rules of all three steps.
+func (a *Authorizer) RulesFor(ctx context.Context, u user.Info, namespace string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	var (
+		resources    []authorizer.ResourceRuleInfo
+		nonResources []authorizer.NonResourceRuleInfo
+		incomplete   bool
+		errs         []error
+	)
+	for _, s := range []*rbac.RBACAuthorizer{a.bootstrap, a.local, a.global} {
+		r, n, inc, err := s.RulesFor(ctx, u, namespace)
+		resources, nonResources = append(resources, r...), append(nonResources, n...)
+		incomplete = incomplete || inc
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return resources, nonResources, incomplete, utilerrors.NewAggregate(errs)
+}
+
+// step is one of kcp's RBAC steps.
+type step int
+
+const (
+	bootstrapStep step = iota
+	localStep
+	globalStep
+)
+
+// stepAuthorizer is one step, its reasons prefixed as kcp's are.
+type stepAuthorizer struct {
+	*rbac.RBACAuthorizer
+	step step
+}
+
+func (s stepAuthorizer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
+	d, reason, err := s.RBACAuthorizer.Authorize(ctx, attr)
+	switch s.step {
+	case bootstrapStep:
+		return d, "bootstrap policy: " + reason, err
+	case localStep:
+		return d, fmt.Sprintf("local policy for cluster %q reason: %s", clusterOf(ctx), reason), err
+	default:
+		return d, fmt.Sprintf("global cluster %q policy: %s", clusterOf(ctx), reason), err
+	}
+}
+
+func (s stepAuthorizer) ConditionsAwareAuthorize(ctx context.Context, attr authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(s.Authorize(ctx, attr))
+}
+
+// getters read the roles and bindings of one step.
 type getters struct {
 	Informers
 	bootstrap *bootstrapBindings
+	step      step
 }
 
 // bootstrapBindings caches the ClusterRoleBindings of BootstrapCluster. They
@@ -139,18 +238,39 @@ func clusterOf(ctx context.Context) logicalcluster.Name {
 }
 
 func (g getters) GetRole(ctx context.Context, namespace, name string) (*rbacv1.Role, error) {
-	obj, exists, err := g.Roles.Get(clusterOf(ctx), namespace, name)
-	if err != nil {
-		return nil, err
+	var clusters []logicalcluster.Name
+	switch g.step {
+	case bootstrapStep:
+		clusters = []logicalcluster.Name{BootstrapCluster}
+	case localStep:
+		clusters = []logicalcluster.Name{clusterOf(ctx), BootstrapCluster}
 	}
-	if !exists {
-		return nil, apierrors.NewNotFound(rbacv1.Resource("roles"), name)
+	for _, cluster := range clusters {
+		obj, exists, err := g.Roles.Get(cluster, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			return obj.(*rbacv1.Role), nil
+		}
 	}
-	return obj.(*rbacv1.Role), nil
+	return nil, apierrors.NewNotFound(rbacv1.Resource("roles"), name)
 }
 
 func (g getters) ListRoleBindings(ctx context.Context, namespace string) ([]*rbacv1.RoleBinding, error) {
-	objs, err := g.RoleBindings.List(clusterOf(ctx), namespace)
+	var cluster logicalcluster.Name
+	switch g.step {
+	case bootstrapStep:
+		cluster = BootstrapCluster
+	case localStep:
+		if cluster = clusterOf(ctx); cluster == BootstrapCluster {
+			return nil, nil
+		}
+	default:
+		// Role bindings are not replicated.
+		return nil, nil
+	}
+	objs, err := g.RoleBindings.List(cluster, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -162,15 +282,25 @@ func (g getters) ListRoleBindings(ctx context.Context, namespace string) ([]*rba
 }
 
 func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
-	cluster := clusterOf(ctx)
-	for _, source := range []struct {
+	type source struct {
 		cluster  logicalcluster.Name
 		informer *wildcardinformer.Informer
-	}{{cluster, g.ClusterRoles}, {cluster, g.GlobalClusterRoles}, {BootstrapCluster, g.ClusterRoles}} {
-		if source.informer == nil || (source.informer == g.GlobalClusterRoles && !g.global(cluster)) {
-			continue
+	}
+	bootstrap := source{BootstrapCluster, g.ClusterRoles}
+	var sources []source
+	switch cluster := clusterOf(ctx); g.step {
+	case bootstrapStep:
+		sources = []source{bootstrap}
+	case localStep:
+		sources = []source{{cluster, g.ClusterRoles}, bootstrap}
+	default:
+		if g.GlobalClusterRoles != nil && g.global(cluster) {
+			sources = []source{{cluster, g.GlobalClusterRoles}}
 		}
-		obj, exists, err := source.informer.Get(source.cluster, "", name)
+		sources = append(sources, bootstrap)
+	}
+	for _, s := range sources {
+		obj, exists, err := s.informer.Get(s.cluster, "", name)
 		if err != nil {
 			return nil, err
 		}
@@ -183,31 +313,18 @@ func (g getters) GetClusterRole(ctx context.Context, name string) (*rbacv1.Clust
 
 func (g getters) ListClusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {
 	cluster := clusterOf(ctx)
-	bootstrap, err := g.bootstrap.list()
-	if err != nil {
-		return nil, err
-	}
-	var own []interface{}
-	if cluster != BootstrapCluster {
-		if own, err = g.ClusterRoleBindings.List(cluster, ""); err != nil {
-			return nil, err
+	switch g.step {
+	case bootstrapStep:
+		return g.bootstrap.list()
+	case localStep:
+		if cluster == BootstrapCluster {
+			return nil, nil
 		}
-	}
-	var global []interface{}
-	if g.GlobalClusterRoleBindings != nil && g.global(cluster) {
-		if global, err = g.GlobalClusterRoleBindings.List(cluster, ""); err != nil {
-			return nil, err
+		return listClusterRoleBindings(g.ClusterRoleBindings, cluster)
+	default:
+		if g.GlobalClusterRoleBindings == nil || !g.global(cluster) {
+			return nil, nil
 		}
+		return listClusterRoleBindings(g.GlobalClusterRoleBindings, cluster)
 	}
-	// The cluster's own bindings first: they decide most requests, and the
-	// authorizer stops at the first rule that allows.
-	out := make([]*rbacv1.ClusterRoleBinding, 0, len(own)+len(bootstrap)+len(global))
-	for _, o := range own {
-		out = append(out, o.(*rbacv1.ClusterRoleBinding))
-	}
-	out = append(out, bootstrap...)
-	for _, o := range global {
-		out = append(out, o.(*rbacv1.ClusterRoleBinding))
-	}
-	return out, nil
 }

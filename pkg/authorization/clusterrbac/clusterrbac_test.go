@@ -2,6 +2,7 @@ package clusterrbac
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestRBACReadsOnlyTheRequestsClusterPlusBootstrapPolicy(t *testing.T) {
 		{"bob", "team-b", "ns", authorizer.DecisionNoOpinion},      // binding is team-a's alone
 		{"carol", "team-b", "ns", authorizer.DecisionNoOpinion},    // team-b's own empty role wins
 		{"dave", "team-a", "ns", authorizer.DecisionAllow},         // bootstrap bindings apply everywhere
-		{"dave", "team-b", "ns", authorizer.DecisionNoOpinion},     // ... but team-b's own role has no rules
+		{"dave", "team-b", "ns", authorizer.DecisionAllow},         // ... naming system:admin's role, as kcp's bootstrap policy reads it
 	} {
 		ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
 		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: tc.user}, Verb: "get", Resource: "secrets", Namespace: tc.namespace, Name: "s", ResourceRequest: true}
@@ -83,6 +84,51 @@ func TestRBACReadsOnlyTheRequestsClusterPlusBootstrapPolicy(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("%s get secrets in %s/%s: decision %v, want %v", tc.user, tc.cluster, tc.namespace, got, tc.want)
+		}
+	}
+}
+
+func TestEachStepDecidesWithItsOwnRBACAndSaysWhichItIs(t *testing.T) {
+	readSecrets := []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"secrets"}}}
+	bindTo := func(m metav1.ObjectMeta, role, user string) *rbacv1.ClusterRoleBinding {
+		return &rbacv1.ClusterRoleBinding{ObjectMeta: m, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
+	}
+	a := New(Informers{
+		Roles:        informer(t, &rbacv1.Role{}),
+		RoleBindings: informer(t, &rbacv1.RoleBinding{}),
+		ClusterRoles: informer(t, &rbacv1.ClusterRole{},
+			&rbacv1.ClusterRole{ObjectMeta: named(in(BootstrapCluster), "", "secret-reader"), Rules: readSecrets}),
+		ClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
+			bindTo(named(in(BootstrapCluster), "", "boot-reads"), "secret-reader", "boot"),
+			bindTo(named(in("team-a"), "", "loc-reads"), "secret-reader", "loc")),
+		GlobalClusterRoles: informer(t, &rbacv1.ClusterRole{}),
+		GlobalClusterRoleBindings: informer(t, &rbacv1.ClusterRoleBinding{},
+			bindTo(named(in("team-a"), "", "glob-reads"), "secret-reader", "glob")),
+		Hosted: func(logicalcluster.Name) bool { return false },
+	})
+	bootstrap, local, global := a.Steps()
+	steps := map[string]authorizer.Authorizer{"bootstrap": bootstrap, "local": local, "global": global}
+	ctx := logicalcluster.WithCluster(context.Background(), "team-a")
+	for who, allowedBy := range map[string]string{"boot": "bootstrap", "loc": "local", "glob": "global"} {
+		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: who}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
+		for name, s := range steps {
+			want := authorizer.DecisionNoOpinion
+			if name == allowedBy {
+				want = authorizer.DecisionAllow
+			}
+			if d, _, err := s.Authorize(ctx, attr); err != nil || d != want {
+				t.Errorf("%s by the %s step: %v %v, want %v", who, name, d, err, want)
+			}
+		}
+		if d, _, err := a.Authorize(ctx, attr); err != nil || d != authorizer.DecisionAllow {
+			t.Errorf("%s by all steps: %v %v, want Allow", who, d, err)
+		}
+	}
+	attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "loc"}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
+	for s, prefix := range map[authorizer.Authorizer]string{bootstrap: "bootstrap policy: ", local: `local policy for cluster "team-a" reason: `, global: `global cluster "team-a" policy: `} {
+		if _, reason, _ := s.Authorize(ctx, attr); !strings.HasPrefix(reason, prefix) {
+			t.Errorf("reason %q, want kcp's prefix %q", reason, prefix)
 		}
 	}
 }
