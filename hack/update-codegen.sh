@@ -94,6 +94,7 @@ KUBE_API_PKGS=(
 	k8s.io/api/coordination/v1
 	k8s.io/api/core/v1
 	k8s.io/api/events/v1
+	k8s.io/api/flowcontrol/v1
 	k8s.io/api/rbac/v1
 )
 APIMACHINERY_PKGS+=("${KUBE_API_PKGS[@]}")

@@ -48,6 +48,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
 	"github.com/shardplane/shardplane/pkg/boundapis"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
@@ -85,6 +86,8 @@ type Config struct {
 	rootCA []byte
 	// workspaceAuth authenticates tokens of the issuers of workspace types.
 	workspaceAuth *workspaceauth.Authenticator
+	// fairness is API Priority and Fairness by workspace; nil when off.
+	fairness *fairness.Controller
 }
 
 type completedConfig struct {
@@ -97,6 +100,7 @@ type completedConfig struct {
 	loopback         *loopback.Server
 	rootCA           []byte
 	workspaceAuth    *workspaceauth.Authenticator
+	fairness         *fairness.Controller
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -118,6 +122,7 @@ func (c *Config) Complete() CompletedConfig {
 		loopback:         c.loopback,
 		rootCA:           c.rootCA,
 		workspaceAuth:    c.workspaceAuth,
+		fairness:         c.fairness,
 	}}
 }
 
@@ -160,6 +165,7 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		schema.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "events.k8s.io", Version: "v1"},
 		schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"},
+		schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"},
 		corev1alpha1.SchemeGroupVersion,
 		tenancyv1alpha1.SchemeGroupVersion,
 		apisv1alpha1.SchemeGroupVersion,
@@ -172,6 +178,8 @@ func resourceConfig() *serverstorage.ResourceConfig {
 // cluster-aware: storage keys, authentication of the admin users,
 // authorization, admission and the handler chain (handler.go).
 func NewConfig(o CompletedOptions) (*Config, error) {
+	fair := o.ControlPlane.Features.EnablePriorityAndFairness
+	o.ControlPlane.Features.EnablePriorityAndFairness = false
 	genericConfig, versionedInformers, storageFactory, err := controlplaneapiserver.BuildGenericConfig(
 		o.ControlPlane, []*runtime.Scheme{legacyscheme.Scheme}, resourceConfig(), kcpopenapi.GetServedOpenAPIDefinitions, nil)
 	if err != nil {
@@ -196,6 +204,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	}
 	rbacAuthorizer, err := config.configureAuthorization(genericConfig)
 	if err != nil {
+		return nil, err
+	}
+	if err := config.configureFairness(genericConfig, fair); err != nil {
 		return nil, err
 	}
 	if config.ControlPlane, _, err = controlplaneapiserver.CreateConfig(o.ControlPlane, genericConfig, versionedInformers, nil, storageFactory, webhook.NewDefaultServiceResolver(), nil); err != nil {

@@ -111,9 +111,9 @@ func NewOptions() *Options {
 	// Upstream admission plugins keep per-server caches that are not aware of
 	// logical clusters; the shard adds its own cluster-aware plugins instead.
 	cp.Admission.GenericAdmission.DefaultOffPlugins = sets.New(kubeoptions.AllOrderedPlugins...)
-	// One fairness configuration for all tenants is not what a multi-tenant
-	// shard wants; max-in-flight limits apply instead.
-	cp.Features.EnablePriorityAndFairness = false
+	// --enable-priority-and-fairness turns on the shard's own APF, keyed by
+	// workspace (pkg/fairness), never upstream's.
+	cp.Features.EnablePriorityAndFairness = true
 	// Other shards and the front-proxy keep watches open on a shard: end
 	// them as it shuts down, instead of the HTTP server waiting up to a
 	// minute for them.

@@ -161,6 +161,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		s.installWildcardInformers,
 		s.installWorkspaceAuthentication,
 		s.installClusterRoleAggregation,
+		s.installFairness,
 		s.addControllers,
 		s.installAdminKubeconfig,
 	} {
@@ -198,6 +199,7 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		rbacrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer},
 		admissionregistrationrest.RESTStorageProvider{Authorizer: generic.Authorization.Authorizer, DiscoveryClient: paramKinds},
 		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
+		flowcontrolStorage{},
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
 		apisregistry.RESTStorageProvider{},
