@@ -2,8 +2,9 @@
 // the claim label kcp puts on an object of a consumer workspace for every
 // APIBinding there that accepted a claim of its resource, and that the
 // APIExport view selects claimed objects by. The admission plugin that
-// sets the labels, the controller that relabels on a change of claims and
-// the view all compute them here.
+// sets the labels, the controllers that relabel objects whose labels are
+// stale (on a change of claims, and object by object) and the view all
+// compute them here.
 package permissionclaim
 
 import (
@@ -173,6 +174,14 @@ func Apply(objectLabels, want map[string]string) (map[string]string, bool) {
 		out[k] = v
 	}
 	return out, true
+}
+
+// Stale tells whether an object of resource gr with the given labels
+// carries other claim labels than the bindings of its workspace give it:
+// it was admitted against another state of them, and must be written again
+// for admission to set them.
+func Stale(bindings []*apisv1alpha2.APIBinding, gr schema.GroupResource, objectLabels map[string]string) bool {
+	return differ(objectLabels, LabelsFor(bindings, gr, objectLabels))
 }
 
 // differ tells whether the claim labels of objectLabels are not want.

@@ -112,3 +112,44 @@ func TestApplyReplacesOnlyClaimLabels(t *testing.T) {
 		t.Fatal("unchanged labels reported as changed")
 	}
 }
+
+// TestStaleTellsWhichObjectsNeedRelabelling is the decision of the
+// controllers that relabel: an object is stale when its claim labels are
+// not what its workspace's bindings give it now, whatever its other
+// labels.
+func TestStaleTellsWhichObjectsNeedRelabelling(t *testing.T) {
+	cms := apisv1alpha2.PermissionClaim{GroupResource: apisv1alpha2.GroupResource{Resource: "configmaps"}, Verbs: []string{"*"}}
+	all := apisv1alpha2.PermissionClaimSelector{MatchAll: true}
+	yes := apisv1alpha2.PermissionClaimSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}}
+	key, val := LabelKeyAndValue("provider", "cowboys", cms)
+	otherKey, _ := LabelKeyAndValue("provider", "other", cms)
+	configMaps := schema.GroupResource{Resource: "configmaps"}
+	acceptsAll := []*apisv1alpha2.APIBinding{binding("cowboys", []apisv1alpha2.PermissionClaim{cms}, accept(cms, all, apisv1alpha2.ClaimAccepted))}
+	acceptsShared := []*apisv1alpha2.APIBinding{binding("cowboys", []apisv1alpha2.PermissionClaim{cms}, accept(cms, yes, apisv1alpha2.ClaimAccepted))}
+	rejects := []*apisv1alpha2.APIBinding{binding("cowboys", []apisv1alpha2.PermissionClaim{cms}, accept(cms, all, apisv1alpha2.ClaimRejected))}
+
+	for name, tc := range map[string]struct {
+		bindings []*apisv1alpha2.APIBinding
+		gr       schema.GroupResource
+		labels   map[string]string
+		want     bool
+	}{
+		"labelled as accepted":                  {acceptsAll, configMaps, map[string]string{"app": "x", key: val}, false},
+		"admitted before the claim":             {acceptsAll, configMaps, map[string]string{"app": "x"}, true},
+		"admitted before the claim was revoked": {rejects, configMaps, map[string]string{key: val}, true},
+		"claim label with another value":        {acceptsAll, configMaps, map[string]string{key: "forged"}, true},
+		"claim label of another export":         {acceptsAll, configMaps, map[string]string{key: val, otherKey: val}, true},
+		"selected, unlabelled":                  {acceptsShared, configMaps, map[string]string{"share": "yes"}, true},
+		"no longer selected, labelled":          {acceptsShared, configMaps, map[string]string{"share": "no", key: val}, true},
+		"not selected, unlabelled":              {acceptsShared, configMaps, map[string]string{"share": "no"}, false},
+		"no bindings, no claim labels":          {nil, configMaps, map[string]string{"app": "x"}, false},
+		"no bindings, a claim label":            {nil, configMaps, map[string]string{key: val}, true},
+		"another resource":                      {acceptsAll, schema.GroupResource{Resource: "secrets"}, nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := Stale(tc.bindings, tc.gr, tc.labels); got != tc.want {
+				t.Fatalf("Stale = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -36,6 +36,10 @@ type controllerClients struct {
 	loopback *restclient.Config
 	// kcp reads and writes kcp's objects through loopback.
 	kcp *kcpclient.Client
+	// relabeler writes claimed objects unchanged, for admission to set
+	// their claim labels: all objects of a claim that changed (the
+	// APIBinding controller), or single stale ones (claimed objects).
+	relabeler *apibindingcontroller.Relabeler
 }
 
 // addControllers installs the shard's controllers, each one or small group
@@ -48,8 +52,12 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 	if err != nil {
 		return err
 	}
+	relabeler, err := apibindingcontroller.NewRelabeler(loopback, c.Informers.kcp.bindingsOf)
+	if err != nil {
+		return err
+	}
 	c.createSystemNamespaces()
-	clients := controllerClients{loopback: loopback, kcp: local}
+	clients := controllerClients{loopback: loopback, kcp: local, relabeler: relabeler}
 	for _, install := range []func(*genericapiserver.GenericAPIServer, controllerClients) error{
 		c.installNamespaceController,
 		c.installLogicalClusterController,
@@ -171,15 +179,11 @@ func (c *Server) installAPIExportControllers(gs *genericapiserver.GenericAPIServ
 // of the default APIBindings of new workspaces.
 func (c *Server) installAPIBindingControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	kcp, globals := c.Informers.kcp, c.Informers.globals()
-	relabeler, err := apibindingcontroller.NewRelabeler(cl.loopback, kcp.bindingsOf)
-	if err != nil {
-		return err
-	}
 	apiBindings, err := apibindingcontroller.New(apibindingcontroller.Config{
 		APIBindings: kcp.apiBindings, APIExports: kcp.apiExports, APIResourceSchemas: kcp.apiResourceSchemas, CRDs: c.apiExtensions.crds,
 		ResolvePath: c.Informers.resolveAnyPath, ClusterPath: kcp.clusterPath, Client: cl.kcp,
 		DeleteInstances:  c.apiExtensions.server.DeleteBoundInstances,
-		Relabel:          relabeler.Relabel,
+		Relabel:          cl.relabeler.Relabel,
 		GlobalAPIExports: globals.apiExports, GlobalAPIResourceSchemas: globals.apiResourceSchemas,
 		Hosted: c.Informers.hosted, CacheUnreachable: c.Informers.global.Reachable,
 	})

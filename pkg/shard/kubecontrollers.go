@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
+	apibindingcontroller "github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	"github.com/shardplane/shardplane/pkg/controllers/garbagecollector"
 	rqcontroller "github.com/shardplane/shardplane/pkg/controllers/resourcequota"
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
@@ -23,16 +24,26 @@ import (
 // informers have synced and the shard serves (they discover its
 // resources); their own informers sync in the background.
 
-// installGarbageCollector installs the garbage collector.
+// installGarbageCollector installs the garbage collector and the
+// controller of claimed objects' labels its watches feed: both look at
+// objects of every resource, which the shard watches once.
 func (c *Server) installGarbageCollector(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	// The CRD informer is the one the CRD server runs.
-	crds := c.apiExtensions.crds
+	crds, apiBindings := c.apiExtensions.crds, c.Informers.kcp.apiBindings
 	return c.addController(gs, "shardplane-garbage-collector", func(ctx context.Context) error {
-		gc, err := garbagecollector.New(garbagecollector.Config{Loopback: cl.loopback, CRDs: crds, Bound: c.apiExtensions.bound, APIBindings: c.Informers.kcp.apiBindings})
+		claimed := apibindingcontroller.NewClaimedObjects(apibindingcontroller.ClaimedObjectsConfig{
+			Bindings: c.Informers.kcp.bindingsOf, Relabel: cl.relabeler.RelabelObject,
+		})
+		gc, err := garbagecollector.New(garbagecollector.Config{
+			Loopback: cl.loopback, CRDs: crds, Bound: c.apiExtensions.bound, APIBindings: apiBindings,
+			Observe: claimed.Observe,
+		})
 		if err != nil {
 			return fmt.Errorf("garbage collector: %w", err)
 		}
-		go runWhenSynced(ctx, gc, 2, crds, c.Informers.kcp.apiBindings)
+		// Observe judges by the bindings: the watches start once they are listed.
+		go runWhenSynced(ctx, gc, 2, crds, apiBindings)
+		go claimed.Run(ctx, 2)
 		return nil
 	})
 }

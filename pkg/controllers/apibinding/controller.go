@@ -5,7 +5,8 @@
 // workspace serves in status.boundResources, moving the binding from phase
 // Binding to Bound. Serving the bound resources reads that status. It also
 // applies the permission claims the binding accepts
-// (reconcile_permissionclaims.go).
+// (reconcile_permissionclaims.go); ClaimedObjects (claimedobjects.go)
+// relabels single claimed objects whose claim labels are stale.
 //
 // Everything is read from wildcard informers; bindings are requeued when
 // their export, the export's schemas, or the CRDs and bindings they might

@@ -48,16 +48,10 @@ func NewRelabeler(loopback *rest.Config, bindings func(logicalcluster.Name) []*a
 // the ones its bindings give it. A resource the cluster does not serve
 // (a claim of an export nobody there binds) has no objects to label.
 func (r *Relabeler) Relabel(ctx context.Context, cluster logicalcluster.Name, gr schema.GroupResource) error {
-	cfg := kcpclient.ClusterConfig(r.loopback, cluster)
-	version, served, err := r.preferredVersion(ctx, cfg, gr.Group)
+	resource, served, err := r.resource(ctx, cluster, gr)
 	if err != nil || !served {
 		return err
 	}
-	client, err := metadata.NewForConfigAndClient(cfg, r.client)
-	if err != nil {
-		return err
-	}
-	resource := client.Resource(gr.WithVersion(version))
 	bindings := r.bindings(cluster)
 	opts := metav1.ListOptions{Limit: 500}
 	for {
@@ -69,12 +63,11 @@ func (r *Relabeler) Relabel(ctx context.Context, cluster logicalcluster.Name, gr
 			return fmt.Errorf("listing %s: %w", gr, err)
 		}
 		for _, obj := range list.Items {
-			if _, changed := permissionclaim.Apply(obj.Labels, permissionclaim.LabelsFor(bindings, gr, obj.Labels)); !changed {
+			if !permissionclaim.Stale(bindings, gr, obj.Labels) {
 				continue
 			}
-			_, err := resource.Namespace(obj.Namespace).Patch(ctx, obj.Name, types.MergePatchType, emptyPatch, metav1.PatchOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("relabelling %s %s/%s: %w", gr, obj.Namespace, obj.Name, err)
+			if err := touch(ctx, resource, gr, obj.Namespace, obj.Name); err != nil {
+				return err
 			}
 		}
 		if list.Continue == "" {
@@ -82,6 +75,41 @@ func (r *Relabeler) Relabel(ctx context.Context, cluster logicalcluster.Name, gr
 		}
 		opts.Continue = list.Continue
 	}
+}
+
+// RelabelObject patches one object of gr in cluster, for admission to set
+// its claim labels. An object or resource that is gone needs nothing.
+func (r *Relabeler) RelabelObject(ctx context.Context, cluster logicalcluster.Name, gr schema.GroupResource, namespace, name string) error {
+	resource, served, err := r.resource(ctx, cluster, gr)
+	if err != nil || !served {
+		return err
+	}
+	return touch(ctx, resource, gr, namespace, name)
+}
+
+// resource returns a metadata client of gr in cluster, in the version the
+// cluster prefers; served is false when the cluster does not serve gr's
+// group.
+func (r *Relabeler) resource(ctx context.Context, cluster logicalcluster.Name, gr schema.GroupResource) (metadata.Getter, bool, error) {
+	cfg := kcpclient.ClusterConfig(r.loopback, cluster)
+	version, served, err := r.preferredVersion(ctx, cfg, gr.Group)
+	if err != nil || !served {
+		return nil, false, err
+	}
+	client, err := metadata.NewForConfigAndClient(cfg, r.client)
+	if err != nil {
+		return nil, false, err
+	}
+	return client.Resource(gr.WithVersion(version)), true, nil
+}
+
+// touch writes an object unchanged (emptyPatch); a gone object is fine.
+func touch(ctx context.Context, resource metadata.Getter, gr schema.GroupResource, namespace, name string) error {
+	_, err := resource.Namespace(namespace).Patch(ctx, name, types.MergePatchType, emptyPatch, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("relabelling %s %s/%s: %w", gr, namespace, name, err)
+	}
+	return nil
 }
 
 // preferredVersion returns the version of group the cluster prefers; core

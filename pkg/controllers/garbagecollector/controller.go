@@ -68,6 +68,9 @@ type Controller struct {
 	graph            *graph
 	deletes, orphans *loop.Loop
 
+	// observe is Config.Observe, or nil.
+	observe func(schema.GroupVersionResource, metav1.Object)
+
 	// clusterMetadata returns a metadata client of one logical cluster.
 	clusterMetadata func(cluster logicalcluster.Name) (metadata.Interface, error)
 	// clusterEvents returns an events client of one logical cluster.
@@ -95,6 +98,13 @@ type Config struct {
 	// resolved like custom resources. Optional.
 	Bound       apiextensions.BoundAPIs
 	APIBindings *wildcardinformer.Informer
+	// Observe, if set, is given every object the collector's watches list
+	// or see created or updated, with the resource watched: a controller
+	// that acts on objects of any resource (the permission claim labels)
+	// needs no second watch of each. It runs on the watch's goroutine and
+	// must be quick. Events, which the collector does not watch, are not
+	// observed.
+	Observe func(resource schema.GroupVersionResource, obj metav1.Object)
 }
 
 // New returns the collector.
@@ -123,6 +133,7 @@ func New(cfg Config) (*Controller, error) {
 		bound:            cfg.Bound,
 		bindings:         cfg.APIBindings,
 		graph:            newGraph(),
+		observe:          cfg.Observe,
 		monitors:         map[schema.GroupResource]*monitor{},
 		clusterMetadata: func(cluster logicalcluster.Name) (metadata.Interface, error) {
 			return metadata.NewForConfigAndClient(kcpclient.ClusterConfig(base, cluster), httpClient)

@@ -210,6 +210,7 @@ type monitorStore struct {
 }
 
 func (s *monitorStore) Add(obj interface{}) error {
+	s.observe(obj)
 	if n, ok := toNode(s.m.resource, obj); ok {
 		s.c.enqueue(s.c.graph.upsert(n))
 	}
@@ -229,6 +230,7 @@ func (s *monitorStore) Replace(list []interface{}, _ string) error {
 	gr := s.m.resource.GroupResource()
 	gone := s.c.graph.keysOf(gr)
 	for _, obj := range list {
+		s.observe(obj)
 		if n, ok := toNode(s.m.resource, obj); ok {
 			delete(gone, n.key)
 			s.c.enqueue(s.c.graph.upsert(n))
@@ -243,6 +245,16 @@ func (s *monitorStore) Replace(list []interface{}, _ string) error {
 }
 
 func (s *monitorStore) Resync() error { return nil }
+
+// observe hands a listed, created or updated object to Config.Observe.
+func (s *monitorStore) observe(obj interface{}) {
+	if s.c.observe == nil {
+		return
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		s.c.observe(s.m.resource, m)
+	}
+}
 
 // toNode keeps what the collector needs of an object's metadata.
 func toNode(resource schema.GroupVersionResource, obj interface{}) (*node, bool) {

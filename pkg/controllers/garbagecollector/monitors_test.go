@@ -2,6 +2,7 @@ package garbagecollector
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -207,5 +208,34 @@ func TestBoundResourcesResolveInTheClustersThatBindThem(t *testing.T) {
 	watched := schema.GroupVersionResource{Group: "force.example.io", Version: "v1", Resource: "theforces"}
 	if got := c.resourceIn("a", watched).Version; got != "v2" {
 		t.Errorf("resourceIn(a) = %s, want the bound v2", got)
+	}
+}
+
+// Every object a monitor lists or sees created or updated is observed,
+// with the resource watched; deletions are not.
+func TestMonitorsHandListedAndChangedObjectsToTheObserver(t *testing.T) {
+	c, _ := testController(t, nil)
+	var seen []string
+	c.observe = func(resource schema.GroupVersionResource, obj metav1.Object) {
+		if resource != configMaps {
+			t.Errorf("observed %s in %v, want %v", obj.GetName(), resource, configMaps)
+		}
+		seen = append(seen, obj.GetName())
+	}
+	s := &monitorStore{c: c, m: &monitor{resource: configMaps}}
+	if err := s.Replace([]interface{}{partial("c", "listed", "1")}, "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(partial("c", "created", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(partial("c", "updated", "3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(partial("c", "deleted", "4")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"listed", "created", "updated"}; !slices.Equal(seen, want) {
+		t.Errorf("observed %v, want %v", seen, want)
 	}
 }
