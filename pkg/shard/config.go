@@ -33,6 +33,7 @@ import (
 	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
 	lcadmission "github.com/shardplane/shardplane/pkg/admission/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/admission/namespacelifecycle"
+	"github.com/shardplane/shardplane/pkg/admission/objectcountlimit"
 	"github.com/shardplane/shardplane/pkg/admission/pathannotation"
 	"github.com/shardplane/shardplane/pkg/admission/percluster"
 	"github.com/shardplane/shardplane/pkg/admission/permissionclaims"
@@ -48,10 +49,12 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/maximalpermission"
 	"github.com/shardplane/shardplane/pkg/boundapis"
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
+	"github.com/shardplane/shardplane/pkg/objectcount"
 	apisregistry "github.com/shardplane/shardplane/pkg/registry/apis"
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/pkg/version"
@@ -88,6 +91,9 @@ type Config struct {
 	workspaceAuth *workspaceauth.Authenticator
 	// fairness is API Priority and Fairness by workspace; nil when off.
 	fairness *fairness.Controller
+	// objectCounts are the logical clusters' object counts for their
+	// total object limits.
+	objectCounts *objectcount.Registry
 }
 
 type completedConfig struct {
@@ -101,6 +107,7 @@ type completedConfig struct {
 	rootCA           []byte
 	workspaceAuth    *workspaceauth.Authenticator
 	fairness         *fairness.Controller
+	objectCounts     *objectcount.Registry
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -123,6 +130,7 @@ func (c *Config) Complete() CompletedConfig {
 		rootCA:           c.rootCA,
 		workspaceAuth:    c.workspaceAuth,
 		fairness:         c.fairness,
+		objectCounts:     c.objectCounts,
 	}}
 }
 
@@ -345,6 +353,7 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 	if err := c.readAdmissionReplicas(&perCluster); err != nil {
 		return err
 	}
+	c.objectCounts = objectcount.NewRegistry(c.Options.kcpStart.ObjectCountLimit)
 	c.clusterAdmission = []*percluster.Plugins{policy.NewMutating(perCluster), admissionwebhook.NewMutating(perCluster), policy.NewValidating(perCluster), admissionwebhook.NewValidating(perCluster)}
 	plugins := admission.NewChainHandler(
 		namespacelifecycle.New(namespaces.get, informers.kcp.deleting),
@@ -356,6 +365,7 @@ func (c *Config) configureAdmission(genericConfig *genericapiserver.Config, rbac
 		permissionclaims.New(informers.kcp.bindingsOf),
 		percluster.Reinvoking(c.clusterAdmission[0], c.clusterAdmission[1]),
 		c.clusterAdmission[2], c.clusterAdmission[3], admissionwebhook.NewServiceReferences(),
+		objectcountlimit.New(c.objectCounts, informers.kcp.logicalCluster, lccontroller.OwnerBindingName),
 	)
 	if genericConfig.AdmissionControl != nil {
 		plugins = append(plugins, genericConfig.AdmissionControl)

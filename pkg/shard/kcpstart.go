@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -81,6 +82,12 @@ type kcpStartOptions struct {
 	BindFreePort bool
 	// Authorization is kcp's --authorization-* flags (authorization.go).
 	Authorization *authorizationOptions
+	// ObjectCountLimit is kcp's --logical-cluster-total-object-limit, the
+	// default total object limit of a logical cluster (<= 0: none).
+	ObjectCountLimit int64
+	// ObjectCountScanInterval is kcp's
+	// --logical-cluster-object-count-scan-interval.
+	ObjectCountScanInterval time.Duration
 
 	// warnings collects what the flags accepted but ignore, for the log
 	// once logging is set up.
@@ -99,6 +106,10 @@ func (o *kcpStartOptions) addFlags(fs *pflag.FlagSet) {
 		"PEM private key (RSA or ECDSA) that signs secret-based service account tokens; also the signing and verification key when --service-account-signing-key-file and --service-account-key-file are not given (kcp's meaning).")
 	o.EmbeddedEtcd.AddFlags(fs)
 	fs.BoolVar(&o.BindFreePort, "experimental-bind-free-port", o.BindFreePort, "With --secure-port=0, serve on a free port; the admin kubeconfig names it (kcp's flag).")
+	fs.Int64Var(&o.ObjectCountLimit, "logical-cluster-total-object-limit", o.ObjectCountLimit,
+		"Default limit of the objects of a logical cluster (events not counted; root and system clusters spared); the LogicalCluster's core.kcp.io/max-total-objects overrides it. 0: no default.")
+	fs.DurationVar(&o.ObjectCountScanInterval, "logical-cluster-object-count-scan-interval", time.Minute,
+		"How often the objects of each logical cluster are counted in etcd while any limit applies.")
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
 	o.authorizationOptions().addFlags(fs)
 }
@@ -135,8 +146,6 @@ var ignoredKCPFlags = []servercmd.IgnoredFlag{
 	{Name: "mount-proxy-client-cert-file", Why: "the shard does not route workspace mounts"},
 	{Name: "mount-proxy-client-key-file", Why: "the shard does not route workspace mounts"},
 	{Name: "mount-proxy-server-ca-file", Why: "the shard does not route workspace mounts"},
-	{Name: "logical-cluster-object-count-scan-interval", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)"},
-	{Name: "logical-cluster-total-object-limit", Why: "the shard has no per-logical-cluster object count limit (use ResourceQuota count/* in the workspace)", Harmless: "0"},
 	{Name: "shard-kubeconfig-file", Why: "other shards are reached at their Shard's baseURL with --logical-cluster-admin-kubeconfig"},
 	{Name: "authentication-admin-token-path", Why: "the admin tokens are kept in the root directory"},
 	{Name: "profiler-address", Why: "pprof is served below /debug/pprof on the secure port (--profiling)"},

@@ -162,6 +162,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		s.installWorkspaceAuthentication,
 		s.installClusterRoleAggregation,
 		s.installFairness,
+		s.installObjectCounts,
 		s.addControllers,
 		s.installAdminKubeconfig,
 	} {

@@ -334,3 +334,6 @@ func (e *EtcdClient) acquireCompactor(interval time.Duration) (etcd3.Compactor, 
 }
 
 var _ generic.StorageDecorator = (&EtcdClient{}).UndecoratedStorage
+
+// KV reads and writes keys with the storages' client.
+func (e *EtcdClient) KV() clientv3.KV { return e.client.Client }

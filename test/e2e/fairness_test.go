@@ -4,32 +4,46 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/test/framework"
 )
 
-// TestTenantFloodIsRefusedWhileAnotherTenantIsServed: API Priority and
-// Fairness keys tenants' flows by workspace. A shard with three seats, whose
-// operator tightened the tenants' priority level, answers a tenant flooding
-// it with 429 and Retry-After, while another tenant's requests keep
-// succeeding and the system's own work (a new workspace becoming Ready)
-// goes on. The configuration is the shard's, in system:admin: tenants get
-// 404 for it.
-func TestTenantFloodIsRefusedWhileAnotherTenantIsServed(t *testing.T) {
+// TestOneTenantCannotStarveAnother starts one shard with three seats, a
+// default total object limit of 60 per workspace and a fast object count
+// scan, and runs the checks of fairness and limits on it in turn.
+func TestOneTenantCannotStarveAnother(t *testing.T) {
 	t.Parallel()
 	s := framework.StartShard(t,
 		framework.WithTokenUsers(framework.TokenUser{Name: "tenant-a"}, framework.TokenUser{Name: "tenant-b"}),
-		framework.WithArgs("--max-requests-inflight=2", "--max-mutating-requests-inflight=1"))
+		framework.WithArgs("--max-requests-inflight=2", "--max-mutating-requests-inflight=1",
+			fmt.Sprintf("--logical-cluster-total-object-limit=%d", defaultObjectLimit), "--logical-cluster-object-count-scan-interval=1s"))
+	t.Run("a flood is refused while another tenant is served", func(t *testing.T) { testTenantFloodIsRefused(t, s) })
+	t.Run("total object count limit", func(t *testing.T) { testTotalObjectCountLimit(t, s) })
+}
+
+// defaultObjectLimit is the shard's --logical-cluster-total-object-limit.
+const defaultObjectLimit = 60
+
+// testTenantFloodIsRefused: API Priority and Fairness keys tenants' flows
+// by workspace. A shard with three seats, whose operator tightened the
+// tenants' priority level, answers a tenant flooding it with 429 and
+// Retry-After, while another tenant's requests keep succeeding and the
+// system's own work (a new workspace becoming Ready) goes on. The
+// configuration is the shard's, in system:admin: tenants cannot see it.
+func testTenantFloodIsRefused(t *testing.T, s *framework.Shard) {
 	ctx := testContext(t)
 	admin := newKCPREST(t, s.ClientConfig(t, "base"))
 	a := readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("flood"), nil)
@@ -140,4 +154,113 @@ func TestTenantFloodIsRefusedWhileAnotherTenantIsServed(t *testing.T) {
 		t.Errorf("the other tenant failed %d times under the flood", victimFailures)
 	}
 	t.Logf("flood: %d requests of tenant-a refused", refused.Load())
+}
+
+// testTotalObjectCountLimit mirrors kcp's
+// TestLogicalClusterTotalObjectCountLimit and
+// TestLogicalClusterTotalObjectCountLimitShardDefault (test/e2e/quota) on
+// one shard: kcp-admin limits a workspace by core.kcp.io/max-total-objects,
+// creates are refused with kcp's message at the limit, a delete frees a
+// slot, the value 0 opts out, another workspace keeps the shard's default,
+// which root is spared, and the annotation overrides it. A workspace's own
+// admin cannot raise its limit.
+func testTotalObjectCountLimit(t *testing.T, s *framework.Shard) {
+	ctx := testContext(t)
+	admin := newKCPREST(t, s.ClientConfig(t, "base"))
+	org := readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("quota-org"), nil)
+	ws := readyWorkspace(ctx, t, admin, org.path(), "limited", nil)
+	configMaps := kubeClient(t, s, "base", ws.path()).CoreV1().ConfigMaps("default")
+	const limit = 40
+	setMaxTotalObjects(ctx, t, s, ws.path(), fmt.Sprint(limit))
+
+	// Its own admin cannot raise it: the annotation is kcp-admin's.
+	workspaceAdmin := kubeClient(t, s, "base", ws.path())
+	grantAccessAndView(ctx, t, workspaceAdmin, "tenant-b")
+	bindClusterRole(ctx, t, workspaceAdmin, "tenant-b-admin", "cluster-admin", userSubject("tenant-b"))
+	tenantCfg := rest.AnonymousClientConfig(s.ClientConfig(t, "base"))
+	tenantCfg.BearerToken = s.UserToken(t, "tenant-b")
+	tenant := newKCPREST(t, tenantCfg)
+	lc := &corev1alpha1.LogicalCluster{}
+	eventuallyAllowed(ctx, t, "tenant-b reads its LogicalCluster", func(ctx context.Context) error {
+		return tenant.get(ctx, ws.path(), logicalClustersGVR, corev1alpha1.LogicalClusterName, lc)
+	})
+	lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = "0"
+	if err := tenant.update(ctx, ws.path(), logicalClustersGVR, lc.Name, lc, &corev1alpha1.LogicalCluster{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the workspace's admin lifts its limit: %v, want 403", err)
+	}
+
+	create := func(name string) error {
+		_, err := configMaps.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		return err
+	}
+	// fillUp creates until a create is refused for the limit, and returns
+	// the names created.
+	fillUp := func(prefix string, max int) []string {
+		t.Helper()
+		var created []string
+		framework.Eventually(t, func(context.Context) error {
+			name := fmt.Sprintf("%s-%d", prefix, len(created))
+			switch err := create(name); {
+			case err == nil:
+				created = append(created, name)
+				if len(created) > max {
+					t.Fatalf("created %d ConfigMaps without reaching the limit", len(created))
+				}
+				return fmt.Errorf("%d created, limit not reached yet", len(created))
+			case apierrors.IsForbidden(err):
+				if !strings.Contains(err.Error(), "total object count limit") {
+					t.Fatalf("refused with another reason: %v", err)
+				}
+				return nil
+			default:
+				return err
+			}
+		}, "creates in %s were never refused for the limit", ws.path())
+		return created
+	}
+	created := fillUp("quota-test", 2*limit)
+	if len(created) == 0 {
+		t.Fatal("the limit refused the first create")
+	}
+	if err := configMaps.Delete(ctx, created[0], metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deletes must always work: %v", err)
+	}
+	framework.Eventually(t, func(context.Context) error { return create("quota-test-refill") }, "the delete freed no slot")
+	fillUp("quota-test-again", limit)
+
+	setMaxTotalObjects(ctx, t, s, ws.path(), "0")
+	framework.Eventually(t, func(context.Context) error { return create("quota-test-unlimited") }, "opting out with 0 did not lift the limit")
+
+	// Another workspace has the shard's default; root is spared it.
+	other := readyWorkspace(ctx, t, admin, org.path(), "other", nil)
+	otherConfigMaps := kubeClient(t, s, "base", other.path()).CoreV1().ConfigMaps("default")
+	if _, err := otherConfigMaps.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "quota-test-other"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a create in another workspace: %v", err)
+	}
+	configMaps = otherConfigMaps
+	fillUp("quota-default-test", 2*defaultObjectLimit)
+	if _, err := kubeClient(t, s, "base", "root").CoreV1().ConfigMaps("default").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueClusterName("quota-default-test-root")}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("root is spared the default: %v", err)
+	}
+	setMaxTotalObjects(ctx, t, s, other.path(), fmt.Sprint(2*defaultObjectLimit))
+	framework.Eventually(t, func(context.Context) error { return create("quota-default-test-raised") }, "raising the limit by annotation did not lift the default")
+}
+
+// setMaxTotalObjects sets core.kcp.io/max-total-objects on a workspace's
+// LogicalCluster as kcp-admin.
+func setMaxTotalObjects(ctx context.Context, t *testing.T, s *framework.Shard, path, value string) {
+	t.Helper()
+	c := newKCPREST(t, s.ClientConfig(t, "base"))
+	framework.Eventually(t, func(ctx context.Context) error {
+		lc := &corev1alpha1.LogicalCluster{}
+		if err := c.get(ctx, path, logicalClustersGVR, corev1alpha1.LogicalClusterName, lc); err != nil {
+			return err
+		}
+		if lc.Annotations == nil {
+			lc.Annotations = map[string]string{}
+		}
+		lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = value
+		return c.update(ctx, path, logicalClustersGVR, lc.Name, lc, &corev1alpha1.LogicalCluster{})
+	}, "setting %s=%s in %s", corev1alpha1.MaxTotalObjectsAnnotationKey, value, path)
 }

@@ -178,7 +178,6 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 	)
 	requireKCPReady(t, s)
 	requireLogSays(t, s,
-		"--logical-cluster-object-count-scan-interval is accepted and ignored",
 		"--mount-proxy-client-cert-file is accepted and ignored",
 		"kcp feature gate WorkspaceMounts=true is not implemented by this shard and is ignored",
 	)

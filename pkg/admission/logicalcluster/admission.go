@@ -78,20 +78,25 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 		if !ok || !oldOK {
 			return nil
 		}
-		if msg := systemFieldChange(old, lc); msg != "" {
+		if msg := systemFieldChange(old, lc, systemstatus.IsKCPAdmin(a.GetUserInfo())); msg != "" {
 			return forbidden("%s", msg)
 		}
 	}
 	return nil
 }
 
-// systemFieldChange says what lc changes of old that only the system may
-// change, or "" when nothing.
-func systemFieldChange(old, lc *corev1alpha1.LogicalCluster) string {
+// adminAnnotations are kcp's admin-reserved annotations of a
+// LogicalCluster: kcp-admin may set them too (its ReservedMetadata plugin),
+// a workspace's own users may not (they would raise their own limit).
+var adminAnnotations = sets.New(corev1alpha1.MaxTotalObjectsAnnotationKey)
+
+// systemFieldChange says what lc changes of old that only the system (or,
+// for adminAnnotations, kcp-admin) may change, or "" when nothing.
+func systemFieldChange(old, lc *corev1alpha1.LogicalCluster, kcpAdmin bool) string {
 	if !apiequality.Semantic.DeepEqual(old.Spec, lc.Spec) {
 		return "spec (owner, initializers, terminators, directlyDeletable) is set by the system"
 	}
-	if key, changed := changedSystemAnnotation(old.Annotations, lc.Annotations); changed {
+	if key, changed := changedSystemAnnotation(old.Annotations, lc.Annotations, kcpAdmin); changed {
 		return fmt.Sprintf("annotation %s is set by the system", key)
 	}
 	if !slices.Equal(systemFinalizers(old.Finalizers), systemFinalizers(lc.Finalizers)) {
@@ -133,10 +138,10 @@ func initializerSet(list []corev1alpha1.LogicalClusterInitializer) sets.Set[core
 // changedSystemAnnotation returns a system annotation that was added,
 // removed or changed. kcp.io/cluster is left out: storage sets it on every
 // write whatever the client sent.
-func changedSystemAnnotation(old, updated map[string]string) (string, bool) {
+func changedSystemAnnotation(old, updated map[string]string, kcpAdmin bool) (string, bool) {
 	for _, pair := range [][2]map[string]string{{old, updated}, {updated, old}} {
 		for k, v := range pair[0] {
-			if k == logicalcluster.AnnotationKey || !corev1alpha1.IsSystemMetadataKey(k) {
+			if k == logicalcluster.AnnotationKey || !corev1alpha1.IsSystemMetadataKey(k) || (kcpAdmin && adminAnnotations.Has(k)) {
 				continue
 			}
 			if w, ok := pair[1][k]; !ok || w != v {

@@ -95,6 +95,16 @@ func TestOnlyTheSystemCreatesAndDeletesLogicalClusters(t *testing.T) {
 		{"admin deletes", attributes(nil, existing(), admission.Delete, admin), true},
 		{"admin deletes a directly deletable one", attributes(nil, deletable, admission.Delete, admin), false},
 		{"system:masters deletes", attributes(nil, existing(), admission.Delete, masters), false},
+		{"kcp-admin sets the object limit (kcp's admin-reserved annotation)", func() admission.Attributes {
+			lc := existing()
+			lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = "40"
+			return attributes(lc, existing(), admission.Update, &user.DefaultInfo{Name: "kcp-admin", Groups: []string{"system:kcp:admin"}})
+		}(), false},
+		{"kcp-admin changes the path", func() admission.Attributes {
+			lc := existing()
+			lc.Annotations["kcp.io/path"] = "root:other"
+			return attributes(lc, existing(), admission.Update, &user.DefaultInfo{Name: "kcp-admin", Groups: []string{"system:kcp:admin"}})
+		}(), true},
 		{"system:masters changes the spec", func() admission.Attributes {
 			lc := existing()
 			lc.Spec.Initializers = nil
