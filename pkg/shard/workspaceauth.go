@@ -40,8 +40,12 @@ func (i *wildcardInformers) workspaceAuthSources() workspaceauth.Sources {
 }
 
 // installWorkspaceAuthentication lets the issuers of workspace types
-// authenticate from the start of the server until it stops.
+// authenticate from the start of the server until it stops, when the
+// WorkspaceAuthentication gate is on.
 func (s *Server) installWorkspaceAuthentication(gs *genericapiserver.GenericAPIServer) error {
+	if s.workspaceAuth == nil {
+		return nil
+	}
 	return gs.AddPostStartHook("shardplane-workspace-authentication", func(hc genericapiserver.PostStartHookContext) error {
 		go s.workspaceAuth.Run(hc)
 		return nil
