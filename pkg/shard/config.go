@@ -200,6 +200,9 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if err := config.completeInformers(genericConfig.LoopbackClientConfig); err != nil {
 		return nil, err
 	}
+	if config.workspaceAuth != nil {
+		config.Informers.forgetGoneWorkspaceTypes(config.workspaceAuth)
+	}
 	rbacAuthorizer, err := config.configureAuthorization(genericConfig)
 	if err != nil {
 		return nil, err
