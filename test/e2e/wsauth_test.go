@@ -202,6 +202,18 @@ func TestWorkspaceOIDC(t *testing.T) {
 		}
 	})
 
+	t.Run("ShardPathsAnswerUnauthorized", func(t *testing.T) {
+		// Without /clusters/ the request is the shard's own, in no
+		// workspace whose type could name the issuer.
+		cfg := rest.AnonymousClientConfig(e.s.ClientConfig(t, "base"))
+		cfg.Host = e.s.BaseURL(t)
+		cfg.BearerToken = token
+		_, err := newKubeClient(t, cfg).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			t.Errorf("token of team-a's issuer on /api/v1/namespaces of the shard: %v, want 401", err)
+		}
+	})
+
 	t.Run("SystemGroupsGainNothing", func(t *testing.T) {
 		hacker := issuer.Token(t, "hacker", "hacker@example.com", []string{"system:masters", "system:kcp:admin"})
 		err := listConfigMaps(ctx, oidcClient(t, e, teamA.path(), hacker))
