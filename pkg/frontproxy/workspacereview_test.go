@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -45,6 +47,21 @@ func TestViewPathsNameTheWorkspaceOfTheirFirstClustersSegment(t *testing.T) {
 		got, ok := viewWorkspace(tc.route, tc.path)
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("viewWorkspace(%q, %q) = %q, %v; want %q, %v", tc.route, tc.path, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestWorkspaceReviewsFollowTheWorkspaceAuthenticationGate(t *testing.T) {
+	set := func(on bool) {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkspaceAuthentication): on}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { set(false) })
+	for _, on := range []bool{false, true} {
+		set(on)
+		if got := newProxy(nil, NewIndex(nil), nil, nil).workspaceReviews != nil; got != on {
+			t.Errorf("gate %v: workspace reviews %v", on, got)
 		}
 	}
 }
