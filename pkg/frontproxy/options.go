@@ -17,6 +17,7 @@ import (
 	kubeoptions "k8s.io/kubernetes/pkg/kubeapiserver/options"
 
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/rootdir"
 	"github.com/shardplane/shardplane/pkg/servercmd"
 )
@@ -100,6 +101,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "Public keys (PEM) of the shards' service account tokens; such tokens are verified and passed on to the shard, which authenticates them. Repeatable.")
 	servercmd.AddIgnoredFlags(fs, &o.warnings, ignoredKCPFlags...)
+	features.AddFlag(fs)
 	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
 	o.Authentication.AddFlags(fss.FlagSet("authentication"))
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logs"))

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/home"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -90,7 +91,9 @@ func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *se
 	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{}}
 	if index != nil {
 		clients := &reviewClients{index: index}
-		p.workspaceReviews = newWorkspaceReviews(clients)
+		if features.Enabled(features.WorkspaceAuthentication) {
+			p.workspaceReviews = newWorkspaceReviews(clients)
+		}
 		if sa != nil {
 			p.homeReviews = newHomeReviews(index, clients)
 		}
@@ -143,11 +146,12 @@ type forwardedKey struct{}
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	u, passToken, err := p.authenticate(req)
-	if err != nil {
+	authFailed := err != nil
+	if authFailed {
 		// A token the proxy's authenticators refuse may be one of the
 		// issuers of the workspace's type, asked once the workspace is
 		// resolved below.
-		if _, hasToken := bearerToken(req); !hasToken || p.workspaceReviews == nil || !strings.HasPrefix(req.URL.Path, logicalcluster.ClustersPrefix) {
+		if _, hasToken := bearerToken(req); !hasToken || p.workspaceReviews == nil {
 			klog.FromContext(req.Context()).V(4).Info("Authentication failed", "err", err)
 			unauthorized(w, req)
 			return
@@ -160,6 +164,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	r := p.match(req.URL.Path)
 	if r == nil {
+		if authFailed {
+			unauthorized(w, req)
+			return
+		}
 		responsewriters.ErrorNegotiated(apierrors.NewNotFound(schema.GroupResource{}, req.URL.Path), scheme.Codecs, schema.GroupVersion{}, w, req)
 		return
 	}
@@ -239,6 +247,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		fwd.target = withPath(target.BaseURL, target.Cluster.RequestPath()+rest)
 		innerPath = rest
 	} else {
+		if authFailed {
+			if u = p.viewUser(req, r); u == nil {
+				unauthorized(w, req)
+				return
+			}
+		}
 		fwd.target = withPath(r.backend, req.URL.Path)
 	}
 	fwd.target.RawQuery = req.URL.RawQuery
@@ -265,6 +279,46 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	p.requests[r].ServeHTTP(w, out)
+}
+
+// viewUser authenticates the bearer token of a request to a view (a route
+// other than /clusters/) with the issuers of the workspace the view's path
+// names, as kcp's front-proxy does: the first /clusters/<workspace> after
+// the route's prefix (/services/apiexport/<export cluster>/<export>/
+// clusters/<consumer>/...). The view gets the identity, scoped to that
+// workspace, in request headers; nil when the token is not one of the
+// workspace's issuers, or the path names no known workspace.
+func (p *proxy) viewUser(req *http.Request, r *route) user.Info {
+	path, ok := viewWorkspace(r.Path, req.URL.Path)
+	if !ok {
+		return nil
+	}
+	target, result := p.index.Resolve(path)
+	if result != Found {
+		return nil
+	}
+	token, _ := bearerToken(req)
+	u, err := p.workspaceReviews.authenticate(req.Context(), target, token)
+	if err != nil {
+		klog.FromContext(req.Context()).V(4).Info("Workspace token review for a view failed", "err", err)
+	}
+	return u
+}
+
+// viewWorkspace returns the workspace that a path below a route names in
+// its first /clusters/<workspace> segment; false for none or the wildcard.
+func viewWorkspace(routePath, path string) (logicalcluster.Path, bool) {
+	rest := strings.TrimPrefix(path, strings.TrimSuffix(routePath, "/"))
+	i := strings.Index(rest, logicalcluster.ClustersPrefix)
+	if i < 0 {
+		return "", false
+	}
+	cluster, _, ok := logicalcluster.SplitRequestPath(rest[i:])
+	if !ok || cluster == string(logicalcluster.Wildcard) {
+		return "", false
+	}
+	parsed, err := logicalcluster.ParsePath(cluster)
+	return parsed, err == nil
 }
 
 // unauthorized answers 401.

@@ -51,6 +51,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/cacheserver"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/fairness"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/globalinformers"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
@@ -87,7 +88,8 @@ type Config struct {
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
-	// workspaceAuth authenticates tokens of the issuers of workspace types.
+	// workspaceAuth authenticates tokens of the issuers of workspace
+	// types; nil unless the WorkspaceAuthentication gate is on.
 	workspaceAuth *workspaceauth.Authenticator
 	// fairness is API Priority and Fairness by workspace; nil when off.
 	fairness *fairness.Controller
@@ -203,12 +205,19 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
 		return nil, err
 	}
-	config.workspaceAuth = workspaceauth.New(config.Informers.workspaceAuthSources(), genericConfig.Authentication.APIAudiences)
-	if err := configureAuthentication(o, genericConfig, config.workspaceAuth); err != nil {
+	var workspaceAuth authenticator.Request
+	if features.Enabled(features.WorkspaceAuthentication) {
+		config.workspaceAuth = workspaceauth.New(config.Informers.workspaceAuthSources(), genericConfig.Authentication.APIAudiences)
+		workspaceAuth = config.workspaceAuth
+	}
+	if err := configureAuthentication(o, genericConfig, workspaceAuth); err != nil {
 		return nil, err
 	}
 	if err := config.completeInformers(genericConfig.LoopbackClientConfig); err != nil {
 		return nil, err
+	}
+	if config.workspaceAuth != nil {
+		config.Informers.forgetGoneWorkspaceTypes(config.workspaceAuth)
 	}
 	rbacAuthorizer, err := config.configureAuthorization(genericConfig)
 	if err != nil {
@@ -273,7 +282,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 
 // configureAuthentication puts the cluster-bound service account tokens and
 // the admin tokens before upstream's authenticators, and the issuers of
-// the requested workspace's type after them.
+// the requested workspace's type (nil: the gate is off) after them.
 func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver.Config, workspaceAuth authenticator.Request) error {
 	serviceAccounts, err := serviceAccountAuthenticator(o)
 	if err != nil {
@@ -285,7 +294,11 @@ func configureAuthentication(o CompletedOptions, genericConfig *genericapiserver
 	// The admin tokens are for any audience, as upstream's static tokens:
 	// a TokenReview that names the shard's audiences accepts them.
 	admins := authenticator.WrapAudienceAgnosticRequest(genericConfig.Authentication.APIAudiences, admin.Authenticator(o.tokens))
-	genericConfig.Authentication.Authenticator = unionauth.New(serviceAccounts, admins, upstream, workspaceAuth)
+	authenticators := []authenticator.Request{serviceAccounts, admins, upstream}
+	if workspaceAuth != nil {
+		authenticators = append(authenticators, workspaceAuth)
+	}
+	genericConfig.Authentication.Authenticator = unionauth.New(authenticators...)
 	return nil
 }
 

@@ -40,14 +40,14 @@ var knownBatteries = sets.New(BatteryWorkspaceTypes, BatteryAdmin, BatteryUser, 
 // are accepted, and a warning says they change nothing.
 var supportedBatteries = sets.New(BatteryAdmin)
 
-// kcpFeatureGates are kcp's own feature gates (pkg/features in kcp). A
-// command line written for `kcp start` may set them; the shard has none of
-// these features yet and says so instead of failing.
+// kcpFeatureGates are kcp's own feature gates (pkg/features in kcp) that
+// the shard does not have. A command line written for `kcp start` may set
+// them; the shard says it ignores them instead of failing. The gates it
+// has (pkg/features) are set like upstream's.
 var kcpFeatureGates = sets.New(
 	"WorkspaceMounts",
 	"CacheAPIs",
 	"EnableDeprecatedAPIExportVirtualWorkspacesUrls",
-	"WorkspaceAuthentication",
 	"LogicalClusterMigration",
 	"KcpNativeGarbageCollector",
 )

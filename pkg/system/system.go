@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/shardplane/shardplane/pkg/cacheserver"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/kubeconfig"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -512,6 +513,7 @@ func (s *System) shardArgs(name string) []string {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--logical-cluster-admin-kubeconfig=" + s.dir.Path("logical-cluster-admin.kubeconfig"),
+		workspaceAuthenticationGate,
 	}
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
@@ -552,8 +554,15 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 		"--token-auth-file=" + d.Path("proxy-tokens.csv"),
 		"--client-ca-file=" + d.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
+		workspaceAuthenticationGate,
 	}
 }
+
+// workspaceAuthenticationGate turns on kcp's alpha per-workspace
+// authentication in every shard and front-proxy of the system, as kcp's
+// test servers do: the shards authenticate the tokens, the front-proxies
+// ask them.
+var workspaceAuthenticationGate = features.EnableFlag(features.WorkspaceAuthentication)
 
 // CacheURL is the cache server's URL.
 func (s *System) CacheURL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.ports.Cache[0]) }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/test/framework"
 )
 
@@ -58,7 +59,10 @@ func TestMain(m *testing.M) {
 func sharedShard(t *testing.T) *framework.Shard {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.shard, shared.err = framework.Start(framework.WithTokenUsers(framework.KCPTestTokenUsers()...))
+		// kcp's e2e harness turns the alpha per-workspace authentication
+		// on in its shared server; so does this one.
+		shared.shard, shared.err = framework.Start(framework.WithTokenUsers(framework.KCPTestTokenUsers()...),
+			framework.WithArgs(features.EnableFlag(features.WorkspaceAuthentication)))
 	})
 	if shared.err != nil {
 		if shared.reported.Swap(true) {

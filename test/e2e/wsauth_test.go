@@ -202,6 +202,18 @@ func TestWorkspaceOIDC(t *testing.T) {
 		}
 	})
 
+	t.Run("ShardPathsAnswerUnauthorized", func(t *testing.T) {
+		// Without /clusters/ the request is the shard's own, in no
+		// workspace whose type could name the issuer.
+		cfg := rest.AnonymousClientConfig(e.s.ClientConfig(t, "base"))
+		cfg.Host = e.s.BaseURL(t)
+		cfg.BearerToken = token
+		_, err := newKubeClient(t, cfg).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if !apierrors.IsUnauthorized(err) {
+			t.Errorf("token of team-a's issuer on /api/v1/namespaces of the shard: %v, want 401", err)
+		}
+	})
+
 	t.Run("SystemGroupsGainNothing", func(t *testing.T) {
 		hacker := issuer.Token(t, "hacker", "hacker@example.com", []string{"system:masters", "system:kcp:admin"})
 		err := listConfigMaps(ctx, oidcClient(t, e, teamA.path(), hacker))
@@ -251,5 +263,59 @@ func TestWorkspaceIssuerCannotMintSystemUsers(t *testing.T) {
 	err = listConfigMaps(ctx, oidcClient(t, e, team.path(), issuer.Token(t, "al", "system:masters", nil)))
 	if !apierrors.IsUnauthorized(err) {
 		t.Errorf("system: username: %v, want 401", err)
+	}
+}
+
+// workspaceAuthenticationHook is the shard's post-start hook that runs the
+// authenticators of workspace types' issuers; /livez?verbose lists it.
+const workspaceAuthenticationHook = "poststarthook/shardplane-workspace-authentication"
+
+// livezChecks returns the checks a shard's /livez?verbose lists.
+func livezChecks(ctx context.Context, t *testing.T, s *framework.Shard) string {
+	t.Helper()
+	body, err := newKubeClient(t, s.ClientConfig(t, "base")).CoreV1().RESTClient().Get().AbsPath("/livez").Param("verbose", "").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("/livez?verbose: %v", err)
+	}
+	return string(body)
+}
+
+// TestWorkspaceIssuersNeedTheWorkspaceAuthenticationGate: kcp's
+// WorkspaceAuthentication gate is alpha and off by default. The shared
+// shard, started with it as kcp's e2e server is, runs the issuers'
+// authenticators; a shard started without it runs none, and a token of an
+// issuer that a workspace's type names is 401 there, in the workspace and
+// in its TokenReview.
+func TestWorkspaceIssuersNeedTheWorkspaceAuthenticationGate(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	if checks := livezChecks(ctx, t, sharedShard(t)); !strings.Contains(checks, workspaceAuthenticationHook) {
+		t.Fatalf("the shard started with the gate lacks %s:\n%s", workspaceAuthenticationHook, checks)
+	}
+
+	e := &wsEnv{s: framework.StartShard(t, framework.WithTokenUsers(framework.KCPTestTokenUsers()...))}
+	e.waitForRootBootstrap(t)
+	if checks := livezChecks(ctx, t, e.s); strings.Contains(checks, workspaceAuthenticationHook) {
+		t.Errorf("the shard started without the gate runs %s:\n%s", workspaceAuthenticationHook, checks)
+	}
+	org := e.readyOrg(ctx, t, "oidc-gate")
+	kcp := e.kcp(t, kcpAdmin)
+	issuer := framework.StartOIDCIssuer(t)
+	authConfig := createOIDCConfiguration(ctx, t, e, org.path(), issuer, "oidc:")
+	wt := createWorkspaceType(ctx, t, kcp, org.path(), uniqueName("with-oidc"), tenancyv1alpha1.WorkspaceTypeSpec{AuthenticationConfigurations: authRefs(authConfig)})
+	team := readyWorkspace(ctx, t, kcp, org.path(), "team", typeRef(wt.Name, org.path()))
+	bindClusterRole(ctx, t, e.kube(t, kcpAdmin, team.path()), "allow-oidc-user", "cluster-admin", userSubject("oidc:user-a@example.com"))
+	token := issuer.Token(t, "user-a", "user-a@example.com", nil)
+
+	if err := listConfigMaps(ctx, oidcClient(t, e, team.path(), token)); !apierrors.IsUnauthorized(err) {
+		t.Errorf("issuer's token in team without the gate: %v, want 401", err)
+	}
+	review, err := e.kube(t, kcpAdmin, team.path()).AuthenticationV1().TokenReviews().Create(ctx,
+		&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenReview in team: %v", err)
+	}
+	if review.Status.Authenticated {
+		t.Errorf("TokenReview in team without the gate authenticated %q", review.Status.User.Username)
 	}
 }

@@ -2,6 +2,7 @@ package e2esystem
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -119,4 +120,13 @@ func TestWorkspaceOIDCThroughTheFrontProxy(t *testing.T) {
 	if !apierrors.IsUnauthorized(err) {
 		t.Errorf("token in %s (type without configuration): %v, want 401", org.Spec.Cluster, err)
 	}
+	// Without /clusters/ the request names no workspace whose issuers
+	// could know the token.
+	if code, body := rawGet(ctx, t, proxyClient(t), "/api/v1/namespaces", token, nil); code != http.StatusUnauthorized {
+		t.Errorf("token on /api/v1/namespaces without a workspace: %d %s, want 401", code, body)
+	}
+
+	t.Run("ViewsThatNameTheWorkspace", func(t *testing.T) {
+		framework.RequireViewsAcceptWorkspaceTokensOnlyThroughTheFrontProxy(ctx, t, sys, token, shardOf(team), team.Spec.Cluster, org.Spec.Cluster)
+	})
 }

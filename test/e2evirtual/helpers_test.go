@@ -16,7 +16,6 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
-	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -43,30 +42,7 @@ func kubeClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
 // and waits until it is Ready; it returns its logical cluster.
 func organization(ctx context.Context, t *testing.T, prefix, shard string) logicalcluster.Name {
 	t.Helper()
-	c := kcpClient(t, sys.AdminConfig(t, ""))
-	name := prefix + "-" + rand.String(5)
-	ws := &tenancyv1alpha1.Workspace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.WorkspaceSpec{
-			Type:     &tenancyv1alpha1.WorkspaceTypeReference{Name: "organization", Path: "root"},
-			Location: &tenancyv1alpha1.WorkspaceLocation{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1alpha1.ShardNameLabel: shard}}},
-		},
-	}
-	if err := c.Create(ctx, logicalcluster.Root, workspacesGVR, ws, &tenancyv1alpha1.Workspace{}); err != nil {
-		t.Fatalf("create workspace %s: %v", name, err)
-	}
-	got := &tenancyv1alpha1.Workspace{}
-	framework.Eventually(t, func(ctx context.Context) error {
-		if err := c.Get(ctx, logicalcluster.Root, workspacesGVR, name, got); err != nil {
-			return err
-		}
-		if got.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
-			return fmt.Errorf("phase %q", got.Status.Phase)
-		}
-		return nil
-	}, "workspace %s Ready", name)
-	return logicalcluster.Name(got.Spec.Cluster)
+	return workspaceOfType(ctx, t, logicalcluster.Root, prefix+"-"+rand.String(5), &tenancyv1alpha1.WorkspaceTypeReference{Name: "organization", Path: "root"}, shard)
 }
 
 // exportWidgets creates the schema of widgets.example.io and an APIExport

@@ -207,6 +207,16 @@ func (s *System) ShardAdminConfig(t testing.TB, shard, cluster string) *rest.Con
 	return cfg
 }
 
+// ViewsConfig is system:masters directly on the process that serves a
+// shard's views (ViewsURL), never through the front-proxy; its host is the
+// server's base URL, below which the views are /services/<view>/...
+func (s *System) ViewsConfig(t testing.TB, shard string) *rest.Config {
+	t.Helper()
+	cfg := s.ShardAdminConfig(t, shard, "")
+	cfg.Host = s.ViewsURL(t, shard)
+	return cfg
+}
+
 // UserToken is the bearer token of a token user.
 func (s *System) UserToken(user string) string {
 	for _, u := range s.tokenUsers {

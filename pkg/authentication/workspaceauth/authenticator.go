@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
@@ -43,21 +44,32 @@ type Authenticator struct {
 	mu sync.Mutex
 	// lifecycle owns the issuers' discovery goroutines; nil until Run.
 	lifecycle context.Context
-	byType    map[string]*typeAuthenticator
+	byType    map[typeKey]*typeAuthenticator
+}
+
+// typeKey names a WorkspaceType: its logical cluster and name.
+type typeKey struct {
+	cluster logicalcluster.Name
+	name    string
 }
 
 // typeAuthenticator are the running authenticators of one WorkspaceType,
 // built from the versions recorded in version.
 type typeAuthenticator struct {
 	version string
+	// configs are the names of the configurations, beside the type, that
+	// it was built from.
+	configs sets.Set[string]
 	token   authenticator.Token
 	cancel  context.CancelFunc
+	// done is closed once cancel has stopped the issuers.
+	done <-chan struct{}
 }
 
 // New returns an Authenticator reading sources; audiences are the API
 // audiences of the server. It authenticates nothing until Run.
 func New(sources Sources, audiences authenticator.Audiences) *Authenticator {
-	return &Authenticator{sources: sources, audiences: audiences, byType: map[string]*typeAuthenticator{}}
+	return &Authenticator{sources: sources, audiences: audiences, byType: map[typeKey]*typeAuthenticator{}}
 }
 
 // Run lets the authenticator start issuers' authenticators, which stop with
@@ -101,15 +113,19 @@ func (a *Authenticator) AuthenticateRequest(req *http.Request) (*authenticator.R
 // the type names no usable configuration.
 func (a *Authenticator) forCluster(cluster logicalcluster.Name) authenticator.Token {
 	wt, ok := a.sources.TypeOf(cluster)
-	if !ok || len(wt.Spec.AuthenticationConfigurations) == 0 {
+	if !ok {
 		return nil
 	}
 	typeCluster, ok := logicalcluster.ObjectCluster(wt.Annotations)
 	if !ok {
 		return nil
 	}
+	key := typeKey{cluster: typeCluster, name: wt.Name}
+	if len(wt.Spec.AuthenticationConfigurations) == 0 {
+		a.ForgetType(typeCluster, wt.Name)
+		return nil
+	}
 	configs, version := a.configsOf(typeCluster, wt)
-	key := typeCluster.String() + "|" + wt.Name
 
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -120,12 +136,44 @@ func (a *Authenticator) forCluster(cluster logicalcluster.Name) authenticator.To
 		if t.version == version {
 			return t.token
 		}
+		a.dropLocked(key)
+	}
+	t := a.build(configs, version)
+	for _, ref := range wt.Spec.AuthenticationConfigurations {
+		t.configs.Insert(ref.Name)
+	}
+	a.byType[key] = t
+	return t.token
+}
+
+// ForgetType stops the authenticators of a WorkspaceType, which is gone or
+// names no configuration any more: they are not kept until the server
+// stops. A type that is used again is built again.
+func (a *Authenticator) ForgetType(cluster logicalcluster.Name, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.dropLocked(typeKey{cluster: cluster, name: name})
+}
+
+// ForgetConfiguration stops the authenticators of the WorkspaceTypes beside
+// a WorkspaceAuthenticationConfiguration that were built from it, which is
+// gone.
+func (a *Authenticator) ForgetConfiguration(cluster logicalcluster.Name, name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, t := range a.byType {
+		if key.cluster == cluster && t.configs.Has(name) {
+			a.dropLocked(key)
+		}
+	}
+}
+
+// dropLocked stops and forgets the authenticators of a type; a.mu is held.
+func (a *Authenticator) dropLocked(key typeKey) {
+	if t, ok := a.byType[key]; ok {
 		t.cancel()
 		delete(a.byType, key)
 	}
-	t := a.build(configs, version)
-	a.byType[key] = t
-	return t.token
 }
 
 // configsOf returns the existing configurations a type names and a version
@@ -168,7 +216,7 @@ func (a *Authenticator) build(configs []*tenancyv1alpha1.WorkspaceAuthentication
 			tokens = append(tokens, authenticator.WrapAudienceAgnosticToken(a.audiences, tok))
 		}
 	}
-	t := &typeAuthenticator{version: version, cancel: cancel}
+	t := &typeAuthenticator{version: version, configs: sets.New[string](), cancel: cancel, done: ctx.Done()}
 	if len(tokens) > 0 {
 		t.token = tokenunion.New(tokens...)
 	}

@@ -1,0 +1,57 @@
+// Package features holds kcp's own feature gates (kcp's pkg/features),
+// registered with the process-wide Kubernetes feature gate, so that
+// --feature-gates sets them beside upstream's and every binary reads them
+// in one place. Each binary that reads a gate registers the flag with
+// AddFlag (or, like the shard, through upstream's options).
+package features
+
+import (
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// WorkspaceAuthentication lets the JWT issuers that a WorkspaceType
+	// names through its authenticationConfigurations authenticate
+	// requests to the workspaces of that type. Alpha and off by default,
+	// as in kcp; it is set per binary: shards authenticate the tokens,
+	// front-proxies ask the workspace's shard about them.
+	WorkspaceAuthentication featuregate.Feature = "WorkspaceAuthentication"
+)
+
+// specs are kcp's gates with kcp's defaults, at the Kubernetes version
+// kcp introduced them with.
+var specs = map[featuregate.Feature]featuregate.VersionedSpecs{
+	WorkspaceAuthentication: {{Version: version.MustParse("1.32"), Default: false, PreRelease: featuregate.Alpha}},
+}
+
+func init() {
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(specs))
+}
+
+// Enabled tells whether a gate is on in this process.
+func Enabled(f featuregate.Feature) bool {
+	return utilfeature.DefaultFeatureGate.Enabled(f)
+}
+
+// AddFlag registers --feature-gates on fs for a binary whose options do
+// not register it already.
+func AddFlag(fs *pflag.FlagSet) {
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+}
+
+// EnableFlag is the --feature-gates flag that turns gates on, for the
+// launchers and tests that start the binaries.
+func EnableFlag(gates ...featuregate.Feature) string {
+	pairs := make([]string, 0, len(gates))
+	for _, g := range gates {
+		pairs = append(pairs, string(g)+"=true")
+	}
+	return "--feature-gates=" + strings.Join(pairs, ",")
+}
