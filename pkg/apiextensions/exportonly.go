@@ -19,7 +19,13 @@ import (
 // a system export which root binds and other workspaces do not by default
 // (shards.core.kcp.io, config/root-phase0 in kcp): outside root they exist
 // only where a binding of the export is bound.
-var exportOnly = []schema.GroupVersionResource{{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}}
+var exportOnly = []schema.GroupVersionResource{shardsResource}
+
+var shardsResource = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}
+
+// exportOnlyKind is the kind of each exportOnly resource, which names it
+// in OpenAPI documents.
+var exportOnlyKind = map[schema.GroupVersionResource]string{shardsResource: "Shard"}
 
 // WithExportOnlyKinds hides the exportOnly kinds from the workspaces that
 // do not bind them: requests for them answer 404 as for any resource a
@@ -28,7 +34,7 @@ var exportOnly = []schema.GroupVersionResource{{Group: "core.kcp.io", Version: "
 func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
-		if !ok || cluster == logicalcluster.Root || cluster.IsWildcard() || cluster.IsSystem() {
+		if !ok || servesEveryKind(cluster) {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -59,6 +65,22 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, req)
 	})
+}
+
+// hiddenIn returns the exportOnly kinds that cluster does not serve: none
+// in root and the system clusters, which serve them all.
+func (s *Server) hiddenIn(cluster logicalcluster.Name) []schema.GroupVersionResource {
+	if servesEveryKind(cluster) {
+		return nil
+	}
+	return s.hiddenKinds(cluster)
+}
+
+// servesEveryKind tells whether cluster serves the exportOnly kinds
+// whatever it binds: root, which binds them, the system clusters and
+// wildcard requests.
+func servesEveryKind(cluster logicalcluster.Name) bool {
+	return cluster == logicalcluster.Root || cluster.IsWildcard() || cluster.IsSystem()
 }
 
 // hiddenKinds are the exportOnly kinds cluster has no bound binding of.

@@ -200,9 +200,9 @@ func (h *crHandler) serve(w http.ResponseWriter, req *http.Request, info *apireq
 		if core := si.coreStatus[info.APIVersion]; core != nil {
 			status = core
 		}
-		handler = h.serveSubresource(w, req, info, si.statusScopes[info.APIVersion], status)
+		handler = h.serveSubresource(w, req, info, si, si.statusScopes[info.APIVersion], status)
 	case info.Subresource == "scale" && sub != nil && sub.Scale != nil:
-		handler = h.serveSubresource(w, req, info, si.scaleScopes[info.APIVersion], si.storages[info.APIVersion].Scale)
+		handler = h.serveSubresource(w, req, info, si, si.scaleScopes[info.APIVersion], si.storages[info.APIVersion].Scale)
 	case info.Subresource == "":
 		handler = h.serveResource(w, req, info, si, terminating)
 	default:
@@ -270,7 +270,7 @@ func (h *crHandler) serveResource(w http.ResponseWriter, req *http.Request, info
 		if terminating {
 			admit = forbidCreate{admit}
 		}
-		return patchHandler(req, storage, scope, admit)
+		return patchHandler(req, storage, scope, admit, si.shared.schemas.byVersion[info.APIVersion])
 	case "delete":
 		return handlers.DeleteResource(storage, true, scope, admit)
 	case "deletecollection":
@@ -288,7 +288,7 @@ type subresourceStorage interface {
 	rest.Patcher
 }
 
-func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, scope *handlers.RequestScope, storage subresourceStorage) http.HandlerFunc {
+func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, si *servingInfo, scope *handlers.RequestScope, storage subresourceStorage) http.HandlerFunc {
 	admit := h.admission()
 	switch info.Verb {
 	case "get":
@@ -297,7 +297,7 @@ func (h *crHandler) serveSubresource(w http.ResponseWriter, req *http.Request, i
 		return handlers.UpdateResource(storage, scope, admit)
 	case "patch":
 		if info.Subresource == "status" {
-			return patchHandler(req, storage, scope, admit)
+			return patchHandler(req, storage, scope, admit, si.shared.schemas.byVersion[info.APIVersion])
 		}
 		return handlers.PatchResource(storage, scope, admit, patchTypes)
 	}

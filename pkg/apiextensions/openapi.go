@@ -40,6 +40,9 @@ type openAPIMerger struct {
 	// staticV2 returns the built-in OpenAPI v2 document (set by Install;
 	// nil: none).
 	staticV2 func() (*spec.Swagger, error)
+	// hidden returns the exportOnly kinds a cluster does not serve (nil:
+	// none).
+	hidden func(logicalcluster.Name) []schema.GroupVersionResource
 
 	// builds merges one cluster's documents at a time, outside of lock.
 	builds singleflight.Group
@@ -49,6 +52,11 @@ type openAPIMerger struct {
 	// docs are the merged documents per cluster, built on request.
 	docs  map[logicalcluster.Name]*clusterOpenAPI
 	order []logicalcluster.Name
+	// staticV2s serve the built-in v2 document without hidden kinds, by
+	// hiddenFingerprint; staticV3s are built-in v3 group version documents
+	// without hidden kinds, by path, built-in ETag and hiddenFingerprint.
+	staticV2s map[string]http.Handler
+	staticV3s map[string]*v3Document
 }
 
 // clusterOpenAPI are the documents of one cluster for one set of CRDs.
@@ -73,7 +81,8 @@ type v3Document struct {
 }
 
 func newOpenAPIMerger(crds *crdIndex) *openAPIMerger {
-	return &openAPIMerger{crds: crds, docs: map[logicalcluster.Name]*clusterOpenAPI{}}
+	return &openAPIMerger{crds: crds, docs: map[logicalcluster.Name]*clusterOpenAPI{},
+		staticV2s: map[string]http.Handler{}, staticV3s: map[string]*v3Document{}}
 }
 
 // OnAdd, OnUpdate and OnDelete release the documents of a cluster whose
@@ -108,13 +117,23 @@ func (m *openAPIMerger) established(cluster logicalcluster.Name) ([]*apiextensio
 	return crds, fp.String()
 }
 
-// documents returns the cluster's merged documents, or nil if it has no
-// established CRDs.
-func (m *openAPIMerger) documents(cluster logicalcluster.Name) *clusterOpenAPI {
-	crds, fp := m.established(cluster)
-	if len(crds) == 0 {
+// hiddenIn returns the exportOnly kinds cluster does not serve.
+func (m *openAPIMerger) hiddenIn(cluster logicalcluster.Name) []schema.GroupVersionResource {
+	if m.hidden == nil {
 		return nil
 	}
+	return m.hidden(cluster)
+}
+
+// documents returns the cluster's merged documents, or nil if it has no
+// established CRDs and hides no kinds.
+func (m *openAPIMerger) documents(cluster logicalcluster.Name) *clusterOpenAPI {
+	crds, fp := m.established(cluster)
+	hidden := m.hiddenIn(cluster)
+	if len(crds) == 0 && len(hidden) == 0 {
+		return nil
+	}
+	fp += hiddenFingerprint(hidden)
 	m.lock.Lock()
 	d := m.docs[cluster]
 	m.lock.Unlock()
@@ -122,17 +141,23 @@ func (m *openAPIMerger) documents(cluster logicalcluster.Name) *clusterOpenAPI {
 		return d
 	}
 	v, _, _ := m.builds.Do(string(cluster)+"\x00"+fp, func() (interface{}, error) {
-		return m.build(cluster, crds, fp), nil
+		return m.build(cluster, crds, hidden, fp), nil
 	})
 	return v.(*clusterOpenAPI)
 }
 
 // build merges the documents of a cluster's CRDs and caches them.
-func (m *openAPIMerger) build(cluster logicalcluster.Name, crds []*apiextensionsv1.CustomResourceDefinition, fp string) *clusterOpenAPI {
+func (m *openAPIMerger) build(cluster logicalcluster.Name, crds []*apiextensionsv1.CustomResourceDefinition, hidden []schema.GroupVersionResource, fp string) *clusterOpenAPI {
 	d := &clusterOpenAPI{fingerprint: fp, v3: m.buildV3(crds)}
 	v2crds := crds
 	d.v2 = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		d.v2Once.Do(func() { d.v2Handler, d.v2Err = m.buildV2(v2crds) })
+		d.v2Once.Do(func() {
+			if len(v2crds) == 0 {
+				d.v2Handler, d.v2Err = m.staticV2Without(hidden)
+				return
+			}
+			d.v2Handler, d.v2Err = m.buildV2(v2crds, hidden)
+		})
 		if d.v2Err != nil {
 			klog.FromContext(req.Context()).Error(d.v2Err, "Building OpenAPI v2 failed", "cluster", cluster)
 			http.Error(w, "OpenAPI v2 document not available", http.StatusServiceUnavailable)
@@ -155,7 +180,7 @@ func (m *openAPIMerger) build(cluster logicalcluster.Name, crds []*apiextensions
 
 // buildV2 merges the static v2 spec with the CRDs' and returns a handler
 // that serves it as JSON or protobuf with ETags.
-func (m *openAPIMerger) buildV2(crds []*apiextensionsv1.CustomResourceDefinition) (http.Handler, error) {
+func (m *openAPIMerger) buildV2(crds []*apiextensionsv1.CustomResourceDefinition, hidden []schema.GroupVersionResource) (http.Handler, error) {
 	if m.staticV2 == nil {
 		return nil, fmt.Errorf("static OpenAPI v2 spec is not available")
 	}
@@ -181,6 +206,9 @@ func (m *openAPIMerger) buildV2(crds []*apiextensionsv1.CustomResourceDefinition
 	merged, err := builder.MergeSpecs(static, specs...)
 	if err != nil {
 		return nil, err
+	}
+	if len(hidden) > 0 {
+		merged = swaggerWithout(merged, hidden)
 	}
 	mux := &singleHandler{}
 	handler.NewOpenAPIService(merged).RegisterOpenAPIVersionedService("/openapi/v2", mux)
@@ -240,10 +268,13 @@ func (m *openAPIMerger) serveV2(inner http.Handler, w http.ResponseWriter, req *
 	docs.v2.ServeHTTP(w, req)
 }
 
-// serveV3Root adds the cluster's CRD group versions to /openapi/v3.
+// serveV3Root adds the cluster's CRD group versions to /openapi/v3 and
+// links the documents of group versions with hidden kinds to their
+// documents without them.
 func (m *openAPIMerger) serveV3Root(inner http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
 	docs := m.documents(cluster)
-	if docs == nil || len(docs.v3) == 0 {
+	hidden := hiddenGroupVersions(m.hiddenIn(cluster))
+	if (docs == nil || len(docs.v3) == 0) && len(hidden) == 0 {
 		inner.ServeHTTP(w, req)
 		return
 	}
@@ -256,11 +287,26 @@ func (m *openAPIMerger) serveV3Root(inner http.Handler, w http.ResponseWriter, r
 	if root.Paths == nil {
 		root.Paths = map[string]handler3.OpenAPIV3DiscoveryGroupVersion{}
 	}
-	for path, d := range docs.v3 {
-		if _, builtIn := root.Paths[path]; builtIn {
+	for path, gvrs := range hidden {
+		builtIn, ok := root.Paths[path]
+		if !ok {
 			continue
 		}
-		root.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: v3URL("", path, d.etag)}
+		d := m.cachedStaticV3(path, hashOf(builtIn.ServerRelativeURL), gvrs)
+		if d == nil {
+			d, _ = m.staticV3Without(inner, req, path, gvrs)
+		}
+		if d != nil {
+			root.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: v3URL("", path, d.etag)}
+		}
+	}
+	if docs != nil {
+		for path, d := range docs.v3 {
+			if _, builtIn := root.Paths[path]; builtIn {
+				continue
+			}
+			root.Paths[path] = handler3.OpenAPIV3DiscoveryGroupVersion{ServerRelativeURL: v3URL("", path, d.etag)}
+		}
 	}
 	body, err := json.Marshal(root)
 	if err != nil {
@@ -274,6 +320,16 @@ func (m *openAPIMerger) serveV3Root(inner http.Handler, w http.ResponseWriter, r
 // group version once the built-in chain has authorized the request.
 func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name) {
 	path := strings.TrimPrefix(req.URL.Path, "/openapi/v3/")
+	if gvrs := hiddenGroupVersions(m.hiddenIn(cluster))[path]; len(gvrs) > 0 {
+		// Fetched as the client: inner authorizes the request.
+		doc, rec := m.staticV3Without(inner, req, path, gvrs)
+		if doc == nil {
+			rec.replay(w)
+			return
+		}
+		serveV3Document(w, req, cluster, path, doc)
+		return
+	}
 	docs := m.documents(cluster)
 	var doc *v3Document
 	if docs != nil {
@@ -287,6 +343,12 @@ func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseW
 		rec.replay(w)
 		return
 	}
+	serveV3Document(w, req, cluster, path, doc)
+}
+
+// serveV3Document serves doc, the OpenAPI v3 document of path in cluster,
+// as JSON or protobuf, redirecting a request for another hash to its own.
+func serveV3Document(w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name, path string, doc *v3Document) {
 	w.Header().Add("Vary", "Accept")
 	accept := req.Header.Get("Accept")
 	if accept == "" {
@@ -325,6 +387,15 @@ func (m *openAPIMerger) serveV3GroupVersion(inner http.Handler, w http.ResponseW
 		return
 	}
 	w.WriteHeader(http.StatusNotAcceptable)
+}
+
+// hashOf returns the hash parameter of an /openapi/v3 link.
+func hashOf(link string) string {
+	u, err := url.Parse(link)
+	if err != nil {
+		return ""
+	}
+	return u.Query().Get("hash")
 }
 
 func v3URL(prefix, path, etag string) string {

@@ -145,6 +145,7 @@ func New(c Config) (*Server, error) {
 		return si.storages[si.storageVersion].CustomResource, nil
 	}
 	s.openAPI = newOpenAPIMerger(crds)
+	s.openAPI.hidden = s.hiddenIn
 	crds.informer.AddHandler(s.handler)
 	crds.informer.AddHandler(s.controller)
 	crds.informer.AddHandler(s.openAPI)

@@ -81,3 +81,20 @@ func TestStrategicPatchConvertorKeepsTheSchemaAndCopiesObjects(t *testing.T) {
 		t.Errorf("containers after the patch: %v", containers)
 	}
 }
+
+func TestStrategicMergePatchIsAcceptedForTheGroupsClientGoRegisters(t *testing.T) {
+	for group, want := range map[string]bool{
+		"":                          true,
+		"apps":                      true,
+		"batch":                     true,
+		"networking.k8s.io":         true,
+		"rbac.authorization.k8s.io": true,
+		// A .k8s.io suffix is not enough: kcp asks client-go's scheme.
+		"gateway.networking.k8s.io": false,
+		"example.io":                false,
+	} {
+		if got := acceptsStrategicMergePatch(group); got != want {
+			t.Errorf("%q: %v, want %v", group, got, want)
+		}
+	}
+}

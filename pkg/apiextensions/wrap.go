@@ -27,7 +27,23 @@ const aggregatedDiscoveryJSON = "application/json;g=apidiscovery.k8s.io;v=v2;as=
 func (s *Server) WrapHandler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
-		if !ok || cluster.IsWildcard() || req.Method != http.MethodGet || !s.crds.hasAnyServed(cluster) {
+		if !ok || cluster.IsWildcard() || req.Method != http.MethodGet {
+			h.ServeHTTP(w, req)
+			return
+		}
+		// The OpenAPI documents also leave out the kinds the cluster hides.
+		switch p := req.URL.Path; {
+		case p == "/openapi/v2":
+			s.openAPI.serveV2(h, w, req, cluster)
+			return
+		case p == "/openapi/v3" || p == "/openapi/v3/":
+			s.openAPI.serveV3Root(h, w, req, cluster)
+			return
+		case strings.HasPrefix(p, "/openapi/v3/apis/"):
+			s.openAPI.serveV3GroupVersion(h, w, req, cluster)
+			return
+		}
+		if !s.crds.hasAnyServed(cluster) {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -38,12 +54,6 @@ func (s *Server) WrapHandler(h http.Handler) http.Handler {
 			s.serveCoreGroup(h, w, req, cluster)
 		case p == "/api/v1" || p == "/api/v1/":
 			s.serveCoreResources(h, w, req, cluster)
-		case p == "/openapi/v2":
-			s.openAPI.serveV2(h, w, req, cluster)
-		case p == "/openapi/v3" || p == "/openapi/v3/":
-			s.openAPI.serveV3Root(h, w, req, cluster)
-		case strings.HasPrefix(p, "/openapi/v3/apis/"):
-			s.openAPI.serveV3GroupVersion(h, w, req, cluster)
 		default:
 			h.ServeHTTP(w, req)
 		}

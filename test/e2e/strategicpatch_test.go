@@ -94,10 +94,96 @@ func requireStrategicMergeByName(ctx context.Context, t *testing.T, deployments 
 	}
 }
 
+// rolloutsCRD defines apps/v1 Rollouts, a kind of a built-in group that
+// client-go does not know: steps is a map list keyed by name, args an
+// atomic list.
+func rolloutsCRD() *apiextensionsv1.CustomResourceDefinition {
+	step := apiextensionsv1.JSONSchemaProps{Type: "object", Required: []string{"name"}, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+		"name": {Type: "string"}, "weight": {Type: "integer"},
+	}}
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "rollouts.apps"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "apps",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "rollouts", Singular: "rollout", Kind: "Rollout", ListKind: "RolloutList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"steps": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &step},
+								XListType: ptr.To("map"), XListMapKeys: []string{"name"}},
+							"args": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
+						}},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+var rolloutsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "rollouts"}
+
+// requireStrategicMergeBySchema patches a rollout with a strategic merge
+// patch and checks that its steps were merged by name, the key its schema
+// gives, while the atomic args list was replaced. kcp takes merge keys
+// only from x-kubernetes-patch-merge-key, which a CRD's schema cannot
+// carry, so it replaces such lists; here x-kubernetes-list-map-keys tells
+// the merge key instead, as server-side apply reads it.
+func requireStrategicMergeBySchema(ctx context.Context, t *testing.T, rollouts dynamic.ResourceInterface, where string) {
+	t.Helper()
+	createWidget(ctx, t, rollouts, &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apps/v1", "kind": "Rollout",
+		"metadata": map[string]interface{}{"name": "r"},
+		"spec": map[string]interface{}{
+			"steps": []interface{}{map[string]interface{}{"name": "canary", "weight": int64(10)}, map[string]interface{}{"name": "full", "weight": int64(100)}},
+			"args":  []interface{}{"a", "b"},
+		},
+	}})
+	patch := []byte(`{"spec":{"steps":[{"name":"canary","weight":20}],"args":["c"]}}`)
+	patched, err := rollouts.Patch(ctx, "r", types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("%s: strategic merge patch of a rollout: %v", where, err)
+	}
+	steps, _, _ := unstructured.NestedSlice(patched.Object, "spec", "steps")
+	var got []string
+	for _, s := range steps {
+		m := s.(map[string]interface{})
+		got = append(got, fmt.Sprintf("%s=%v", m["name"], m["weight"]))
+	}
+	if fmt.Sprint(got) != "[canary=20 full=100]" {
+		t.Errorf("%s: steps after the strategic merge patch: %v, want canary=20 and full=100", where, got)
+	}
+	if args, _, _ := unstructured.NestedStringSlice(patched.Object, "spec", "args"); fmt.Sprint(args) != "[c]" {
+		t.Errorf("%s: spec.args = %v, want [c]", where, args)
+	}
+	// The patch was stored, not only answered.
+	stored, err := rollouts.Get(ctx, "r", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: get the rollout: %v", where, err)
+	}
+	if steps, _, _ := unstructured.NestedSlice(stored.Object, "spec", "steps"); len(steps) != 2 {
+		t.Errorf("%s: stored steps: %v", where, steps)
+	}
+	// A patch that names fields the schema does not have is pruned as any
+	// write of a custom resource is.
+	patched, err = rollouts.Patch(ctx, "r", types.StrategicMergePatchType, []byte(`{"spec":{"unknown":"x"}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("%s: strategic merge patch with an unknown field: %v", where, err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(patched.Object, "spec", "unknown"); found {
+		t.Errorf("%s: an unknown field was stored", where)
+	}
+}
+
 // TestStrategicMergePatchOfBuiltInKindsServedAsCRDsOrBindings: as in kcp,
 // Deployments defined by a CRD or bound from an export (as kcp's compute
 // exports publish them) take strategic merge patches, merged with the
-// built-in type's merge keys; a custom kind keeps refusing them with 415.
+// built-in type's merge keys; so does another kind of a group client-go
+// registers, merged as its schema says; a kind of another group keeps
+// refusing them with 415.
 func TestStrategicMergePatchOfBuiltInKindsServedAsCRDsOrBindings(t *testing.T) {
 	t.Parallel()
 	e := sharedWorkspaceEnv(t)
@@ -119,6 +205,14 @@ func TestStrategicMergePatchOfBuiltInKindsServedAsCRDsOrBindings(t *testing.T) {
 	publish(ctx, t, kcp, compute.path(), "kubernetes", schemaFromCRD(t, "v1.deployments.apps", deploymentsCRD()))
 	bindAndWait(ctx, t, kcp, consumer.path(), "kubernetes", compute.path(), "kubernetes")
 	requireStrategicMergeByName(ctx, t, crdEnvFor(t, e.s, consumer.path()).dynamic.Resource(deploymentsGVR).Namespace("default"), "bound")
+
+	// A kind of a built-in group that client-go does not know merges by
+	// the keys of its schema.
+	inCRD.createCRD(ctx, t, rolloutsCRD())
+	requireStrategicMergeBySchema(ctx, t, inCRD.dynamic.Resource(rolloutsGVR).Namespace("default"), "CRD")
+	publish(ctx, t, kcp, compute.path(), "rollouts", schemaFromCRD(t, "v1.rollouts.apps", rolloutsCRD()))
+	bindAndWait(ctx, t, kcp, consumer.path(), "rollouts", compute.path(), "rollouts")
+	requireStrategicMergeBySchema(ctx, t, crdEnvFor(t, e.s, consumer.path()).dynamic.Resource(rolloutsGVR).Namespace("default"), "bound")
 
 	inCRD.createCRD(ctx, t, widgetCRD())
 	createWidget(ctx, t, inCRD.widgets("default"), widget("w", map[string]interface{}{}))

@@ -167,7 +167,7 @@ var patchTypes = []patchType{
 		mistyped: fixed([]byte(`{"metadata":"x"}`))},
 	{contentType: "application/strategic-merge-patch+json",
 		accepted: func(tg encodingTarget) acceptance {
-			if tg.typed != nil {
+			if tg.typed != nil || isCoreGroup(tg) {
 				return decodes
 			}
 			return refuses
@@ -379,6 +379,12 @@ func encodingProbes(targets []encodingTarget, victim *tenant) []probe {
 	}
 	return probes
 }
+
+// isCoreGroup tells whether tg is served below /api/v1. Custom resources
+// there take strategic merge patches, as in kcp, which accepts them for
+// every group client-go registers; those of the other groups here answer
+// 415.
+func isCoreGroup(tg encodingTarget) bool { return strings.HasPrefix(tg.collection, "/api/v1/") }
 
 // patchTypesNamed is a patch type the 415 of a refused patch names: the
 // custom resource handlers name them, as upstream's does; for built-in
