@@ -15,26 +15,42 @@ import (
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
-// exportOnly are kinds the shard serves itself that kcp serves only through
-// a system export which root binds and other workspaces do not by default
-// (shards.core.kcp.io, config/root-phase0 in kcp): outside root they exist
-// only where a binding of the export is bound.
-var exportOnly = []schema.GroupVersionResource{shardsResource}
+// Kinds the shard serves itself in some logical clusters only (limited):
+//
+//   - exportOnly: kinds kcp serves only through a system export which root
+//     binds and other workspaces do not by default (shards.core.kcp.io,
+//     config/root-phase0 in kcp): outside root they exist only where a
+//     binding of the export is bound;
+//   - systemOnly: the shard's API Priority and Fairness configuration
+//     (pkg/fairness), only in its system:admin logical cluster, which
+//     tenants cannot reach.
+var (
+	exportOnly = []schema.GroupVersionResource{shardsResource}
+	systemOnly = []schema.GroupVersionResource{
+		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"},
+		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"},
+	}
+	limited = append(append([]schema.GroupVersionResource{}, exportOnly...), systemOnly...)
+)
 
 var shardsResource = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}
 
-// exportOnlyKind is the kind of each exportOnly resource, which names it
-// in OpenAPI documents.
-var exportOnlyKind = map[schema.GroupVersionResource]string{shardsResource: "Shard"}
+// limitedKind is the kind of each limited resource, which names it in
+// OpenAPI documents.
+var limitedKind = map[schema.GroupVersionResource]string{
+	shardsResource: "Shard",
+	systemOnly[0]:  "FlowSchema",
+	systemOnly[1]:  "PriorityLevelConfiguration",
+}
 
-// WithExportOnlyKinds hides the exportOnly kinds from the workspaces that
-// do not bind them: requests for them answer 404 as for any resource a
-// server does not have, and discovery leaves them out. h is the API
-// handler: request info and the logical cluster are in the context.
-func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
+// WithLimitedKinds hides the limited kinds from the workspaces that do not
+// serve them: requests for them answer 404 as for any resource a server
+// does not have, and discovery leaves them out. h is the API handler:
+// request info and the logical cluster are in the context.
+func (s *Server) WithLimitedKinds(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
-		if !ok || servesEveryKind(cluster) {
+		if !ok || cluster == logicalcluster.SystemAdmin || cluster.IsWildcard() {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -43,7 +59,7 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 		info, _ := apirequest.RequestInfoFrom(req.Context())
 		switch {
 		case info != nil && info.IsResourceRequest:
-			for _, gvr := range exportOnly {
+			for _, gvr := range limited {
 				if info.APIGroup == gvr.Group && info.Resource == gvr.Resource && s.hidden(cluster, gvr) {
 					err := apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, gvr.GroupResource(), info.Name, "", 0, false)
 					responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
@@ -56,7 +72,7 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 				return
 			}
 		case req.Method == http.MethodGet:
-			for _, gvr := range exportOnly {
+			for _, gvr := range limited {
 				if strings.TrimSuffix(req.URL.Path, "/") == "/apis/"+gvr.Group+"/"+gvr.Version && s.hidden(cluster, gvr) {
 					s.serveResourcesWithout(h, w, req, gvr.Resource)
 					return
@@ -67,12 +83,8 @@ func (s *Server) WithExportOnlyKinds(h http.Handler) http.Handler {
 	})
 }
 
-// hiddenIn returns the exportOnly kinds that cluster does not serve: none
-// in root and the system clusters, which serve them all.
+// hiddenIn returns the limited kinds that cluster does not serve.
 func (s *Server) hiddenIn(cluster logicalcluster.Name) []schema.GroupVersionResource {
-	if servesEveryKind(cluster) {
-		return nil
-	}
 	return s.hiddenKinds(cluster)
 }
 
@@ -83,10 +95,10 @@ func servesEveryKind(cluster logicalcluster.Name) bool {
 	return cluster == logicalcluster.Root || cluster.IsWildcard() || cluster.IsSystem()
 }
 
-// hiddenKinds are the exportOnly kinds cluster has no bound binding of.
+// hiddenKinds are the limited kinds cluster does not serve.
 func (s *Server) hiddenKinds(cluster logicalcluster.Name) []schema.GroupVersionResource {
 	var out []schema.GroupVersionResource
-	for _, gvr := range exportOnly {
+	for _, gvr := range limited {
 		if s.hidden(cluster, gvr) {
 			out = append(out, gvr)
 		}
@@ -94,8 +106,20 @@ func (s *Server) hiddenKinds(cluster logicalcluster.Name) []schema.GroupVersionR
 	return out
 }
 
-// hidden tells whether cluster has no bound binding of gvr.
+// hidden tells whether cluster does not serve gvr: a systemOnly kind
+// outside system:admin, an exportOnly one where it is not bound.
 func (s *Server) hidden(cluster logicalcluster.Name, gvr schema.GroupVersionResource) bool {
+	if cluster.IsWildcard() {
+		return false
+	}
+	for _, g := range systemOnly {
+		if g == gvr {
+			return cluster != logicalcluster.SystemAdmin
+		}
+	}
+	if servesEveryKind(cluster) {
+		return false
+	}
 	if s.handler.bound == nil {
 		return true
 	}

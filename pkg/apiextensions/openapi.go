@@ -40,7 +40,7 @@ type openAPIMerger struct {
 	// staticV2 returns the built-in OpenAPI v2 document (set by Install;
 	// nil: none).
 	staticV2 func() (*spec.Swagger, error)
-	// hidden returns the exportOnly kinds a cluster does not serve (nil:
+	// hidden returns the limited kinds a cluster does not serve (nil:
 	// none).
 	hidden func(logicalcluster.Name) []schema.GroupVersionResource
 
@@ -117,7 +117,7 @@ func (m *openAPIMerger) established(cluster logicalcluster.Name) ([]*apiextensio
 	return crds, fp.String()
 }
 
-// hiddenIn returns the exportOnly kinds cluster does not serve.
+// hiddenIn returns the limited kinds cluster does not serve.
 func (m *openAPIMerger) hiddenIn(cluster logicalcluster.Name) []schema.GroupVersionResource {
 	if m.hidden == nil {
 		return nil

@@ -16,7 +16,7 @@ import (
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
-// The OpenAPI documents of a workspace leave out the exportOnly kinds it
+// The OpenAPI documents of a workspace leave out the limited kinds it
 // does not bind, as its discovery does: in kcp they come from the
 // workspace's own APIs (CRDs and bindings), so a kind served only through
 // an unbound export is in none of them.
@@ -43,7 +43,7 @@ func isPathOf(path string, gvr schema.GroupVersionResource) bool {
 // definesKindOf tells whether a definition is the kind of gvr or its list,
 // by its group-version-kind extension.
 func definesKindOf(ext spec.Extensions, gvr schema.GroupVersionResource) bool {
-	kind, ok := exportOnlyKind[gvr]
+	kind, ok := limitedKind[gvr]
 	raw, found := ext[gvkExtension]
 	if !ok || !found {
 		return false

@@ -13,11 +13,7 @@ import (
 	"slices"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
@@ -96,24 +92,3 @@ func (NoObjectCounts) Get(string) (storage.Stats, error) {
 	return storage.Stats{}, fcrequest.ObjectCountNotFoundErr
 }
 func (NoObjectCounts) RunUntil(<-chan struct{}) {}
-
-// WithConfigHidden answers 404 to requests for the configuration
-// (flowcontrol.apiserver.k8s.io) in every logical cluster but ConfigCluster,
-// as for a resource the server does not have: tenants can neither read nor
-// change how the shard shares itself between them. h is the API handler:
-// request info and the logical cluster are in the context.
-func WithConfigHidden(h http.Handler, codecs runtime.NegotiatedSerializer) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		info, ok := request.RequestInfoFrom(req.Context())
-		if !ok || !info.IsResourceRequest || info.APIGroup != flowcontrolv1.GroupName {
-			h.ServeHTTP(w, req)
-			return
-		}
-		if cluster, ok := logicalcluster.ClusterFromContext(req.Context()); ok && cluster == ConfigCluster {
-			h.ServeHTTP(w, req)
-			return
-		}
-		err := apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, info.Name, "", 0, false)
-		responsewriters.ErrorNegotiated(err, codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
-	})
-}

@@ -14,7 +14,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
-	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/home"
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/registry"
@@ -29,10 +28,10 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// kcp's kinds decode no protobuf bodies; core group custom resources
 	// are served below /api too.
 	apiHandler = c.apiExtensions.server.WrapAPIHandler(registry.WithDecodableBodies(apiHandler, legacyscheme.Scheme, legacyscheme.Codecs))
-	// How the shard shares itself between tenants is not theirs to see.
-	apiHandler = fairness.WithConfigHidden(apiHandler, gc.Serializer)
-	// Shards exist outside root only where their export is bound, as in kcp.
-	apiHandler = c.apiExtensions.server.WithExportOnlyKinds(apiHandler)
+	// Shards exist outside root only where their export is bound, as in
+	// kcp; how the shard shares itself between tenants (APF's
+	// configuration) only in system:admin.
+	apiHandler = c.apiExtensions.server.WithLimitedKinds(apiHandler)
 	apiHandler = applypatch.WithSchemaErrorsAsBadRequest(apiHandler, legacyscheme.Codecs.UniversalDeserializer(), legacyscheme.Codecs)
 	// Root's exports of the shard's own kinds (kcp's tenancy.kcp.io, ...)
 	// qualify wildcard requests for them; on a shard without root they are

@@ -81,6 +81,17 @@ func testTenantFloodIsRefused(t *testing.T, s *framework.Shard) {
 	if _, err := kubeClient(t, s, "base", b.path()).FlowcontrolV1().PriorityLevelConfigurations().List(ctx, metav1.ListOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("priority levels in a workspace: %v, want 404", err)
 	}
+	for _, path := range []string{b.path(), "root"} {
+		resources, err := kubeClient(t, s, "base", path).Discovery().ServerPreferredResources()
+		if err != nil {
+			t.Fatalf("discovery of %s: %v", path, err)
+		}
+		for _, list := range resources {
+			if strings.HasPrefix(list.GroupVersion, flowcontrolv1.GroupName+"/") && len(list.APIResources) > 0 {
+				t.Errorf("the discovery of %s lists %v of %s", path, list.APIResources, list.GroupVersion)
+			}
+		}
+	}
 
 	// Raw requests: client-go would retry the 429s by itself.
 	get := func(user, path string) (int, string) {
