@@ -223,7 +223,7 @@ func (c *Server) installAdmissionPolicyStatusController(gs *genericapiserver.Gen
 func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	kcp := c.Informers.kcp
 	workspaces := wscontroller.New(wscontroller.Config{
-		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(), ShardEvents: c.Informers.shardInformer(),
 		Types:       c.Informers.workspaceTypes(),
 		Local:       cl.kcp,
 		ShardClient: c.shardClient,

@@ -10,6 +10,7 @@ package workspace
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,12 +53,18 @@ type Controller struct {
 	// written skips reconciles of Workspaces whose informer copy predates
 	// this controller's last write of them.
 	written loop.Written
+	// waiting are the keys of the Workspaces no shard took; any change of
+	// a Shard (a limit raised, a heartbeat, an uncordon) retries them.
+	waiting sync.Map
 }
 
 // Config holds the controller's dependencies.
 type Config struct {
 	Workspaces, LogicalClusters *wildcardinformer.Informer
 	Shards                      shardlookup.Source
+	// ShardEvents, when set, is the informer behind Shards: its changes
+	// retry the workspaces that wait for a shard.
+	ShardEvents *wildcardinformer.Informer
 	Types                       workspacetypes.Resolver
 	Local                       *kcpclient.Client
 	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
@@ -105,6 +112,15 @@ func New(cfg Config) *Controller {
 		},
 	}
 	c.loop = loop.New("workspace", c.reconcile)
+	if cfg.ShardEvents != nil {
+		cfg.ShardEvents.AddHandler(c.loop.Handler(func(interface{}) (string, bool) {
+			c.waiting.Range(func(key, _ any) bool {
+				c.loop.Enqueue(key.(string))
+				return true
+			})
+			return "", false
+		}))
+	}
 	c.workspaces.AddHandler(c.load)
 	c.workspaces.AddHandler(c.loop.Handler(nil))
 	// A LogicalCluster's changes go to the Workspace that owns it.
@@ -132,12 +148,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	if !exists {
 		c.written.Forget(key)
+		c.waiting.Delete(key)
 		return nil
 	}
 	if c.written.Stale(key, obj.(*tenancyv1alpha1.Workspace).ResourceVersion) {
 		return nil
 	}
 	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
+	if ws.DeletionTimestamp != nil || ws.Spec.Cluster != "" {
+		c.waiting.Delete(key)
+	}
 	switch {
 	case ws.DeletionTimestamp != nil:
 		return c.deletion.reconcile(ctx, parent, ws)

@@ -3,6 +3,7 @@ package workspace
 import (
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -26,10 +27,53 @@ type shardLoad struct {
 	counts map[string]int
 	// assumed are placements not yet seen scheduled, by Workspace key.
 	assumed map[string]string
+	// recent are the placements picked here, by shard and Workspace key,
+	// with when they were picked: until the shard's reported count surely
+	// includes them they count towards its limits (see used).
+	recent map[string]map[string]time.Time
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
+// reportSlack is how long before a shard's report a placement may still
+// be missing from its count: its LogicalCluster was being created.
+const reportSlack = 2 * time.Second
+
 func newShardLoad() *shardLoad {
-	return &shardLoad{placed: map[string]string{}, counts: map[string]int{}, assumed: map[string]string{}}
+	return &shardLoad{placed: map[string]string{}, counts: map[string]int{}, assumed: map[string]string{},
+		recent: map[string]map[string]time.Time{}, now: time.Now}
+}
+
+// used returns the logical clusters on a shard for its limits: those it
+// last reported (status.used) plus those placed here since, which its
+// report may not count yet. Placements older than the report, by more
+// than reportSlack, are dropped.
+func (l *shardLoad) used(s *corev1alpha1.Shard) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := s.UsedWorkspaces()
+	var reported time.Time
+	if s.Status.LastHeartbeatTime != nil {
+		reported = s.Status.LastHeartbeatTime.Time
+	}
+	for key, at := range l.recent[s.Name] {
+		if at.Before(reported.Add(-reportSlack)) {
+			delete(l.recent[s.Name], key)
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// forgetRecentLocked drops the recent placement of key, wherever it was.
+func (l *shardLoad) forgetRecentLocked(key string) {
+	for shard, keys := range l.recent {
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(l.recent, shard)
+		}
+	}
 }
 
 // pick returns the candidate with the fewest workspaces (a random one of
@@ -62,6 +106,11 @@ func (l *shardLoad) pick(key string, candidates []*corev1alpha1.Shard) *corev1al
 	}
 	chosen := least[rand.IntN(len(least))]
 	l.assumed[key] = chosen.Name
+	l.forgetRecentLocked(key)
+	if l.recent[chosen.Name] == nil {
+		l.recent[chosen.Name] = map[string]time.Time{}
+	}
+	l.recent[chosen.Name][key] = l.now()
 	return chosen
 }
 
@@ -86,6 +135,7 @@ func (l *shardLoad) forget(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.assumed, key)
+	l.forgetRecentLocked(key)
 }
 
 // set records the shard a Workspace of the informer is scheduled to ("" for
