@@ -99,8 +99,8 @@ var systemExports = []systemExport{
 		name: ShardsExport,
 		resources: []schemaSource{{
 			group: corev1alpha1.GroupName, version: corev1alpha1.SchemeGroupVersion.Version,
-			model: corev1alpha1.Shard{}.OpenAPIModelName(),
-			names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList", Categories: kcpCategories},
+			model:   corev1alpha1.Shard{}.OpenAPIModelName(),
+			names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList", Categories: kcpCategories},
 			columns: shardregistry.TableColumns,
 		}},
 	},

@@ -65,10 +65,10 @@ type Config struct {
 	// ShardEvents, when set, is the informer behind Shards: its changes
 	// retry the workspaces that wait for a shard.
 	ShardEvents *wildcardinformer.Informer
-	Types                       workspacetypes.Resolver
-	Local                       *kcpclient.Client
-	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
-	ShardName                   string
+	Types       workspacetypes.Resolver
+	Local       *kcpclient.Client
+	ShardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	ShardName   string
 	// InProcess, when set, creates the LogicalCluster of a new workspace
 	// placed on this shard and deletes that of a deleted one, through the
 	// shard's storages; without, both go through ShardClient.
