@@ -15,9 +15,10 @@ import (
 const noShardsMessage = "No available shards to schedule the workspace"
 
 // shardFit tells why a shard takes no new workspace ("" when it takes
-// one) and whether it is under its soft limit. used is the number of
-// logical clusters it holds, as far as this shard knows.
-func shardFit(s *corev1alpha1.Shard, used int64) (reason string, underSoft bool) {
+// one) and whether it is under its soft limit. usedOn returns the number
+// of logical clusters it holds, as far as this shard knows; it is called
+// only for a shard with limits.
+func shardFit(s *corev1alpha1.Shard, usedOn func(*corev1alpha1.Shard) int64) (reason string, underSoft bool) {
 	if _, cordoned := s.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey]; cordoned {
 		return fmt.Sprintf("cordoned (%s)", corev1alpha1.ShardUnschedulableAnnotationKey), false
 	}
@@ -28,6 +29,10 @@ func shardFit(s *corev1alpha1.Shard, used int64) (reason string, underSoft bool)
 		return "not ready", false
 	}
 	soft, hard := s.WorkspaceLimits()
+	if soft == 0 && hard == 0 {
+		return "", true
+	}
+	used := usedOn(s)
 	if hard > 0 && used >= hard {
 		return fmt.Sprintf("at its hard limit of %d workspaces", hard), false
 	}
@@ -42,7 +47,7 @@ func rankShards(candidates []*corev1alpha1.Shard, usedOn func(*corev1alpha1.Shar
 	var preferred, overSoft []*corev1alpha1.Shard
 	refused = map[string]string{}
 	for _, s := range candidates {
-		reason, underSoft := shardFit(s, usedOn(s))
+		reason, underSoft := shardFit(s, usedOn)
 		switch {
 		case reason != "":
 			refused[s.Name] = reason

@@ -60,7 +60,7 @@ func TestShardFitRefusesCordonedUnreadyAndFullShards(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reason, underSoft := shardFit(tt.shard, tt.shard.UsedWorkspaces())
+			reason, underSoft := shardFit(tt.shard, (*corev1alpha1.Shard).UsedWorkspaces)
 			if reason != tt.wantReason || underSoft != tt.wantUnderSoft {
 				t.Errorf("shardFit = %q, %v; want %q, %v", reason, underSoft, tt.wantReason, tt.wantUnderSoft)
 			}

@@ -51,19 +51,22 @@ func newShardLoad() *shardLoad {
 func (l *shardLoad) used(s *corev1alpha1.Shard) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := s.UsedWorkspaces()
-	var reported time.Time
-	if s.Status.LastHeartbeatTime != nil {
-		reported = s.Status.LastHeartbeatTime.Time
+	l.pruneRecentLocked(s)
+	return s.UsedWorkspaces() + int64(len(l.recent[s.Name]))
+}
+
+// pruneRecentLocked drops the recent placements on a shard that its last
+// report counts.
+func (l *shardLoad) pruneRecentLocked(s *corev1alpha1.Shard) {
+	if s.Status.LastHeartbeatTime == nil {
+		return
 	}
+	counted := s.Status.LastHeartbeatTime.Add(-reportSlack)
 	for key, at := range l.recent[s.Name] {
-		if at.Before(reported.Add(-reportSlack)) {
+		if at.Before(counted) {
 			delete(l.recent[s.Name], key)
-			continue
 		}
-		n++
 	}
-	return n
 }
 
 // forgetRecentLocked drops the recent placement of key, wherever it was.
@@ -107,6 +110,7 @@ func (l *shardLoad) pick(key string, candidates []*corev1alpha1.Shard) *corev1al
 	chosen := least[rand.IntN(len(least))]
 	l.assumed[key] = chosen.Name
 	l.forgetRecentLocked(key)
+	l.pruneRecentLocked(chosen)
 	if l.recent[chosen.Name] == nil {
 		l.recent[chosen.Name] = map[string]time.Time{}
 	}
