@@ -17,6 +17,7 @@ import (
 func (l *shardLoad) pickPowerOfTwo(key string, candidates []*corev1alpha1.Shard) *corev1alpha1.Shard {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.assumed, key)
 	load := func(s *corev1alpha1.Shard) int {
 		n := l.counts[s.Name]
 		for _, shard := range l.assumed {
@@ -31,7 +32,7 @@ func (l *shardLoad) pickPowerOfTwo(key string, candidates []*corev1alpha1.Shard)
 	if load(b) < load(a) {
 		chosen = b
 	}
-	l.assumed[key] = chosen.Name
+	l.recordLocked(key, chosen)
 	return chosen
 }
 
@@ -45,9 +46,11 @@ func BenchmarkPickShard(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/shards=%d", policy, shards), func(b *testing.B) {
 				var candidates []*corev1alpha1.Shard
 				l := newShardLoad()
+				reported := metav1.Now()
 				for i := range shards {
 					name := fmt.Sprintf("shard-%d", i)
-					candidates = append(candidates, &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: name}})
+					candidates = append(candidates, &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: name},
+						Status: corev1alpha1.ShardStatus{LastHeartbeatTime: &reported}})
 					// Uneven start: shard i holds 50*i workspaces.
 					for j := range 50 * i {
 						l.set(fmt.Sprintf("pre|%s-%d", name, j), name)
