@@ -68,6 +68,25 @@ func hardLimit(n int64) func(*corev1alpha1.Shard) {
 	}
 }
 
+// reportedWorkspaces waits until a Shard reports more than above logical
+// clusters in status.used[workspaces] and returns the number.
+func reportedWorkspaces(t *testing.T, name string, above int64) int64 {
+	t.Helper()
+	var used int64
+	framework.Eventually(t, func(ctx context.Context) error {
+		shard, err := shardGet(ctx, t, name)
+		if err != nil {
+			return err
+		}
+		q, ok := shard.Status.Used[corev1alpha1.ResourceWorkspaces]
+		if used = q.Value(); !ok || used <= above {
+			return fmt.Errorf("status.used %v, want workspaces above %d", shard.Status.Used, above)
+		}
+		return nil
+	}, "shard %s never reported more than %d workspaces", name, above)
+	return used
+}
+
 // eventuallyShardCondition waits until a Shard's condition has status and,
 // unless empty, reason and message.
 func eventuallyShardCondition(t *testing.T, name string, typ conditionsv1alpha1.ConditionType, status corev1.ConditionStatus, reason, message string) *corev1alpha1.Shard {
@@ -179,7 +198,10 @@ func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 	// own storage; shard-1 holds a workspace, as a hard limit of 0 is none.
 	org := readyWorkspace(ctx, t, "root", uniqueName("placement"), "organization", corev1alpha1.RootShard)
 	parent := logicalcluster.Name(org.Spec.Cluster)
+	before := reportedWorkspaces(t, "shard-1", -1)
 	readyWorkspace(ctx, t, string(parent), "on-shard-1", "", "shard-1")
+	t.Log("shard-1 reports the workspace added to it in status.used")
+	used := reportedWorkspaces(t, "shard-1", before)
 
 	t.Log("Cordon shard-1: the shard acknowledges with Schedulable=False, Cordoned")
 	updateShard(t, "shard-1", cordon)
@@ -199,17 +221,7 @@ func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 		`shard "root" is cordoned`, `shard "shard-1" is cordoned`)
 
 	t.Log("Pin shard-1's hard limit to the count it reports and uncordon it: still no room")
-	var used int64
-	framework.Eventually(t, func(ctx context.Context) error {
-		shard, err := shardGet(ctx, t, "shard-1")
-		if err != nil {
-			return err
-		}
-		if used = shard.UsedWorkspaces(); used == 0 {
-			return fmt.Errorf("shard-1 reports no workspaces: %+v", shard.Status.Used)
-		}
-		return nil
-	}, "shard-1 never reported status.used[workspaces]")
+	used = reportedWorkspaces(t, "shard-1", -1)
 	updateShard(t, "shard-1", hardLimit(used))
 	eventuallyShardCondition(t, "shard-1", corev1alpha1.ShardResourceLimitsApplied, corev1.ConditionTrue, "", fmt.Sprintf("soft/hard: workspaces=-/%d", used))
 	updateShard(t, "shard-1", uncordon)
