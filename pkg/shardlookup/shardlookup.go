@@ -66,3 +66,15 @@ func (s skipStatusUpdates) OnUpdate(oldObj, newObj interface{}) {
 	}
 	s.Handler.OnUpdate(oldObj, newObj)
 }
+
+// InRoot tells whether an informer's object is a Shard of the root logical
+// cluster, the only Shards workspaces are placed on: a tenant that binds
+// the shards export may keep Shards of its own elsewhere.
+func InRoot(obj interface{}) bool {
+	s, ok := obj.(*corev1alpha1.Shard)
+	if !ok {
+		return false
+	}
+	cluster, ok := logicalcluster.ObjectCluster(s.Annotations)
+	return ok && cluster == logicalcluster.Root
+}

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
 type countingHandler struct{ updates int }
@@ -36,5 +37,13 @@ func TestSkipStatusUpdatesPassesOnlySpecAndMetadataChanges(t *testing.T) {
 	skip.OnUpdate(cordoned, moved)
 	if h.updates != 2 {
 		t.Errorf("%d updates passed on, want the annotation and the spec change", h.updates)
+	}
+}
+
+func TestInRootIsOnlyTheShardsOfRoot(t *testing.T) {
+	inRoot := &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{logicalcluster.AnnotationKey: "root"}}}
+	elsewhere := &corev1alpha1.Shard{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{logicalcluster.AnnotationKey: "2x8k0a9"}}}
+	if !InRoot(inRoot) || InRoot(elsewhere) || InRoot(&corev1alpha1.Shard{}) || InRoot("a") {
+		t.Errorf("InRoot: root %v, elsewhere %v, unannotated %v", InRoot(inRoot), InRoot(elsewhere), InRoot(&corev1alpha1.Shard{}))
 	}
 }

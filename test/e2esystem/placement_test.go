@@ -185,7 +185,8 @@ func openShards(t *testing.T) {
 // TestShardCordonAndHardLimitKeepWorkspacesOff: a cordoned shard gets no
 // workspace; with every shard cordoned or full a workspace waits in
 // Scheduling saying why, and is placed as soon as a hard limit is raised;
-// the raised limit is honoured in turn.
+// the raised limit is honoured in turn; a shard at its soft limit is
+// passed over while another is under its own.
 func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 	if shards < 2 {
 		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
@@ -246,6 +247,21 @@ func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 	updateShard(t, "shard-1", func(s *corev1alpha1.Shard) { s.Spec.ResourceLimits = nil })
 	eventuallyShardCondition(t, "shard-1", corev1alpha1.ShardResourceLimitsApplied, corev1.ConditionTrue, "", "no limits configured")
 	eventuallyScheduledOn(t, parent, "next", "shard-1")
+
+	t.Log("Put root at its soft limit and open it: shard-1, under none, takes every new workspace, where least loaded alone would alternate")
+	rootUsed := reportedWorkspaces(t, corev1alpha1.RootShard, 0)
+	updateShard(t, corev1alpha1.RootShard, func(s *corev1alpha1.Shard) {
+		uncordon(s)
+		s.Spec.ResourceLimits = &corev1alpha1.ShardResourceLimits{Soft: corev1.ResourceList{corev1alpha1.ResourceWorkspaces: *resource.NewQuantity(rootUsed, resource.DecimalSI)}}
+	})
+	eventuallyShardCondition(t, corev1alpha1.RootShard, corev1alpha1.ShardResourceLimitsApplied, corev1.ConditionTrue, "", fmt.Sprintf("soft/hard: workspaces=%d/-", rootUsed))
+	eventuallyShardCondition(t, corev1alpha1.RootShard, corev1alpha1.ShardSchedulable, corev1.ConditionTrue, "", "")
+	for i := range 4 {
+		ws := readyWorkspace(ctx, t, string(parent), fmt.Sprintf("soft-%d", i), "", "")
+		if shardOf(ws) != "shard-1" {
+			t.Errorf("workspace %s went to %s, at its soft limit, while shard-1 was under none", ws.Name, shardOf(ws))
+		}
+	}
 }
 
 // TestStoppedShardIsMarkedNotReadyAndGetsNoWorkspaces: a shard that stops

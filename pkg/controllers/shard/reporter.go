@@ -11,6 +11,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/shardlookup"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -69,7 +70,7 @@ func NewReporter(cfg ReporterConfig) *Reporter {
 	counted := func(interface{}) { r.Changed() }
 	cfg.LogicalClusters.AddHandler(changeHandler{add: counted, del: counted})
 	own := func(obj interface{}) {
-		if s, ok := obj.(*corev1alpha1.Shard); ok && s.Name == r.name {
+		if s, ok := obj.(*corev1alpha1.Shard); ok && s.Name == r.name && shardlookup.InRoot(s) {
 			r.Changed()
 		}
 	}

@@ -113,7 +113,10 @@ func New(cfg Config) *Controller {
 	}
 	c.loop = loop.New("workspace", c.reconcile)
 	if cfg.ShardEvents != nil {
-		cfg.ShardEvents.AddHandler(c.loop.Handler(func(interface{}) (string, bool) {
+		cfg.ShardEvents.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+			if !shardlookup.InRoot(obj) {
+				return "", false
+			}
 			c.waiting.Range(func(key, _ any) bool {
 				c.loop.Enqueue(key.(string))
 				return true
