@@ -91,6 +91,7 @@ func (r *Reporter) Run(ctx context.Context, _ int) {
 	logger := klog.FromContext(ctx).WithValues("shard", r.name)
 	ticker := time.NewTicker(r.interval)
 	defer ticker.Stop()
+	failures := 0
 	for {
 		heartbeat := true
 		select {
@@ -100,8 +101,15 @@ func (r *Reporter) Run(ctx context.Context, _ int) {
 		case <-r.changed:
 			heartbeat = false
 		}
-		if err := r.report(ctx, heartbeat); err != nil && ctx.Err() == nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			logger.Error(err, "Reporting the Shard's status failed")
+		switch err := r.report(ctx, heartbeat); {
+		case err == nil || ctx.Err() != nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			failures = 0
+		default:
+			// Root being away is expected at times: say so now and then.
+			if failures%15 == 0 {
+				logger.Error(err, "Reporting the Shard's status failed; root marks the shard not Ready if this goes on", "failures", failures+1)
+			}
+			failures++
 		}
 		if !heartbeat {
 			select {
