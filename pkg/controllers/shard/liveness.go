@@ -17,7 +17,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/shardlookup"
 )
 
-// Liveness runs on the root shard: it marks a Shard whose heartbeat is
+// Liveness runs on the root shard: it marks a Shard whose last heartbeat is
 // older than the timeout Ready=False, reason HeartbeatMissed, so that no
 // new workspace goes there. The shard's next report makes it Ready again.
 type Liveness struct {
@@ -90,13 +90,12 @@ func (l *Liveness) check(ctx context.Context) error {
 }
 
 // stale tells whether a shard not yet marked unready has a last heartbeat
-// (or, never having reported, a creation) older than timeout at now.
+// older than timeout at now. A shard that never reported is left alone: its
+// credentials for root may not write the status (kcp-admin's do not), and
+// it then schedules as before heartbeats existed.
 func stale(s *corev1alpha1.Shard, now time.Time, timeout time.Duration) bool {
-	last := s.CreationTimestamp.Time
-	if s.Status.LastHeartbeatTime != nil {
-		last = s.Status.LastHeartbeatTime.Time
-	}
-	return now.Sub(last) > timeout && !s.Status.Conditions.IsFalse(corev1alpha1.ShardReady)
+	return s.Status.LastHeartbeatTime != nil && now.Sub(s.Status.LastHeartbeatTime.Time) > timeout &&
+		!s.Status.Conditions.IsFalse(corev1alpha1.ShardReady)
 }
 
 // markUnready sets Ready=False, reason HeartbeatMissed, on a stale shard.
@@ -104,8 +103,6 @@ func markUnready(s *corev1alpha1.Shard, now time.Time, timeout time.Duration) {
 	msg := fmt.Sprintf("the shard has not reported for more than %s", timeout)
 	if s.Status.LastHeartbeatTime != nil {
 		msg += fmt.Sprintf(" (last heartbeat at %s)", s.Status.LastHeartbeatTime.UTC().Format(time.RFC3339))
-	} else {
-		msg += " since it was registered"
 	}
 	conditionsv1alpha1.Set(s, conditionsv1alpha1.Condition{
 		Type: corev1alpha1.ShardReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(now),

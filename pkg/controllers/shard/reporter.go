@@ -106,7 +106,11 @@ func (r *Reporter) Run(ctx context.Context, _ int) {
 			failures = 0
 		default:
 			// Root being away is expected at times: say so now and then.
-			if failures%15 == 0 {
+			switch {
+			case failures%15 != 0:
+			case apierrors.IsForbidden(err):
+				logger.Error(err, "Root refuses this shard's status report: the identity of --root-shard-kubeconfig must be system:masters; without it the shard reports neither liveness nor its count of workspaces")
+			default:
 				logger.Error(err, "Reporting the Shard's status failed; root marks the shard not Ready if this goes on", "failures", failures+1)
 			}
 			failures++

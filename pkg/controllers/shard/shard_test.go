@@ -131,8 +131,9 @@ func TestLivenessMarksShardsWithoutRecentHeartbeatNotReady(t *testing.T) {
 	if err := l.check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(written) != 2 || written[0].Name != "old" || written[1].Name != "never" {
-		t.Fatalf("marked %v, want old and never", written)
+	// A shard that never reported may lack the right to: it is left alone.
+	if len(written) != 1 || written[0].Name != "old" {
+		t.Fatalf("marked %v, want only old", written)
 	}
 	ready := written[0].Status.Conditions.Get(corev1alpha1.ShardReady)
 	if ready.Status != corev1.ConditionFalse || ready.Reason != corev1alpha1.ShardReasonHeartbeatMissed || !strings.Contains(ready.Message, "has not reported for more than 10s") {
