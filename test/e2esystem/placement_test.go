@@ -202,7 +202,7 @@ func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 	before := reportedWorkspaces(t, "shard-1", -1)
 	readyWorkspace(ctx, t, string(parent), "on-shard-1", "", "shard-1")
 	t.Log("shard-1 reports the workspace added to it in status.used")
-	used := reportedWorkspaces(t, "shard-1", before)
+	reportedWorkspaces(t, "shard-1", before)
 
 	t.Log("Cordon shard-1: the shard acknowledges with Schedulable=False, Cordoned")
 	updateShard(t, "shard-1", cordon)
@@ -222,7 +222,7 @@ func TestShardCordonAndHardLimitKeepWorkspacesOff(t *testing.T) {
 		`shard "root" is cordoned`, `shard "shard-1" is cordoned`)
 
 	t.Log("Pin shard-1's hard limit to the count it reports and uncordon it: still no room")
-	used = reportedWorkspaces(t, "shard-1", -1)
+	used := reportedWorkspaces(t, "shard-1", -1)
 	updateShard(t, "shard-1", hardLimit(used))
 	eventuallyShardCondition(t, "shard-1", corev1alpha1.ShardResourceLimitsApplied, corev1.ConditionTrue, "", fmt.Sprintf("soft/hard: workspaces=-/%d", used))
 	updateShard(t, "shard-1", uncordon)
