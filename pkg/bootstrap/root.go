@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -50,6 +52,32 @@ type Shard struct {
 	// VirtualWorkspaceURL is where clients reach the shard's views.
 	VirtualWorkspaceURL string
 	Labels              map[string]string
+	// WorkspaceSoftLimit and WorkspaceHardLimit, when above 0, replace the
+	// Shard's limits of workspaces; 0 keeps what it has.
+	WorkspaceSoftLimit, WorkspaceHardLimit int64
+}
+
+// resourceLimits returns current with the limits the shard's flags set.
+func (s Shard) resourceLimits(current *corev1alpha1.ShardResourceLimits) *corev1alpha1.ShardResourceLimits {
+	if s.WorkspaceSoftLimit <= 0 && s.WorkspaceHardLimit <= 0 {
+		return current
+	}
+	limits := &corev1alpha1.ShardResourceLimits{}
+	if current != nil {
+		limits = current.DeepCopy()
+	}
+	set := func(list *corev1.ResourceList, n int64) {
+		if n <= 0 {
+			return
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[corev1alpha1.ResourceWorkspaces] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	set(&limits.Soft, s.WorkspaceSoftLimit)
+	set(&limits.Hard, s.WorkspaceHardLimit)
+	return limits
 }
 
 // Root bootstraps the root shard through loopback clients. identities
@@ -96,21 +124,41 @@ func Root(ctx context.Context, loopback *rest.Config, shard Shard, identities []
 	return rootRBAC(ctx, loopback)
 }
 
-// RegisterShard creates or updates the Shard object of a shard in root.
+// RegisterShard creates or updates the Shard object of a shard in root:
+// its URLs, its labels and the limits its flags set. What others set on it
+// stays: annotations (a cordon), limits set with kubectl, the status.
 func RegisterShard(ctx context.Context, kcp *kcpclient.Client, shard Shard) error {
 	labels := map[string]string{corev1alpha1.ShardNameLabel: shard.Name}
 	for k, v := range shard.Labels {
 		labels[k] = v
 	}
-	obj := &corev1alpha1.Shard{
-		TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "Shard"},
-		ObjectMeta: metav1.ObjectMeta{Name: shard.Name, Labels: labels},
-		Spec:       corev1alpha1.ShardSpec{BaseURL: shard.BaseURL, ExternalURL: shard.ExternalURL, VirtualWorkspaceURL: shard.VirtualWorkspaceURL},
+	spec := corev1alpha1.ShardSpec{BaseURL: shard.BaseURL, ExternalURL: shard.ExternalURL, VirtualWorkspaceURL: shard.VirtualWorkspaceURL}
+	existing := &corev1alpha1.Shard{}
+	err := kcp.Get(ctx, logicalcluster.Root, kcpclient.Shards, shard.Name, existing)
+	if apierrors.IsNotFound(err) {
+		spec.ResourceLimits = shard.resourceLimits(nil)
+		obj := &corev1alpha1.Shard{
+			TypeMeta:   metav1.TypeMeta{APIVersion: corev1alpha1.SchemeGroupVersion.String(), Kind: "Shard"},
+			ObjectMeta: metav1.ObjectMeta{Name: shard.Name, Labels: labels},
+			Spec:       spec,
+		}
+		err = kcp.Create(ctx, logicalcluster.Root, kcpclient.Shards, obj, &corev1alpha1.Shard{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
 	}
-	return createOrUpdate(ctx, kcp, logicalcluster.Root, kcpclient.Shards, shard.Name, obj, &corev1alpha1.Shard{}, func(existing runtime.Object) bool {
-		e := existing.(*corev1alpha1.Shard)
-		return e.Spec == obj.Spec && apiequality.Semantic.DeepEqual(e.Labels, obj.Labels)
-	})
+	if err != nil {
+		return err
+	}
+	spec.ResourceLimits = shard.resourceLimits(existing.Spec.ResourceLimits)
+	if apiequality.Semantic.DeepEqual(existing.Spec, spec) && apiequality.Semantic.DeepEqual(existing.Labels, labels) {
+		return nil
+	}
+	updated := existing.DeepCopy()
+	updated.APIVersion, updated.Kind = corev1alpha1.SchemeGroupVersion.String(), "Shard"
+	updated.Labels, updated.Spec = labels, spec
+	return kcp.Update(ctx, logicalcluster.Root, kcpclient.Shards, shard.Name, updated, &corev1alpha1.Shard{})
 }
 
 // createOrUpdate creates obj, or replaces the existing one unless upToDate.

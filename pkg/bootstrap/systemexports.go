@@ -23,6 +23,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -98,14 +99,9 @@ var systemExports = []systemExport{
 		name: ShardsExport,
 		resources: []schemaSource{{
 			group: corev1alpha1.GroupName, version: corev1alpha1.SchemeGroupVersion.Version,
-			model: corev1alpha1.Shard{}.OpenAPIModelName(),
-			names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList", Categories: kcpCategories},
-			columns: []apiextensionsv1.CustomResourceColumnDefinition{
-				{Name: "Region", Type: "string", JSONPath: ".metadata.labels['region']", Description: "The region this shard is in"},
-				{Name: "URL", Type: "string", JSONPath: ".spec.baseURL", Description: "URL to connect to the shard directly"},
-				{Name: "External URL", Type: "string", JSONPath: ".spec.externalURL", Description: "URL written into the workspaces of the shard"},
-				{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
-			},
+			model:   corev1alpha1.Shard{}.OpenAPIModelName(),
+			names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList", Categories: kcpCategories},
+			columns: shardregistry.TableColumns,
 		}},
 	},
 }

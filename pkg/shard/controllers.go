@@ -23,10 +23,12 @@ import (
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
+	shardcontroller "github.com/shardplane/shardplane/pkg/controllers/shard"
 	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
 	wtcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacetype"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/rootshard"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -66,6 +68,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installAPIBindingControllers,
 		c.installAdmissionPolicyStatusController,
 		c.installWorkspaceController,
+		c.installShardStatusControllers,
 		c.installReplication,
 		c.installGlobal,
 		c.installGarbageCollector,
@@ -227,7 +230,7 @@ func (c *Server) installAdmissionPolicyStatusController(gs *genericapiserver.Gen
 func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	kcp := c.Informers.kcp
 	workspaces := wscontroller.New(wscontroller.Config{
-		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(),
+		Workspaces: kcp.workspaces, LogicalClusters: kcp.logicalClusters, Shards: c.Informers.shards(), ShardEvents: c.Informers.shardInformer(),
 		Types:       c.Informers.workspaceTypes(),
 		Local:       cl.kcp,
 		ShardClient: c.shardClient,
@@ -235,6 +238,34 @@ func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServe
 		InProcess:   c.inProcess,
 	})
 	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
+}
+
+// installShardStatusControllers installs the report of this shard's
+// status on its Shard in root and, on the root shard, the marking of shards
+// whose heartbeat stopped.
+func (c *Server) installShardStatusControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	root := cl.kcp
+	if !c.Informers.hostsRoot {
+		rootConfig, err := rootshard.LoadConfig(c.Options.RootShardKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--root-shard-kubeconfig: %w", err)
+		}
+		if root, err = kcpclient.New(rootConfig); err != nil {
+			return err
+		}
+	}
+	controllers := map[runner]int{
+		shardcontroller.NewReporter(shardcontroller.ReporterConfig{
+			ShardName: c.Options.ShardName, Interval: c.Options.HeartbeatInterval,
+			LogicalClusters: c.Informers.kcp.logicalClusters, Shards: c.Informers.shardInformer(), Root: root,
+		}): 1,
+	}
+	if c.Informers.hostsRoot {
+		controllers[shardcontroller.NewLiveness(shardcontroller.LivenessConfig{
+			Timeout: c.Options.HeartbeatTimeout, Shards: c.Informers.shards(), Root: cl.kcp,
+		})] = 1
+	}
+	return c.addController(gs, "shardplane-shard-status", running(controllers))
 }
 
 // installReplication installs the replication to the cache server and the

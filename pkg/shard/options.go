@@ -63,6 +63,16 @@ type Options struct {
 	// {identities: [{export, identity}]} whose keys become the identities of
 	// root's APIExports on the first start (an identity never changes).
 	RootIdentitiesFile string
+	// WorkspaceSoftLimit and WorkspaceHardLimit, when above 0, are written
+	// into spec.resourceLimits of this shard's Shard whenever it registers
+	// (each start); 0 leaves the limits an operator set with kubectl.
+	WorkspaceSoftLimit, WorkspaceHardLimit int64
+	// HeartbeatInterval is how often the shard reports its status on its
+	// Shard object.
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout, on the root shard, is how old a Shard's last
+	// heartbeat may grow before the Shard is marked not Ready.
+	HeartbeatTimeout time.Duration
 	// RootShardKubeconfig reaches the root shard from a shard that does not
 	// host root: it registers this shard's Shard object there and reads
 	// root's Shards, WorkspaceTypes and APIExports (kept in the root
@@ -134,6 +144,8 @@ func NewOptions() *Options {
 		EmbeddedEtcdClientPort:    2379,
 		EmbeddedEtcdPeerPort:      2380,
 		ReleaseStartupPages:       true,
+		HeartbeatInterval:         2 * time.Second,
+		HeartbeatTimeout:          8 * time.Second,
 	}
 }
 
@@ -152,6 +164,14 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"Kubeconfig of the root shard, for a shard other than root: it registers its Shard there. kcp: --root-shard-kubeconfig-file.")
 	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig,
 		"Kubeconfig of the cache server (base URL and a cache writer's credentials): the shard replicates its APIExports, APIResourceSchemas, WorkspaceTypes, Shards and marked RBAC there and reads every shard's (copies kept in the root directory let it start without the cache later). Empty: the shard serves the cache in-process below /services/cache, for itself and other shards. Required for shards other than root.")
+	fs.Int64Var(&o.WorkspaceSoftLimit, "shard-workspace-soft-limit", o.WorkspaceSoftLimit,
+		"Soft limit of logical clusters on this shard, written into its Shard's spec.resourceLimits.soft at every start: at it, the scheduler prefers other shards. 0: leave the Shard's limits as they are (kubectl edit shard).")
+	fs.Int64Var(&o.WorkspaceHardLimit, "shard-workspace-hard-limit", o.WorkspaceHardLimit,
+		"Hard limit of logical clusters on this shard, written into its Shard's spec.resourceLimits.hard at every start: at it, the scheduler places no new workspace here. 0: leave the Shard's limits as they are (kubectl edit shard).")
+	fs.DurationVar(&o.HeartbeatInterval, "shard-heartbeat-interval", o.HeartbeatInterval,
+		"How often the shard reports its status (logical clusters hosted, heartbeat) on its Shard object in root.")
+	fs.DurationVar(&o.HeartbeatTimeout, "shard-heartbeat-timeout", o.HeartbeatTimeout,
+		"On the root shard: how old a Shard's last heartbeat may grow before it is marked not Ready and receives no new workspaces.")
 	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
@@ -387,6 +407,15 @@ func validateOwn(o *Options) error {
 	if o.ShardName == corev1alpha1.RootShard && o.RootShardKubeconfig != "" {
 		return fmt.Errorf("--root-shard-kubeconfig is for shards other than root; this shard is root (--shard-name)")
 	}
+	if o.WorkspaceSoftLimit < 0 || o.WorkspaceHardLimit < 0 {
+		return fmt.Errorf("--shard-workspace-soft-limit and --shard-workspace-hard-limit must not be negative (0 leaves the Shard's limits as they are)")
+	}
+	if o.HeartbeatInterval <= 0 || o.HeartbeatTimeout <= 0 {
+		return fmt.Errorf("--shard-heartbeat-interval and --shard-heartbeat-timeout must be positive")
+	}
+	if o.ShardName == corev1alpha1.RootShard && o.HeartbeatTimeout <= o.HeartbeatInterval {
+		return fmt.Errorf("--shard-heartbeat-timeout (%s) must be longer than --shard-heartbeat-interval (%s): every shard would be marked not Ready between two heartbeats", o.HeartbeatTimeout, o.HeartbeatInterval)
+	}
 	for _, name := range o.ControlPlane.Admission.GenericAdmission.EnablePlugins {
 		if perClusterAdmissionPlugins.Has(name) {
 			return fmt.Errorf("--enable-admission-plugins: %s always runs, once per logical cluster; the upstream plugin would apply one cluster's configuration to all", name)
@@ -407,7 +436,8 @@ func validateOwn(o *Options) error {
 
 // shard is this shard's Shard object as the options describe it.
 func (o CompletedOptions) shard() bootstrap.Shard {
-	return bootstrap.Shard{Name: o.ShardName, BaseURL: o.BaseURL, ExternalURL: o.ExternalURL, VirtualWorkspaceURL: o.virtual.URL}
+	return bootstrap.Shard{Name: o.ShardName, BaseURL: o.BaseURL, ExternalURL: o.ExternalURL, VirtualWorkspaceURL: o.virtual.URL,
+		WorkspaceSoftLimit: o.WorkspaceSoftLimit, WorkspaceHardLimit: o.WorkspaceHardLimit}
 }
 
 // Validate checks the completed options.

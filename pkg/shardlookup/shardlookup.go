@@ -5,6 +5,8 @@
 package shardlookup
 
 import (
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -44,4 +46,35 @@ func (r Root) List() ([]*corev1alpha1.Shard, error) {
 		shards = append(shards, o.(*corev1alpha1.Shard))
 	}
 	return shards, nil
+}
+
+// SkipStatusUpdates wraps an informer handler of Shards for consumers of
+// their spec and metadata: it drops updates that change only the status,
+// which every shard rewrites each heartbeat.
+func SkipStatusUpdates(h wildcardinformer.Handler) wildcardinformer.Handler {
+	return skipStatusUpdates{h}
+}
+
+type skipStatusUpdates struct{ wildcardinformer.Handler }
+
+func (s skipStatusUpdates) OnUpdate(oldObj, newObj interface{}) {
+	o, ok1 := oldObj.(*corev1alpha1.Shard)
+	n, ok2 := newObj.(*corev1alpha1.Shard)
+	if ok1 && ok2 && apiequality.Semantic.DeepEqual(o.Spec, n.Spec) && apiequality.Semantic.DeepEqual(o.Labels, n.Labels) &&
+		apiequality.Semantic.DeepEqual(o.Annotations, n.Annotations) && o.DeletionTimestamp.Equal(n.DeletionTimestamp) {
+		return
+	}
+	s.Handler.OnUpdate(oldObj, newObj)
+}
+
+// InRoot tells whether an informer's object is a Shard of the root logical
+// cluster, the only Shards workspaces are placed on: a tenant that binds
+// the shards export may keep Shards of its own elsewhere.
+func InRoot(obj interface{}) bool {
+	s, ok := obj.(*corev1alpha1.Shard)
+	if !ok {
+		return false
+	}
+	cluster, ok := logicalcluster.ObjectCluster(s.Annotations)
+	return ok && cluster == logicalcluster.Root
 }

@@ -108,7 +108,7 @@ func New(c Config) (*Controller, error) {
 		return "", false
 	})
 	c.APIBindings.AddHandler(all)
-	c.Shards.AddHandler(all)
+	c.Shards.AddHandler(shardlookup.SkipStatusUpdates(all))
 	return ctrl, nil
 }
 

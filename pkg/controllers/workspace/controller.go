@@ -10,6 +10,7 @@ package workspace
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,16 +53,22 @@ type Controller struct {
 	// written skips reconciles of Workspaces whose informer copy predates
 	// this controller's last write of them.
 	written loop.Written
+	// waiting are the keys of the Workspaces no shard took; any change of
+	// a Shard (a limit raised, a heartbeat, an uncordon) retries them.
+	waiting sync.Map
 }
 
 // Config holds the controller's dependencies.
 type Config struct {
 	Workspaces, LogicalClusters *wildcardinformer.Informer
 	Shards                      shardlookup.Source
-	Types                       workspacetypes.Resolver
-	Local                       *kcpclient.Client
-	ShardClient                 func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
-	ShardName                   string
+	// ShardEvents, when set, is the informer behind Shards: its changes
+	// retry the workspaces that wait for a shard.
+	ShardEvents *wildcardinformer.Informer
+	Types       workspacetypes.Resolver
+	Local       *kcpclient.Client
+	ShardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
+	ShardName   string
 	// InProcess, when set, creates the LogicalCluster of a new workspace
 	// placed on this shard and deletes that of a deleted one, through the
 	// shard's storages; without, both go through ShardClient.
@@ -105,6 +112,18 @@ func New(cfg Config) *Controller {
 		},
 	}
 	c.loop = loop.New("workspace", c.reconcile)
+	if cfg.ShardEvents != nil {
+		cfg.ShardEvents.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+			if !shardlookup.InRoot(obj) {
+				return "", false
+			}
+			c.waiting.Range(func(key, _ any) bool {
+				c.loop.Enqueue(key.(string))
+				return true
+			})
+			return "", false
+		}))
+	}
 	c.workspaces.AddHandler(c.load)
 	c.workspaces.AddHandler(c.loop.Handler(nil))
 	// A LogicalCluster's changes go to the Workspace that owns it.
@@ -132,12 +151,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	}
 	if !exists {
 		c.written.Forget(key)
+		c.waiting.Delete(key)
 		return nil
 	}
 	if c.written.Stale(key, obj.(*tenancyv1alpha1.Workspace).ResourceVersion) {
 		return nil
 	}
 	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
+	if ws.DeletionTimestamp != nil || ws.Spec.Cluster != "" {
+		c.waiting.Delete(key)
+	}
 	switch {
 	case ws.DeletionTimestamp != nil:
 		return c.deletion.reconcile(ctx, parent, ws)

@@ -45,8 +45,9 @@ func TestPickShardFollowsTheLocationSelector(t *testing.T) {
 		t.Errorf("region=us: got %v, %v; want beta", got, err)
 	}
 	got, err = c.pickShard("root|w", ws(&metav1.LabelSelector{MatchLabels: map[string]string{"region": "ap"}}))
-	if err != nil || got != nil {
-		t.Errorf("region=ap: got %v, %v; want no shard and no error", got, err)
+	var none noShardError
+	if got != nil || !errors.As(err, &none) || err.Error() != "no shard matches spec.location.selector" {
+		t.Errorf("region=ap: got %v, %v; want no shard and a noShardError", got, err)
 	}
 	if got, err = c.pickShard("root|w", ws(nil)); err != nil || got == nil {
 		t.Errorf("no selector: got %v, %v; want one of the shards", got, err)

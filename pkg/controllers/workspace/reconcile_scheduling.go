@@ -78,11 +78,11 @@ func (c *Controller) reconcileScheduling(ctx context.Context, parent logicalclus
 		if invalid := (invalidSelectorError{}); errors.As(err, &invalid) {
 			return c.setUnschedulable(ctx, parent, ws, invalid.Error())
 		}
+		if none := (noShardError{}); errors.As(err, &none) {
+			return c.setUnschedulable(ctx, parent, ws, none.Error())
+		}
 		if err != nil {
 			return err
-		}
-		if picked == nil {
-			return c.setUnschedulable(ctx, parent, ws, "no shard matches spec.location.selector")
 		}
 		shardName, cluster = picked.Name, ClusterName(string(ws.UID))
 		setScheduledAnnotations(ws, shardName, cluster)
@@ -215,10 +215,12 @@ func setScheduledAnnotations(ws *tenancyv1alpha1.Workspace, shardName string, cl
 	ws.Annotations[tenancyv1alpha1.WorkspaceClusterAnnotationKey] = string(cluster)
 }
 
-// pickShard chooses the least loaded of the shards that match the
-// workspace's selector and are not marked unschedulable, and assumes the
-// workspace of key placed there (see shardLoad). A selector that does not
-// parse is an invalidSelectorError.
+// pickShard chooses, among the shards that match the workspace's selector
+// and take a new workspace (see rankShards: not cordoned, not unready,
+// under their hard limit; those under their soft limit first), the least
+// loaded, and assumes the workspace of key placed there (see shardLoad). A
+// selector that does not parse is an invalidSelectorError; no shard taking
+// the workspace is a noShardError that says why.
 func (c *Controller) pickShard(key string, ws *tenancyv1alpha1.Workspace) (*corev1alpha1.Shard, error) {
 	selector := labels.Everything()
 	if ws.Spec.Location != nil && ws.Spec.Location.Selector != nil {
@@ -234,11 +236,18 @@ func (c *Controller) pickShard(key string, ws *tenancyv1alpha1.Workspace) (*core
 	}
 	var candidates []*corev1alpha1.Shard
 	for _, s := range shards {
-		if _, unschedulable := s.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey]; !unschedulable && selector.Matches(labels.Set(s.Labels)) {
+		if selector.Matches(labels.Set(s.Labels)) {
 			candidates = append(candidates, s)
 		}
 	}
-	return c.load.pick(key, candidates), nil
+	if len(candidates) == 0 {
+		return nil, noShardError{"no shard matches spec.location.selector"}
+	}
+	fitting, refused := rankShards(candidates, c.load.used)
+	if len(fitting) == 0 {
+		return nil, noShardError{unschedulableMessage(refused)}
+	}
+	return c.load.pick(key, fitting), nil
 }
 
 // invalidSelectorError is a spec.location.selector that does not parse.
@@ -248,7 +257,11 @@ func (e invalidSelectorError) Error() string {
 	return "invalid spec.location.selector: " + e.err.Error()
 }
 
+// setUnschedulable keeps a workspace in Scheduling with kcp's condition
+// WorkspaceScheduled=False, reason Unschedulable, saying why. Shard changes
+// retry it (see waiting), and so does a slow requeue.
 func (c *Controller) setUnschedulable(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, msg string) error {
+	c.waiting.Store(wildcardinformer.Key(parent, "", ws.Name), struct{}{})
 	cond := conditionsv1alpha1.Condition{
 		Type: tenancyv1alpha1.WorkspaceScheduled, Status: corev1.ConditionFalse,
 		Severity: conditionsv1alpha1.ConditionSeverityError, Reason: tenancyv1alpha1.WorkspaceReasonUnschedulable, Message: msg,

@@ -3,6 +3,7 @@ package workspace
 import (
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -26,10 +27,78 @@ type shardLoad struct {
 	counts map[string]int
 	// assumed are placements not yet seen scheduled, by Workspace key.
 	assumed map[string]string
+	// recent are the placements picked here, by shard: until the shard's
+	// reported count surely includes them they count towards its limits
+	// (see used).
+	recent map[string]*recentPlacements
+	// now is the clock; tests replace it.
+	now func() time.Time
 }
 
+// reportSlack is how long before a shard's report a placement may still
+// be missing from its count: its LogicalCluster was being created.
+const reportSlack = 2 * time.Second
+
 func newShardLoad() *shardLoad {
-	return &shardLoad{placed: map[string]string{}, counts: map[string]int{}, assumed: map[string]string{}}
+	return &shardLoad{placed: map[string]string{}, counts: map[string]int{}, assumed: map[string]string{},
+		recent: map[string]*recentPlacements{}, now: time.Now}
+}
+
+// used returns the logical clusters on a shard for its limits: those it
+// last reported (status.used) plus those placed here since, which its
+// report may not count yet.
+func (l *shardLoad) used(s *corev1alpha1.Shard) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruneRecentLocked(s)
+	n := s.UsedWorkspaces()
+	if r := l.recent[s.Name]; r != nil {
+		n += int64(len(r.at))
+	}
+	return n
+}
+
+// pruneRecentLocked drops the recent placements on a shard that its last
+// report counts: those older than the report by more than reportSlack.
+func (l *shardLoad) pruneRecentLocked(s *corev1alpha1.Shard) {
+	if r := l.recent[s.Name]; r != nil && s.Status.LastHeartbeatTime != nil {
+		r.prune(s.Status.LastHeartbeatTime.Add(-reportSlack))
+	}
+}
+
+// forgetRecentLocked drops the recent placement of key, wherever it was.
+func (l *shardLoad) forgetRecentLocked(key string) {
+	for _, r := range l.recent {
+		delete(r.at, key)
+	}
+}
+
+// recentPlacements are the placements on one shard, by Workspace key, and
+// in the order they were picked, so that pruning is cheap in a burst.
+type recentPlacements struct {
+	at    map[string]time.Time
+	queue []recentPlacement
+}
+
+type recentPlacement struct {
+	key string
+	at  time.Time
+}
+
+func (r *recentPlacements) add(key string, at time.Time) {
+	r.at[key] = at
+	r.queue = append(r.queue, recentPlacement{key, at})
+}
+
+// prune drops the placements picked before t; a key forgotten or picked
+// again meanwhile leaves a stale queue entry, skipped here.
+func (r *recentPlacements) prune(t time.Time) {
+	for len(r.queue) > 0 && r.queue[0].at.Before(t) {
+		if at, ok := r.at[r.queue[0].key]; ok && at.Equal(r.queue[0].at) {
+			delete(r.at, r.queue[0].key)
+		}
+		r.queue = r.queue[1:]
+	}
 }
 
 // pick returns the candidate with the fewest workspaces (a random one of
@@ -61,8 +130,20 @@ func (l *shardLoad) pick(key string, candidates []*corev1alpha1.Shard) *corev1al
 		}
 	}
 	chosen := least[rand.IntN(len(least))]
-	l.assumed[key] = chosen.Name
+	l.recordLocked(key, chosen)
 	return chosen
+}
+
+// recordLocked assumes the workspace of key placed on chosen, and counts
+// it as a recent placement there (see used).
+func (l *shardLoad) recordLocked(key string, chosen *corev1alpha1.Shard) {
+	l.assumed[key] = chosen.Name
+	l.forgetRecentLocked(key)
+	l.pruneRecentLocked(chosen)
+	if l.recent[chosen.Name] == nil {
+		l.recent[chosen.Name] = &recentPlacements{at: map[string]time.Time{}}
+	}
+	l.recent[chosen.Name].add(key, l.now())
 }
 
 // assumedShard returns the shard a workspace was assumed placed on, if any.
@@ -86,6 +167,7 @@ func (l *shardLoad) forget(key string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.assumed, key)
+	l.forgetRecentLocked(key)
 }
 
 // set records the shard a Workspace of the informer is scheduled to ("" for

@@ -87,7 +87,7 @@ func New(cfg Config) *Controller {
 	if cfg.Shards != nil {
 		lookup := shardlookup.Root{Informer: cfg.Shards}
 		c.steps = append(c.steps, virtualWorkspacesReconciler{listShards: lookup.List})
-		cfg.Shards.AddHandler(requeueAll{c: c, workspaceTypes: workspaceTypes})
+		cfg.Shards.AddHandler(shardlookup.SkipStatusUpdates(requeueAll{c: c, workspaceTypes: workspaceTypes}))
 	}
 	return c
 }

@@ -2,10 +2,13 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -204,6 +207,29 @@ func validateShardSpec(spec *ShardSpec, fldPath *field.Path) field.ErrorList {
 	if spec.VirtualWorkspaceURL != "" {
 		allErrs = append(allErrs, ValidateURL(spec.VirtualWorkspaceURL, fldPath.Child("virtualWorkspaceURL"))...)
 	}
+	if l := spec.ResourceLimits; l != nil {
+		allErrs = append(allErrs, validateWorkspaceCounts(l.Soft, fldPath.Child("resourceLimits", "soft"))...)
+		allErrs = append(allErrs, validateWorkspaceCounts(l.Hard, fldPath.Child("resourceLimits", "hard"))...)
+	}
+	return allErrs
+}
+
+// validateWorkspaceCounts accepts only whole, non-negative numbers of
+// workspaces. kcp accepts any resource and reports a negative limit as
+// disabled; a typo here is refused instead of silently lifting a limit.
+func validateWorkspaceCounts(list corev1.ResourceList, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	for _, name := range slices.Sorted(maps.Keys(list)) {
+		q, p := list[name], fldPath.Key(string(name))
+		switch {
+		case name != ResourceWorkspaces:
+			allErrs = append(allErrs, field.NotSupported(p, string(name), []string{string(ResourceWorkspaces)}))
+		case q.Sign() < 0:
+			allErrs = append(allErrs, field.Invalid(p, q.String(), "must not be negative (0 means unlimited)"))
+		case q.MilliValue()%1000 != 0:
+			allErrs = append(allErrs, field.Invalid(p, q.String(), "must be a whole number of workspaces"))
+		}
+	}
 	return allErrs
 }
 
@@ -212,6 +238,11 @@ func validateShardStatus(status *ShardStatus, fldPath *field.Path) field.ErrorLi
 	for name, q := range status.Capacity {
 		if q.Sign() < 0 {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("capacity").Key(string(name)), q.String(), "must not be negative"))
+		}
+	}
+	for name, q := range status.Used {
+		if q.Sign() < 0 {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("used").Key(string(name)), q.String(), "must not be negative"))
 		}
 	}
 	allErrs = append(allErrs, conditionsv1alpha1.ValidateConditions(status.Conditions, fldPath.Child("conditions"))...)

@@ -189,6 +189,25 @@ func TestValidateShardCreate(t *testing.T) {
 			want: []string{"spec.baseURL", "spec.externalURL", "spec.virtualWorkspaceURL"},
 		},
 		{
+			name: "workspace limits",
+			mutate: func(s *Shard) {
+				s.Spec.ResourceLimits = &ShardResourceLimits{
+					Soft: corev1.ResourceList{ResourceWorkspaces: resource.MustParse("0")},
+					Hard: corev1.ResourceList{ResourceWorkspaces: resource.MustParse("500")},
+				}
+			},
+		},
+		{
+			name: "negative, fractional and unknown limits",
+			mutate: func(s *Shard) {
+				s.Spec.ResourceLimits = &ShardResourceLimits{
+					Soft: corev1.ResourceList{ResourceWorkspaces: resource.MustParse("-1"), "cpu": resource.MustParse("1")},
+					Hard: corev1.ResourceList{ResourceWorkspaces: resource.MustParse("1500m")},
+				}
+			},
+			want: []string{"spec.resourceLimits.soft[cpu]", "spec.resourceLimits.soft[workspaces]", "spec.resourceLimits.hard[workspaces]"},
+		},
+		{
 			name:   "name not a DNS label",
 			mutate: func(s *Shard) { s.Name = "shard.one" },
 			want:   []string{"metadata.name"},

@@ -41,6 +41,11 @@ func (in ShardList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ShardResourceLimits) OpenAPIModelName() string {
+	return "io.kcp.core.v1alpha1.ShardResourceLimits"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ShardSpec) OpenAPIModelName() string {
 	return "io.kcp.core.v1alpha1.ShardSpec"
 }

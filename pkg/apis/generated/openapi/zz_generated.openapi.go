@@ -102,6 +102,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		corev1alpha1.LogicalClusterStatus{}.OpenAPIModelName():                        schema_pkg_apis_core_v1alpha1_LogicalClusterStatus(ref),
 		corev1alpha1.Shard{}.OpenAPIModelName():                                       schema_pkg_apis_core_v1alpha1_Shard(ref),
 		corev1alpha1.ShardList{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardList(ref),
+		corev1alpha1.ShardResourceLimits{}.OpenAPIModelName():                         schema_pkg_apis_core_v1alpha1_ShardResourceLimits(ref),
 		corev1alpha1.ShardSpec{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardSpec(ref),
 		corev1alpha1.ShardStatus{}.OpenAPIModelName():                                 schema_pkg_apis_core_v1alpha1_ShardStatus(ref),
 		tenancyv1alpha1.APIExportReference{}.OpenAPIModelName():                       schema_pkg_apis_tenancy_v1alpha1_APIExportReference(ref),
@@ -3702,6 +3703,49 @@ func schema_pkg_apis_core_v1alpha1_ShardList(ref common.ReferenceCallback) commo
 	}
 }
 
+func schema_pkg_apis_core_v1alpha1_ShardResourceLimits(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ShardResourceLimits are the soft and hard limits of a shard, by resource (ResourceWorkspaces): at its soft limit the scheduler prefers other shards, at its hard limit it places nothing more there.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"soft": {
+						SchemaProps: spec.SchemaProps{
+							Description: "soft limits: shards at or over them are picked only when every candidate is.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"hard": {
+						SchemaProps: spec.SchemaProps{
+							Description: "hard limits: shards at or over them receive no new workspaces.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_core_v1alpha1_ShardSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -3731,10 +3775,18 @@ func schema_pkg_apis_core_v1alpha1_ShardSpec(ref common.ReferenceCallback) commo
 							Format:      "",
 						},
 					},
+					"resourceLimits": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resourceLimits caps what the workspace scheduler places on the shard; unset or 0 means unlimited.",
+							Ref:         ref(corev1alpha1.ShardResourceLimits{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"baseURL"},
 			},
 		},
+		Dependencies: []string{
+			corev1alpha1.ShardResourceLimits{}.OpenAPIModelName()},
 	}
 }
 
@@ -3757,6 +3809,26 @@ func schema_pkg_apis_core_v1alpha1_ShardStatus(ref common.ReferenceCallback) com
 									},
 								},
 							},
+						},
+					},
+					"used": {
+						SchemaProps: spec.SchemaProps{
+							Description: "used is what the shard hosts, by resource (ResourceWorkspaces: its logical clusters, system ones included), as the shard last reported.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(resource.Quantity{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"lastHeartbeatTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastHeartbeatTime is when the shard last reported its status; the root shard marks it not Ready when this grows too old.",
+							Ref:         ref(metav1.Time{}.OpenAPIModelName()),
 						},
 					},
 					"conditions": {
@@ -3784,7 +3856,7 @@ func schema_pkg_apis_core_v1alpha1_ShardStatus(ref common.ReferenceCallback) com
 			},
 		},
 		Dependencies: []string{
-			conditionsv1alpha1.Condition{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
+			conditionsv1alpha1.Condition{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName(), metav1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -22,6 +22,11 @@ var TableColumns = []apiextensionsv1.CustomResourceColumnDefinition{
 	{Name: "Region", Type: "string", JSONPath: ".metadata.labels.region", Description: "The region this shard is in"},
 	{Name: "URL", Type: "string", JSONPath: ".spec.baseURL", Description: "URL to connect to the shard directly"},
 	{Name: "External URL", Type: "string", JSONPath: ".spec.externalURL", Description: "URL written into the workspaces of the shard"},
+	{Name: "Schedulable", Type: "string", JSONPath: `.status.conditions[?(@.type=="Schedulable")].status`, Description: "Whether new workspaces are scheduled onto this shard"},
+	{Name: "Ready", Type: "string", JSONPath: `.status.conditions[?(@.type=="Ready")].status`, Description: "Whether the shard reports its status"},
+	{Name: "Workspaces", Type: "string", JSONPath: ".status.used.workspaces", Description: "Logical clusters on the shard"},
+	{Name: "Soft", Type: "string", JSONPath: ".spec.resourceLimits.soft.workspaces", Description: "Soft limit of logical clusters"},
+	{Name: "Hard", Type: "string", JSONPath: ".spec.resourceLimits.hard.workspaces", Description: "Hard limit of logical clusters"},
 	{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp", Description: "Time since the object was created"},
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/registry/registrytest"
 )
@@ -136,7 +137,7 @@ func TestResetFieldsSeparateSpecAndStatusWriters(t *testing.T) {
 	}
 }
 
-func TestTableShowsRegionURLsAndAge(t *testing.T) {
+func TestTableShowsRegionURLsCapacityReadinessAndAge(t *testing.T) {
 	table, err := NewTableConvertor()
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +145,15 @@ func TestTableShowsRegionURLsAndAge(t *testing.T) {
 	shard := newShard()
 	shard.CreationTimestamp = metav1.NewTime(time.Now().Add(-5 * time.Minute))
 	shard.Spec.ExternalURL = "https://proxy.example"
+	shard.Spec.ResourceLimits = &corev1alpha1.ShardResourceLimits{
+		Soft: corev1.ResourceList{corev1alpha1.ResourceWorkspaces: resource.MustParse("8")},
+		Hard: corev1.ResourceList{corev1alpha1.ResourceWorkspaces: resource.MustParse("10")},
+	}
+	shard.Status.Used = corev1.ResourceList{corev1alpha1.ResourceWorkspaces: resource.MustParse("3")}
+	shard.Status.Conditions = conditionsv1alpha1.Conditions{
+		{Type: corev1alpha1.ShardSchedulable, Status: corev1.ConditionFalse, Reason: corev1alpha1.ShardReasonCordoned},
+		{Type: corev1alpha1.ShardReady, Status: corev1.ConditionTrue},
+	}
 
 	out, err := table.ConvertToTable(context.Background(), shard, nil)
 	if err != nil {
@@ -153,10 +163,10 @@ func TestTableShowsRegionURLsAndAge(t *testing.T) {
 	for _, c := range out.ColumnDefinitions {
 		names = append(names, c.Name)
 	}
-	if want := []string{"Name", "Region", "URL", "External URL", "Age"}; !apiequality.Semantic.DeepEqual(names, want) {
+	if want := []string{"Name", "Region", "URL", "External URL", "Schedulable", "Ready", "Workspaces", "Soft", "Hard", "Age"}; !apiequality.Semantic.DeepEqual(names, want) {
 		t.Errorf("columns = %v, want %v", names, want)
 	}
-	want := []interface{}{"alpha", "eu", "https://alpha.example:6443", "https://proxy.example", "5m"}
+	want := []interface{}{"alpha", "eu", "https://alpha.example:6443", "https://proxy.example", "False", "True", "3", "8", "10", "5m"}
 	if len(out.Rows) != 1 || !apiequality.Semantic.DeepEqual(out.Rows[0].Cells, want) {
 		t.Errorf("rows = %v, want one with cells %v", out.Rows, want)
 	}
