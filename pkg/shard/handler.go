@@ -14,7 +14,9 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
+	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/home"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/panics"
 	"github.com/shardplane/shardplane/pkg/registry"
 	"github.com/shardplane/shardplane/pkg/responsecompression"
@@ -45,6 +47,14 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)
+	// A workspace's limits of watches per user and of request bodies.
+	limits := &fairness.Limits{MaxWatchesPerUser: c.Options.MaxWatchesPerUser, Codecs: gc.Serializer, Annotations: func(cluster logicalcluster.Name) map[string]string {
+		if lc := c.Informers.kcp.logicalCluster(cluster); lc != nil {
+			return lc.Annotations
+		}
+		return nil
+	}}
+	inner = limits.WithLimits(inner)
 	// Impersonated identities are scoped to the request's cluster after
 	// upstream impersonation and authorization.
 	inner = impersonation.WithScoping(c.withHomeWorkspaces(inner, gc))

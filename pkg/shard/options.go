@@ -89,6 +89,10 @@ type Options struct {
 	// ReleaseStartupPages gives back the executable's pages that start-up
 	// read once the shard is ready (see package exepages).
 	ReleaseStartupPages bool
+	// MaxWatchesPerUser bounds the watches one user of a workspace holds
+	// open on the shard (0: none); a LogicalCluster's
+	// limits.shardplane.io/max-watches-per-user overrides it.
+	MaxWatchesPerUser int64
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -174,6 +178,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"On the root shard: how old a Shard's last heartbeat may grow before it is marked not Ready and receives no new workspaces.")
 	fs.StringVar(&o.RootIdentitiesFile, "root-identities-file", o.RootIdentitiesFile,
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
+	fs.Int64Var(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser,
+		"Watches one user of a workspace may hold open on this shard; more are answered 429 with Retry-After. A workspace's LogicalCluster annotation "+corev1alpha1.MaxWatchesPerUserAnnotationKey+" overrides it. 0: no bound.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.kcpStart.addFlags(fs)
 	o.home.addFlags(fs)

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +34,7 @@ func TestOneTenantCannotStarveAnother(t *testing.T) {
 			fmt.Sprintf("--logical-cluster-total-object-limit=%d", defaultObjectLimit), "--logical-cluster-object-count-scan-interval=1s"))
 	t.Run("a flood is refused while another tenant is served", func(t *testing.T) { testTenantFloodIsRefused(t, s) })
 	t.Run("total object count limit", func(t *testing.T) { testTotalObjectCountLimit(t, s) })
+	t.Run("watches per user and request bodies", func(t *testing.T) { testWatchAndBodyLimits(t, s) })
 }
 
 // defaultObjectLimit is the shard's --logical-cluster-total-object-limit.
@@ -262,6 +265,13 @@ func testTotalObjectCountLimit(t *testing.T, s *framework.Shard) {
 // LogicalCluster as kcp-admin.
 func setMaxTotalObjects(ctx context.Context, t *testing.T, s *framework.Shard, path, value string) {
 	t.Helper()
+	setLogicalClusterAnnotation(ctx, t, s, path, corev1alpha1.MaxTotalObjectsAnnotationKey, value)
+}
+
+// setLogicalClusterAnnotation sets an annotation on a workspace's
+// LogicalCluster as kcp-admin.
+func setLogicalClusterAnnotation(ctx context.Context, t *testing.T, s *framework.Shard, path, key, value string) {
+	t.Helper()
 	c := newKCPREST(t, s.ClientConfig(t, "base"))
 	framework.Eventually(t, func(ctx context.Context) error {
 		lc := &corev1alpha1.LogicalCluster{}
@@ -271,7 +281,85 @@ func setMaxTotalObjects(ctx context.Context, t *testing.T, s *framework.Shard, p
 		if lc.Annotations == nil {
 			lc.Annotations = map[string]string{}
 		}
-		lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = value
+		lc.Annotations[key] = value
 		return c.update(ctx, path, logicalClustersGVR, lc.Name, lc, &corev1alpha1.LogicalCluster{})
-	}, "setting %s=%s in %s", corev1alpha1.MaxTotalObjectsAnnotationKey, value, path)
+	}, "setting %s=%s in %s", key, value, path)
+}
+
+// testWatchAndBodyLimits: beyond kcp, a workspace's LogicalCluster bounds
+// the watches each of its users holds open on the shard (429 with
+// Retry-After past it) and the body of a request (413, as kube-apiserver
+// answers a body over --max-request-body-bytes); system identities are
+// not bounded.
+func testWatchAndBodyLimits(t *testing.T, s *framework.Shard) {
+	ctx := testContext(t)
+	admin := newKCPREST(t, s.ClientConfig(t, "base"))
+	ws := readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("limits"), nil)
+	adminKube := kubeClient(t, s, "base", ws.path())
+	grantAccessAndView(ctx, t, adminKube, "tenant-a")
+	bindClusterRole(ctx, t, adminKube, "tenant-a-edit", "edit", userSubject("tenant-a"))
+	setLogicalClusterAnnotation(ctx, t, s, ws.path(), corev1alpha1.MaxWatchesPerUserAnnotationKey, "2")
+	setLogicalClusterAnnotation(ctx, t, s, ws.path(), corev1alpha1.MaxRequestBodyBytesAnnotationKey, "2000")
+
+	// openWatch starts a watch of configmaps and returns its response.
+	openWatch := func(cfg *rest.Config) *http.Response {
+		t.Helper()
+		rt, err := rest.TransportFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps?watch=1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	tenant := s.TokenUserConfig(t, "tenant-a", ws.path())
+	// Until the shard sees the annotation no watch is refused; then, with
+	// the earlier ones closed, two are held and the third is refused.
+	var open []*http.Response
+	framework.Eventually(t, func(context.Context) error {
+		for _, resp := range open {
+			resp.Body.Close()
+		}
+		open = nil
+		var codes []int
+		for range 3 {
+			resp := openWatch(tenant)
+			codes = append(codes, resp.StatusCode)
+			if resp.StatusCode == http.StatusOK {
+				open = append(open, resp)
+				continue
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode == http.StatusTooManyRequests && (resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), corev1alpha1.MaxWatchesPerUserAnnotationKey)) {
+				t.Fatalf("refused without Retry-After or the limit's name: %s", body)
+			}
+		}
+		if !slices.Equal(codes, []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests}) {
+			return fmt.Errorf("three watches answered %v, want 200, 200, 429", codes)
+		}
+		return nil
+	}, "tenant-a's watches were never bounded to 2")
+	if resp := openWatch(s.ClusterConfig(t, "base", ws.path())); resp.StatusCode != http.StatusOK {
+		t.Errorf("kcp-admin's watch: %d, want 200 (system identities are not bounded)", resp.StatusCode)
+	}
+
+	tenantKube := newKubeClient(t, tenant).CoreV1().ConfigMaps("default")
+	big := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "big"}, Data: map[string]string{"x": strings.Repeat("x", 3000)}}
+	if _, err := tenantKube.Create(ctx, big, metav1.CreateOptions{}); !apierrors.IsRequestEntityTooLargeError(err) || !strings.Contains(err.Error(), corev1alpha1.MaxRequestBodyBytesAnnotationKey) {
+		t.Errorf("a 3000-byte body: %v, want 413 naming the limit", err)
+	}
+	small := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "small"}, Data: map[string]string{"x": "y"}}
+	if _, err := tenantKube.Create(ctx, small, metav1.CreateOptions{}); err != nil {
+		t.Errorf("a small body: %v", err)
+	}
+	if _, err := adminKube.CoreV1().ConfigMaps("default").Create(ctx, big, metav1.CreateOptions{}); err != nil {
+		t.Errorf("kcp-admin's large body: %v (system identities are not bounded)", err)
+	}
 }

@@ -85,10 +85,11 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 	return nil
 }
 
-// adminAnnotations are kcp's admin-reserved annotations of a
-// LogicalCluster: kcp-admin may set them too (its ReservedMetadata plugin),
+// adminAnnotations are the limits of a LogicalCluster: kcp-admin may set
+// them too (kcp's admin-reserved metadata of its ReservedMetadata plugin),
 // a workspace's own users may not (they would raise their own limit).
-var adminAnnotations = sets.New(corev1alpha1.MaxTotalObjectsAnnotationKey)
+var adminAnnotations = sets.New(corev1alpha1.MaxTotalObjectsAnnotationKey,
+	corev1alpha1.MaxWatchesPerUserAnnotationKey, corev1alpha1.MaxRequestBodyBytesAnnotationKey)
 
 // systemFieldChange says what lc changes of old that only the system (or,
 // for adminAnnotations, kcp-admin) may change, or "" when nothing.

@@ -10,13 +10,14 @@ import (
 // IsSystemMetadataKey tells whether an annotation or finalizer belongs to
 // the system: its prefix is kcp.io or a subdomain of it (kcp.io/path,
 // internal.tenancy.kcp.io/type, authorization.kcp.io/required-groups,
-// core.kcp.io/logicalcluster-deletion, ...).
+// core.kcp.io/logicalcluster-deletion, ...), or shardplane.io or a
+// subdomain of it (the system's own: limits.shardplane.io/...).
 func IsSystemMetadataKey(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {
 		return false
 	}
-	return prefix == "kcp.io" || strings.HasSuffix(prefix, ".kcp.io")
+	return prefix == "kcp.io" || strings.HasSuffix(prefix, ".kcp.io") || prefix == "shardplane.io" || strings.HasSuffix(prefix, ".shardplane.io")
 }
 
 // OwnerAnnotation encodes the creator of a workspace as kcp does in

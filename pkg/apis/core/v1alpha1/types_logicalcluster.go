@@ -33,6 +33,12 @@ const (
 	// cluster may hold.
 	MaxTotalObjectsAnnotationKey = "core.kcp.io/max-total-objects"
 
+	// MaxWatchesPerUserAnnotationKey and MaxRequestBodyBytesAnnotationKey
+	// bound the watches one user of a logical cluster holds open and the
+	// body of a request to it (pkg/fairness); shardplane's, not kcp's.
+	MaxWatchesPerUserAnnotationKey   = "limits.shardplane.io/max-watches-per-user"
+	MaxRequestBodyBytesAnnotationKey = "limits.shardplane.io/max-request-body-bytes"
+
 	// ShardAnnotationKey names the shard a Workspace was scheduled to; kcp's
 	// client libraries read it.
 	ShardAnnotationKey = "core.kcp.io/shard"

@@ -1,0 +1,131 @@
+package fairness
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+// Limits bounds the watches each user of a workspace holds open on the
+// shard and the bodies its requests send: the shard's defaults, or its
+// LogicalCluster's annotations (corev1alpha1.MaxWatchesPerUserAnnotationKey,
+// MaxRequestBodyBytesAnnotationKey), which only the system and kcp-admin
+// may set. System identities are not
+// bounded. Past a limit: 429 with Retry-After for a watch (client-go
+// retries it), 413 for a body (as kube-apiserver answers one over
+// --max-request-body-bytes); both name the limit.
+type Limits struct {
+	// MaxWatchesPerUser and MaxRequestBodyBytes are the shard's defaults
+	// (<= 0: none).
+	MaxWatchesPerUser, MaxRequestBodyBytes int64
+	// Annotations returns the annotations of a logical cluster's
+	// LogicalCluster (nil when unknown).
+	Annotations func(logicalcluster.Name) map[string]string
+	Codecs      runtime.NegotiatedSerializer
+
+	mu      sync.Mutex
+	watches map[watcher]int64
+}
+
+type watcher struct {
+	cluster logicalcluster.Name
+	user    string
+}
+
+// limit is a workspace's limit of key, else def.
+func (l *Limits) limit(cluster logicalcluster.Name, key string, def int64) int64 {
+	if v, ok := l.Annotations(cluster)[key]; ok {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+// WithLimits applies l to the requests of h; request info, the user and
+// the logical cluster are in their context.
+func (l *Limits) WithLimits(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ctx := req.Context()
+		cluster, ok := logicalcluster.ClusterFromContext(ctx)
+		u, hasUser := request.UserFrom(ctx)
+		info, hasInfo := request.RequestInfoFrom(ctx)
+		if !ok || cluster.IsWildcard() || !hasUser || System(u) || !hasInfo {
+			h.ServeHTTP(w, req)
+			return
+		}
+		fail := func(err *apierrors.StatusError) {
+			responsewriters.ErrorNegotiated(err, l.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
+		}
+		if info.Verb == "watch" {
+			max := l.limit(cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey, l.MaxWatchesPerUser)
+			if max > 0 {
+				key := watcher{cluster, u.GetName()}
+				if !l.acquire(key, max) {
+					err := apierrors.NewTooManyRequests(fmt.Sprintf(
+						"user %q holds the %d watches workspace %q allows each user (%s); close one and retry", u.GetName(), max, cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey), 1)
+					fail(err)
+					return
+				}
+				defer l.release(key)
+			}
+		}
+		if req.Body != nil && (req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch) {
+			if max := l.limit(cluster, corev1alpha1.MaxRequestBodyBytesAnnotationKey, l.MaxRequestBodyBytes); max > 0 {
+				tooLarge := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+					"the body exceeds the %d bytes workspace %q allows a request (%s)", max, cluster, corev1alpha1.MaxRequestBodyBytesAnnotationKey))
+				if req.ContentLength > max {
+					fail(tooLarge)
+					return
+				}
+				// Bodies are read whole by the handlers anyway: read at most
+				// one byte past the limit here.
+				body, err := io.ReadAll(io.LimitReader(req.Body, max+1))
+				req.Body.Close()
+				if err != nil {
+					fail(apierrors.NewBadRequest(fmt.Sprintf("reading the body: %v", err)))
+					return
+				}
+				if int64(len(body)) > max {
+					fail(tooLarge)
+					return
+				}
+				req.Body = io.NopCloser(bytes.NewReader(body))
+			}
+		}
+		h.ServeHTTP(w, req)
+	})
+}
+
+func (l *Limits) acquire(key watcher, max int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watches[key] >= max {
+		return false
+	}
+	if l.watches == nil {
+		l.watches = map[watcher]int64{}
+	}
+	l.watches[key]++
+	return true
+}
+
+func (l *Limits) release(key watcher) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watches[key]--; l.watches[key] <= 0 {
+		delete(l.watches, key)
+	}
+}
