@@ -156,8 +156,34 @@ func testTenantFloodIsRefused(t *testing.T, s *framework.Shard) {
 		}
 	}
 	readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("during-flood"), nil)
+	// The operator's view per workspace: APF's request dump names each
+	// request's flow, <logical cluster>/<user>.
+	raw := newKubeClient(t, s.ClientConfig(t, "shard-base")).CoreV1().RESTClient()
+	framework.Eventually(t, func(ctx context.Context) error {
+		dump, err := raw.Get().AbsPath("/debug/api_priority_and_fairness/dump_requests").DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(dump), a.cluster()+"/tenant-a") {
+			return fmt.Errorf("no request of flow %s/tenant-a in the dump", a.cluster())
+		}
+		return nil
+	}, "APF's dump never showed the flooding workspace's flow")
 	stopFlood()
 	wg.Wait()
+	// /metrics counts by priority level and flow schema, never by workspace.
+	metrics, err := raw.Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(metrics), `apiserver_flowcontrol_rejected_requests_total{flow_schema="workspaces",priority_level="workspaces"`) {
+		t.Error("/metrics has no rejected requests of the workspaces priority level")
+	}
+	for _, cluster := range []string{a.cluster(), b.cluster()} {
+		if strings.Contains(string(metrics), cluster) {
+			t.Errorf("/metrics names the workspace %s: series would grow with workspaces", cluster)
+		}
+	}
 	if refused.Load() == 0 {
 		t.Error("the flooding tenant was never answered 429")
 	}
