@@ -92,17 +92,7 @@ func oidcClient(t *testing.T, e *wsEnv, cluster, token string) kubernetes.Interf
 func createOIDCConfiguration(ctx context.Context, t *testing.T, e *wsEnv, cluster string, issuer *framework.OIDCIssuer, prefix string) string {
 	t.Helper()
 	name := uniqueName("oidc")
-	wac := &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "WorkspaceAuthenticationConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.WorkspaceAuthenticationConfigurationSpec{JWT: []tenancyv1alpha1.JWTAuthenticator{{
-			Issuer: tenancyv1alpha1.Issuer{URL: issuer.URL, CertificateAuthority: issuer.CA, Audiences: []string{framework.OIDCAudience}},
-			ClaimMappings: tenancyv1alpha1.ClaimMappings{
-				Username: tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "email", Prefix: ptr.To(prefix)},
-				Groups:   tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "groups", Prefix: ptr.To(prefix)},
-			},
-		}}},
-	}
+	wac := issuer.AuthenticationConfiguration(name, prefix)
 	if err := e.kcp(t, kcpAdmin).create(ctx, cluster, workspaceAuthenticationConfigurationsGVR, wac, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}); err != nil {
 		t.Fatalf("create WorkspaceAuthenticationConfiguration in %s: %v", cluster, err)
 	}

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -42,17 +41,7 @@ func TestWorkspaceOIDCThroughTheFrontProxy(t *testing.T) {
 	admin := kcp(t, sys.AdminConfig(t, ""))
 	issuer := framework.StartOIDCIssuer(t)
 
-	wac := &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{
-		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "WorkspaceAuthenticationConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: "mockoidc"},
-		Spec: tenancyv1alpha1.WorkspaceAuthenticationConfigurationSpec{JWT: []tenancyv1alpha1.JWTAuthenticator{{
-			Issuer: tenancyv1alpha1.Issuer{URL: issuer.URL, CertificateAuthority: issuer.CA, Audiences: []string{framework.OIDCAudience}},
-			ClaimMappings: tenancyv1alpha1.ClaimMappings{
-				Username: tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "email", Prefix: ptr.To("oidc:")},
-				Groups:   tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "groups", Prefix: ptr.To("oidc:")},
-			},
-		}}},
-	}
+	wac := issuer.AuthenticationConfiguration("mockoidc", "oidc:")
 	if err := admin.Create(ctx, orgCluster, kcpclient.WorkspaceAuthenticationConfigurations, wac, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}); err != nil {
 		t.Fatalf("create WorkspaceAuthenticationConfiguration: %v", err)
 	}

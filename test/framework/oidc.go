@@ -12,6 +12,10 @@ import (
 
 	jose "gopkg.in/go-jose/go-jose.v2"
 	"gopkg.in/go-jose/go-jose.v2/jwt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 )
 
 // OIDCIssuer is a minimal OpenID Connect provider for tests: discovery and
@@ -90,4 +94,21 @@ func (i *OIDCIssuer) Token(t testing.TB, subject, email string, groups []string)
 		t.Fatalf("sign token: %v", err)
 	}
 	return token
+}
+
+// AuthenticationConfiguration returns a WorkspaceAuthenticationConfiguration
+// named name for the issuer, mapping the email and groups claims with
+// prefix, as kcp's tests configure theirs.
+func (i *OIDCIssuer) AuthenticationConfiguration(name, prefix string) *tenancyv1alpha1.WorkspaceAuthenticationConfiguration {
+	return &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "WorkspaceAuthenticationConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.WorkspaceAuthenticationConfigurationSpec{JWT: []tenancyv1alpha1.JWTAuthenticator{{
+			Issuer: tenancyv1alpha1.Issuer{URL: i.URL, CertificateAuthority: i.CA, Audiences: []string{OIDCAudience}},
+			ClaimMappings: tenancyv1alpha1.ClaimMappings{
+				Username: tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "email", Prefix: ptr.To(prefix)},
+				Groups:   tenancyv1alpha1.PrefixedClaimOrExpression{Claim: "groups", Prefix: ptr.To(prefix)},
+			},
+		}}},
+	}
 }
