@@ -23,7 +23,7 @@ func decideWith(d authorizer.Decision, reason string) authorizer.Authorizer {
 func TestAuditAnnotationsNameKCPsStepsAndTheirDecisions(t *testing.T) {
 	steps := []union.NamedAuthorizer{
 		{AuthorizerName: "workspace-content", Authorizer: auditedStep{step: auditSteps["workspace-content"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "")}},
-		{AuthorizerName: "bootstrap", Authorizer: auditedStep{step: auditSteps["bootstrap"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "bootstrap policy: ")}},
+		{AuthorizerName: "bootstrap", Authorizer: auditedStep{step: auditSteps["bootstrap"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "")}},
 		{AuthorizerName: "local", Authorizer: auditedStep{step: auditSteps["local"], Authorizer: decideWith(authorizer.DecisionNoOpinion, "local policy")}},
 		{AuthorizerName: "global", Authorizer: auditedStep{step: auditSteps["global"], Authorizer: decideWith(authorizer.DecisionAllow, "global policy")}},
 	}
@@ -56,7 +56,7 @@ func TestAuditAnnotationsNameKCPsStepsAndTheirDecisions(t *testing.T) {
 		"request.auth.kcp.io/01-requiredgroups-decision": "Allowed",
 		"request.auth.kcp.io/02-content-decision":        "Allowed",
 		"request.auth.kcp.io/05-bootstrap-decision":      "NoOpinion",
-		"request.auth.kcp.io/05-bootstrap-reason":        "bootstrap policy: ",
+		"request.auth.kcp.io/05-bootstrap-reason":        "",
 		"request.auth.kcp.io/05-local-decision":          "NoOpinion",
 		"request.auth.kcp.io/05-global-decision":         "Allowed",
 		"request.auth.kcp.io/05-global-reason":           "global policy",

@@ -144,6 +144,11 @@ type stepAuthorizer struct {
 
 func (s stepAuthorizer) Authorize(ctx context.Context, attr authorizer.Attributes) (authorizer.Decision, string, error) {
 	d, reason, err := s.RBACAuthorizer.Authorize(ctx, attr)
+	// No reason stays none: a denial's reason is what clients show
+	// (kubectl auth can-i prints "no - <reason>").
+	if reason == "" {
+		return d, reason, err
+	}
 	switch s.step {
 	case bootstrapStep:
 		return d, "bootstrap policy: " + reason, err

@@ -125,10 +125,18 @@ func TestEachStepDecidesWithItsOwnRBACAndSaysWhichItIs(t *testing.T) {
 			t.Errorf("%s by all steps: %v %v, want Allow", who, d, err)
 		}
 	}
-	attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "loc"}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
-	for s, prefix := range map[authorizer.Authorizer]string{bootstrap: "bootstrap policy: ", local: `local policy for cluster "team-a" reason: `, global: `global cluster "team-a" policy: `} {
-		if _, reason, _ := s.Authorize(ctx, attr); !strings.HasPrefix(reason, prefix) {
-			t.Errorf("reason %q, want kcp's prefix %q", reason, prefix)
+	// The step that allows says which it is, with kcp's prefix; one
+	// without an opinion and without a reason gives none.
+	for who, want := range map[string]struct {
+		step   authorizer.Authorizer
+		prefix string
+	}{"boot": {bootstrap, "bootstrap policy: "}, "loc": {local, `local policy for cluster "team-a" reason: `}, "glob": {global, `global cluster "team-a" policy: `}} {
+		attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: who}, Verb: "get", Resource: "secrets", Namespace: "ns", Name: "s", ResourceRequest: true}
+		if _, reason, _ := want.step.Authorize(ctx, attr); !strings.HasPrefix(reason, want.prefix) {
+			t.Errorf("%s: reason %q, want kcp's prefix %q", who, reason, want.prefix)
+		}
+		if _, reason, _ := bootstrap.Authorize(ctx, authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "nobody"}, Verb: "get", Resource: "secrets", ResourceRequest: true}); reason != "" {
+			t.Errorf("no opinion with reason %q, want none", reason)
 		}
 	}
 }
