@@ -169,6 +169,13 @@ func TestPartitionSet(t *testing.T) {
 	if ref := metav1.GetControllerOf(&items[0]); ref == nil || ref.Kind != "PartitionSet" || ref.Name != set.Name {
 		t.Errorf("partition %s is owned by %+v, want the PartitionSet", items[0].Name, ref)
 	}
+
+	// Beyond kcp's test: the garbage collector deletes the Partitions of a
+	// deleted set, which owns them.
+	if err := kcp.delete(ctx, ws, kcpclient.PartitionSets, set.Name); err != nil {
+		t.Fatalf("delete partitionSet: %v", err)
+	}
+	waitForPartitions(t, kcp, ws, 0)
 }
 
 // TestPartitionSetAdmission performs kcp's TestPartitionSetAdmission:
