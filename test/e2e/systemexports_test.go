@@ -76,7 +76,7 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 			for _, name := range strings.Fields(out) {
 				count[name]++
 			}
-			for _, name := range []string{"workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io", "apibindings.apis.kcp.io"} {
+			for _, name := range []string{"workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io", "partitions.topology.kcp.io", "partitionsets.topology.kcp.io", "apibindings.apis.kcp.io"} {
 				if count[name] != 1 {
 					t.Errorf("kubectl api-resources in %s lists %s %d times, want once:\n%s", team.path(), name, count[name], out)
 				}
