@@ -227,17 +227,17 @@ func builtinTypes() []*tenancyv1alpha1.WorkspaceType {
 		}),
 		workspaceType(tenancyv1alpha1.UniversalWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			DefaultChildWorkspaceType: &universal,
-			DefaultAPIBindings:        defaultTenancyBinding,
+			DefaultAPIBindings:        defaultSystemBindings,
 		}),
 		workspaceType(tenancyv1alpha1.OrganizationWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{ref(tenancyv1alpha1.RootWorkspaceTypeName)}},
 			DefaultChildWorkspaceType: &universal,
-			DefaultAPIBindings:        defaultTenancyBinding,
+			DefaultAPIBindings:        defaultSystemBindings,
 		}),
 		workspaceType(tenancyv1alpha1.TeamWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			LimitAllowedParents:       &tenancyv1alpha1.WorkspaceTypeSelector{Types: []tenancyv1alpha1.WorkspaceTypeReference{organization, team}},
 			DefaultChildWorkspaceType: &universal,
-			DefaultAPIBindings:        defaultTenancyBinding,
+			DefaultAPIBindings:        defaultSystemBindings,
 		}),
 		workspaceType(tenancyv1alpha1.HomeWorkspaceTypeName, tenancyv1alpha1.WorkspaceTypeSpec{
 			Extend:                    tenancyv1alpha1.WorkspaceTypeExtension{With: []tenancyv1alpha1.WorkspaceTypeReference{universal}},

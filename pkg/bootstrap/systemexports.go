@@ -21,14 +21,18 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	partitionregistry "github.com/shardplane/shardplane/pkg/registry/topology/partition"
+	partitionsetregistry "github.com/shardplane/shardplane/pkg/registry/topology/partitionset"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
 // kcp's system exports live in root: tenancy.kcp.io publishes Workspaces
-// and WorkspaceTypes, shards.core.kcp.io publishes Shards. The shard
+// and WorkspaceTypes, topology.kcp.io Partitions and PartitionSets,
+// shards.core.kcp.io publishes Shards. The shard
 // serves these kinds itself in every workspace; the exports, their
 // identities and the APIBindings to them are there so that tools written
 // for kcp find what they look for: an identity to qualify wildcard
@@ -36,6 +40,8 @@ import (
 const (
 	// TenancyExport is the export of Workspaces and WorkspaceTypes.
 	TenancyExport = "tenancy.kcp.io"
+	// TopologyExport is the export of Partitions and PartitionSets.
+	TopologyExport = "topology.kcp.io"
 	// ShardsExport is the export of Shards.
 	ShardsExport = "shards.core.kcp.io"
 )
@@ -59,7 +65,7 @@ var kcpCategories = []string{"kcp"}
 
 // systemExports are kcp's exports of its own kinds in root
 // (config/root-phase0 in kcp), without those of kinds the shard does not
-// have (workspaceauthenticationconfigurations, topology.kcp.io).
+// have (migration.kcp.io, cache.kcp.io).
 var systemExports = []systemExport{
 	{
 		name:                    TenancyExport,
@@ -92,6 +98,23 @@ var systemExports = []systemExport{
 				columns: []apiextensionsv1.CustomResourceColumnDefinition{
 					{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 				},
+			},
+		},
+	},
+	{
+		name: TopologyExport,
+		resources: []schemaSource{
+			{
+				group: topologyv1alpha1.GroupName, version: topologyv1alpha1.SchemeGroupVersion.Version,
+				model:   topologyv1alpha1.Partition{}.OpenAPIModelName(),
+				names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "partitions", Singular: "partition", Kind: "Partition", ListKind: "PartitionList", Categories: kcpCategories},
+				columns: partitionregistry.TableColumns,
+			},
+			{
+				group: topologyv1alpha1.GroupName, version: topologyv1alpha1.SchemeGroupVersion.Version,
+				model:   topologyv1alpha1.PartitionSet{}.OpenAPIModelName(),
+				names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "partitionsets", Singular: "partitionset", Kind: "PartitionSet", ListKind: "PartitionSetList", Categories: kcpCategories},
+				columns: partitionsetregistry.TableColumns,
 			},
 		},
 	},
@@ -282,9 +305,12 @@ func bindRootAPIs(ctx context.Context, kcp *kcpclient.Client) error {
 	return nil
 }
 
-// defaultTenancyBinding is the default APIBinding of kcp's universal,
-// organization and team types.
-var defaultTenancyBinding = []tenancyv1alpha1.APIExportReference{{Path: string(logicalcluster.Root), Export: TenancyExport}}
+// defaultSystemBindings are the default APIBindings of kcp's universal
+// type, which organization and team extend.
+var defaultSystemBindings = []tenancyv1alpha1.APIExportReference{
+	{Path: string(logicalcluster.Root), Export: TenancyExport},
+	{Path: string(logicalcluster.Root), Export: TopologyExport},
+}
 
 // Root RBAC of the tenancy export.
 const (
@@ -293,10 +319,12 @@ const (
 	// TenancyMaximalPermissionPolicyClusterRole is the maximal permission
 	// policy of root:tenancy.kcp.io.
 	TenancyMaximalPermissionPolicyClusterRole = "system:kcp:apiexport:tenancy:maximal-permission-policy"
+	// TopologyBindClusterRole lets users bind root:topology.kcp.io.
+	TopologyBindClusterRole = "system:kcp:apiexport:topology:bind"
 )
 
-// systemExportsRBAC lets every authenticated user bind the tenancy export
-// and use what it binds. The policy does not hold back the status
+// systemExportsRBAC lets every authenticated user bind the tenancy and
+// topology exports and use what the tenancy export binds. The policy does not hold back the status
 // subresources as kcp's does: the shard refuses status writes of its kinds
 // to everyone but the system in admission, saying so.
 func systemExportsRBAC(ctx context.Context, c kubernetes.Interface) error {
@@ -311,6 +339,13 @@ func systemExportsRBAC(ctx context.Context, c kubernetes.Interface) error {
 				APIGroups: []string{apisv1alpha2.GroupName}, Resources: []string{"apiexports"}, ResourceNames: []string{TenancyExport}, Verbs: []string{"bind"},
 			}}},
 			binding: "system:kcp:authenticated:apiexport:tenancy:bind",
+			group:   authenticated,
+		},
+		{
+			role: &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: TopologyBindClusterRole}, Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{apisv1alpha2.GroupName}, Resources: []string{"apiexports"}, ResourceNames: []string{TopologyExport}, Verbs: []string{"bind"},
+			}}},
+			binding: "system:kcp:authenticated:apiexport:topology:bind",
 			group:   authenticated,
 		},
 		{

@@ -17,6 +17,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // decode kcp's types
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -31,6 +32,9 @@ var (
 	WorkspaceAuthenticationConfigurations = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaceauthenticationconfigurations")
 	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
 	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
+	// Partitions select shards; PartitionSets generate them.
+	Partitions    = topologyv1alpha1.SchemeGroupVersion.WithResource("partitions")
+	PartitionSets = topologyv1alpha1.SchemeGroupVersion.WithResource("partitionsets")
 	// APIResourceSchemas are served in apis.kcp.io/v1alpha1 only.
 	APIResourceSchemas = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
 )

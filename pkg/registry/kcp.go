@@ -1,5 +1,6 @@
-// Package registry serves kcp's own API groups, core.kcp.io and
-// tenancy.kcp.io, from the shard's generic control plane.
+// Package registry serves kcp's own API groups, core.kcp.io,
+// tenancy.kcp.io and topology.kcp.io, from the shard's generic control
+// plane.
 package registry
 
 import (
@@ -14,12 +15,15 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
 	"github.com/shardplane/shardplane/pkg/registry/status"
 	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
 	workspaceauthenticationconfigurationregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspaceauthenticationconfiguration"
 	workspacetyperegistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspacetype"
+	partitionregistry "github.com/shardplane/shardplane/pkg/registry/topology/partition"
+	partitionsetregistry "github.com/shardplane/shardplane/pkg/registry/topology/partitionset"
 )
 
 // CoreRESTStorageProvider serves core.kcp.io: logicalclusters and shards,
@@ -63,6 +67,28 @@ func (TenancyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource servers
 		"workspaceauthenticationconfigurations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			main, err := workspaceauthenticationconfigurationregistry.NewREST(legacyscheme.Scheme, g)
 			return main, nil, err
+		},
+	})
+}
+
+// TopologyRESTStorageProvider serves topology.kcp.io: partitions and
+// partitionsets with their status subresource. The group's types must be
+// installed in legacyscheme.Scheme.
+type TopologyRESTStorageProvider struct{}
+
+// GroupName returns topology.kcp.io.
+func (TopologyRESTStorageProvider) GroupName() string { return topologyv1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled topology.kcp.io
+// resources.
+func (TopologyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(topologyv1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"partitions": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			main, err := partitionregistry.NewREST(legacyscheme.Scheme, g)
+			return main, nil, err
+		},
+		"partitionsets": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return partitionsetregistry.NewREST(legacyscheme.Scheme, g)
 		},
 	})
 }

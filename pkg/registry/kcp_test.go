@@ -13,12 +13,14 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/registry/registrytest"
 )
 
 var (
 	_ controlplaneapiserver.RESTStorageProvider = CoreRESTStorageProvider{}
 	_ controlplaneapiserver.RESTStorageProvider = TenancyRESTStorageProvider{}
+	_ controlplaneapiserver.RESTStorageProvider = TopologyRESTStorageProvider{}
 )
 
 func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
@@ -28,7 +30,7 @@ func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
 }
 
 func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
-	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion)
+	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion, topologyv1alpha1.SchemeGroupVersion)
 	for _, tc := range []struct {
 		provider   controlplaneapiserver.RESTStorageProvider
 		group      string
@@ -45,6 +47,11 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 			group:      "tenancy.kcp.io",
 			resources:  []string{"workspaceauthenticationconfigurations", "workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status"},
 			shortNames: map[string][]string{"workspaces": {"ws"}},
+		},
+		{
+			provider:  TopologyRESTStorageProvider{},
+			group:     "topology.kcp.io",
+			resources: []string{"partitions", "partitionsets", "partitionsets/status"},
 		},
 	} {
 		t.Run(tc.group, func(t *testing.T) {

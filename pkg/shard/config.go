@@ -26,6 +26,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
@@ -178,6 +179,7 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		schema.GroupVersion{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"},
 		corev1alpha1.SchemeGroupVersion,
 		tenancyv1alpha1.SchemeGroupVersion,
+		topologyv1alpha1.SchemeGroupVersion,
 		apisv1alpha1.SchemeGroupVersion,
 		apisv1alpha2.SchemeGroupVersion,
 	)
@@ -253,6 +255,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
 		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
+		topologyv1alpha1.Resource("partitions"), topologyv1alpha1.Resource("partitionsets"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}

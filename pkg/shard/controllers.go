@@ -22,6 +22,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
 	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
+	"github.com/shardplane/shardplane/pkg/controllers/partitionset"
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
 	shardcontroller "github.com/shardplane/shardplane/pkg/controllers/shard"
 	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
@@ -64,6 +65,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installNamespaceController,
 		c.installLogicalClusterController,
 		c.installWorkspaceTypeController,
+		c.installPartitionSetController,
 		c.installAPIExportControllers,
 		c.installAPIBindingControllers,
 		c.installAdmissionPolicyStatusController,
@@ -161,6 +163,13 @@ func (c *Server) installLogicalClusterController(gs *genericapiserver.GenericAPI
 func (c *Server) installWorkspaceTypeController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	workspaceTypes := wtcontroller.New(wtcontroller.Config{WorkspaceTypes: c.Informers.kcp.workspaceTypes, KCP: cl.kcp, Shards: c.Informers.shardInformer()})
 	return c.addController(gs, "shardplane-workspacetype-controller", running(map[runner]int{workspaceTypes: 2}))
+}
+
+func (c *Server) installPartitionSetController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	partitionSets := partitionset.New(partitionset.Config{
+		PartitionSets: c.Informers.kcp.partitionSets, Partitions: c.Informers.kcp.partitions, Shards: c.Informers.shardInformer(), KCP: cl.kcp,
+	})
+	return c.addController(gs, "shardplane-partitionset-controller", running(map[runner]int{partitionSets: 2}))
 }
 
 // installAPIExportControllers installs the controllers of APIExports'

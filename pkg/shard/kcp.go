@@ -19,6 +19,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // kcp's groups in legacyscheme
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
@@ -58,10 +59,13 @@ type kcpInformers struct {
 	// workspaceAuthenticationConfigurations feed per-workspace
 	// authentication.
 	workspaceAuthenticationConfigurations *wildcardinformer.Informer
+	// partitionSets and partitions feed the PartitionSet controller.
+	partitionSets *wildcardinformer.Informer
+	partitions    *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.partitionSets, i.partitions}
 }
 
 func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
@@ -75,6 +79,8 @@ func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 		apiResourceSchemas:                    storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
 		apiExportEndpointSlices:               storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
 		workspaceAuthenticationConfigurations: storage.informer(kcpclient.WorkspaceAuthenticationConfigurations, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}),
+		partitionSets:                         storage.informer(kcpclient.PartitionSets, &topologyv1alpha1.PartitionSet{}),
+		partitions:                            storage.informer(kcpclient.Partitions, &topologyv1alpha1.Partition{}),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

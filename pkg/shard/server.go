@@ -203,6 +203,7 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		flowcontrolStorage{},
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
+		registry.TopologyRESTStorageProvider{},
 		apisregistry.RESTStorageProvider{},
 	}
 	var groups []*genericapiserver.APIGroupInfo

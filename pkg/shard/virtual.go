@@ -157,7 +157,7 @@ func (c *Server) newEndpointSliceController(loopback *rest.Config, client *kcpcl
 		shards = c.Informers.global.Shards
 	}
 	return apiexportendpointslice.New(apiexportendpointslice.Config{
-		Wildcard: wildcard, Client: client, APIBindings: c.Informers.kcp.apiBindings, Shards: shards,
+		Wildcard: wildcard, Client: client, APIBindings: c.Informers.kcp.apiBindings, Shards: shards, Partitions: c.Informers.kcp.partitions,
 		ResolvePath: c.Informers.resolveAnyPath, ShardName: c.Options.ShardName,
 	})
 }

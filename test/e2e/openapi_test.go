@@ -24,7 +24,7 @@ func shardsInOpenAPI(t *testing.T, e *wsEnv, cluster string) (v3, v2 bool, err e
 		return false, false, fmt.Errorf("/openapi/v3: %w", err)
 	}
 	for _, want := range []string{"api/v1", "apis/admissionregistration.k8s.io/v1", "apis/authentication.k8s.io/v1",
-		"apis/tenancy.kcp.io/v1alpha1", "apis/apis.kcp.io/v1alpha1", "apis/core.kcp.io/v1alpha1"} {
+		"apis/tenancy.kcp.io/v1alpha1", "apis/topology.kcp.io/v1alpha1", "apis/apis.kcp.io/v1alpha1", "apis/core.kcp.io/v1alpha1"} {
 		if _, ok := paths[want]; !ok {
 			t.Errorf("/openapi/v3 of %s lacks %s", cluster, want)
 		}

@@ -23,13 +23,14 @@ import (
 
 // kcp's system exports in root.
 const (
-	tenancyExport = "tenancy.kcp.io"
-	shardsExport  = "shards.core.kcp.io"
+	tenancyExport  = "tenancy.kcp.io"
+	topologyExport = "topology.kcp.io"
+	shardsExport   = "shards.core.kcp.io"
 )
 
 // TestRootHoldsKcpSystemExports: root holds kcp's APIExports of its own
-// kinds, tenancy.kcp.io (workspaces, workspacetypes) and shards.core.kcp.io
-// (shards), each with an identity, and binds them itself. Organization and
+// kinds, tenancy.kcp.io (workspaces, workspacetypes), topology.kcp.io
+// (partitions, partitionsets) and shards.core.kcp.io (shards), each with an identity, and binds them itself. Organization and
 // team workspaces are Ready only with their APIBinding to
 // root:tenancy.kcp.io Bound, so a client that waits for the bindings of a
 // new workspace proceeds at once; the shard keeps serving those kinds
@@ -51,7 +52,8 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 			t.Errorf("APIExport root:%s has maximalPermissionPolicy %+v, want local as in kcp", tenancyExport, p)
 		}
 		requireSystemExport(ctx, t, e, shardsExport, "shards.core.kcp.io")
-		for _, name := range []string{tenancyExport, shardsExport} {
+		requireSystemExport(ctx, t, e, topologyExport, "partitions.topology.kcp.io", "partitionsets.topology.kcp.io")
+		for _, name := range []string{tenancyExport, topologyExport, shardsExport} {
 			waitForBinding(t, kcp, "root", name, "Bound in root", bound)
 		}
 
@@ -60,6 +62,8 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 		org := createWorkspace(ctx, t, kcp, "root", framework.UniqueClusterName("sysexp"), nil)
 		org = waitForPhase(t, kcp, org, corev1alpha1.LogicalClusterPhaseReady)
 		requireTenancyBinding(ctx, t, kcp, org, tenancy.Status.IdentityHash)
+		// kcp's universal type binds topology.kcp.io too.
+		requireDefaultBindingBound(ctx, t, kcp, org, "root", topologyExport)
 		team := createWorkspace(ctx, t, kcp, org.path(), "team", typeRef("team", "root"))
 		team = waitForPhase(t, kcp, team, corev1alpha1.LogicalClusterPhaseReady)
 		requireTenancyBinding(ctx, t, kcp, team, tenancy.Status.IdentityHash)
@@ -72,7 +76,7 @@ func TestRootHoldsKcpSystemExports(t *testing.T) {
 			for _, name := range strings.Fields(out) {
 				count[name]++
 			}
-			for _, name := range []string{"workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io", "apibindings.apis.kcp.io"} {
+			for _, name := range []string{"workspaces.tenancy.kcp.io", "workspacetypes.tenancy.kcp.io", "partitions.topology.kcp.io", "partitionsets.topology.kcp.io", "apibindings.apis.kcp.io"} {
 				if count[name] != 1 {
 					t.Errorf("kubectl api-resources in %s lists %s %d times, want once:\n%s", team.path(), name, count[name], out)
 				}

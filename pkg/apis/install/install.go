@@ -10,10 +10,12 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 )
 
 func init() {
 	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
+	utilruntime.Must(topologyv1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(apisv1alpha2.Install(legacyscheme.Scheme))
 }

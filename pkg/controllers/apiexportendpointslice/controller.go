@@ -10,6 +10,9 @@
 // bindings of serves empty lists). With one shard this is exactly the
 // shards with bindings.
 //
+// Which shards at most: those the slice's Partition (spec.partition, in
+// the slice's workspace) selects by their labels.
+//
 // Which URL for a shard: viewurl.ShardServerURL — its
 // spec.virtualWorkspaceURL, which kcp's clients match endpoints against.
 package apiexportendpointslice
@@ -26,6 +29,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -43,6 +47,9 @@ type Config struct {
 	// APIBindings are the shard's bindings; Shards is an informer of the
 	// Shards in root (the shard's own or the cache server's replicas).
 	APIBindings, Shards *wildcardinformer.Informer
+	// Partitions are the shard's Partitions, which slices name to list
+	// only the endpoints of the shards a Partition selects.
+	Partitions *wildcardinformer.Informer
 	// ResolvePath maps the workspace path of a slice's export to its
 	// logical cluster.
 	ResolvePath func(logicalcluster.Path) (logicalcluster.Name, bool)
@@ -85,6 +92,13 @@ func New(c Config) (*Controller, error) {
 		endpoints: &endpointsReconciler{
 			resolvePath: c.ResolvePath,
 			listShards:  shards.List,
+			getPartition: func(cluster logicalcluster.Name, name string) (*topologyv1alpha1.Partition, error) {
+				obj, exists, err := c.Partitions.Get(cluster, "", name)
+				if err != nil || !exists {
+					return nil, err
+				}
+				return obj.(*topologyv1alpha1.Partition), nil
+			},
 			hasBindings: func(exportCluster logicalcluster.Name, export string) bool {
 				for _, obj := range c.APIBindings.Indexer().List() {
 					b, ok := obj.(*apisv1alpha2.APIBinding)
@@ -99,8 +113,8 @@ func New(c Config) (*Controller, error) {
 	}
 	ctrl.loop = loop.New("apiexportendpointslice", ctrl.reconcile)
 	slices.AddHandler(ctrl.loop.Handler(nil))
-	// Bindings and shards change the endpoints of every slice; slices are
-	// few.
+	// Bindings, shards and partitions change the endpoints of every slice;
+	// slices are few.
 	all := ctrl.loop.Handler(func(interface{}) (string, bool) {
 		for _, key := range slices.Indexer().ListKeys() {
 			ctrl.loop.Enqueue(key)
@@ -108,6 +122,7 @@ func New(c Config) (*Controller, error) {
 		return "", false
 	})
 	c.APIBindings.AddHandler(all)
+	c.Partitions.AddHandler(all)
 	c.Shards.AddHandler(shardlookup.SkipStatusUpdates(all))
 	return ctrl, nil
 }
