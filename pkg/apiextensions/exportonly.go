@@ -19,7 +19,10 @@ import (
 // a system export which root binds and other workspaces do not by default
 // (shards.core.kcp.io, config/root-phase0 in kcp): outside root they exist
 // only where a binding of the export is bound.
-var exportOnly = []schema.GroupVersionResource{{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}}
+var exportOnly = []schema.GroupVersionResource{
+	{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"},
+	{Group: "migration.kcp.io", Version: "v1alpha1", Resource: "logicalclustermigrations"},
+}
 
 // WithExportOnlyKinds hides the exportOnly kinds from the workspaces that
 // do not bind them: requests for them answer 404 as for any resource a

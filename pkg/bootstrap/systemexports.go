@@ -20,9 +20,11 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	logicalclustermigrationregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclustermigration"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -37,6 +39,10 @@ const (
 	TenancyExport = "tenancy.kcp.io"
 	// ShardsExport is the export of Shards.
 	ShardsExport = "shards.core.kcp.io"
+	// MigrationExport is the export of LogicalClusterMigrations. Only root
+	// binds it; no RBAC lets anyone but the system's admins bind it
+	// elsewhere, as in kcp.
+	MigrationExport = "migration.kcp.io"
 )
 
 // Resources of the apis.kcp.io group the bootstrap writes.
@@ -58,7 +64,8 @@ var kcpCategories = []string{"kcp"}
 
 // systemExports are kcp's exports of its own kinds in root
 // (config/root-phase0 in kcp), without those of kinds the shard does not
-// have (workspaceauthenticationconfigurations, topology.kcp.io).
+// have (topology.kcp.io, migration.kcp.io's logicalclusterdumps: the
+// shards copy a moving cluster between them by other means).
 var systemExports = []systemExport{
 	{
 		name:                    TenancyExport,
@@ -106,6 +113,15 @@ var systemExports = []systemExport{
 				{Name: "External URL", Type: "string", JSONPath: ".spec.externalURL", Description: "URL written into the workspaces of the shard"},
 				{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 			},
+		}},
+	},
+	{
+		name: MigrationExport,
+		resources: []schemaSource{{
+			group: migrationv1alpha1.GroupName, version: migrationv1alpha1.SchemeGroupVersion.Version,
+			model:   migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName(),
+			names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "logicalclustermigrations", Singular: "logicalclustermigration", Kind: "LogicalClusterMigration", ListKind: "LogicalClusterMigrationList", Categories: kcpCategories},
+			columns: logicalclustermigrationregistry.TableColumns,
 		}},
 	},
 }

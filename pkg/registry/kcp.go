@@ -1,5 +1,6 @@
-// Package registry serves kcp's own API groups, core.kcp.io and
-// tenancy.kcp.io, from the shard's generic control plane.
+// Package registry serves kcp's own API groups, core.kcp.io,
+// tenancy.kcp.io and migration.kcp.io, from the shard's generic control
+// plane.
 package registry
 
 import (
@@ -13,9 +14,11 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	logicalclustermigrationregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclustermigration"
 	"github.com/shardplane/shardplane/pkg/registry/status"
 	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
 	workspaceauthenticationconfigurationregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspaceauthenticationconfiguration"
@@ -63,6 +66,25 @@ func (TenancyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource servers
 		"workspaceauthenticationconfigurations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			main, err := workspaceauthenticationconfigurationregistry.NewREST(legacyscheme.Scheme, g)
 			return main, nil, err
+		},
+	})
+}
+
+// MigrationRESTStorageProvider serves migration.kcp.io:
+// logicalclustermigrations with their status subresource. The group's types
+// must be installed in legacyscheme.Scheme. Outside root the kind exists
+// only where root's migration.kcp.io export is bound, as in kcp
+// (apiextensions.WithExportOnlyKinds).
+type MigrationRESTStorageProvider struct{}
+
+// GroupName returns migration.kcp.io.
+func (MigrationRESTStorageProvider) GroupName() string { return migrationv1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled migration.kcp.io resources.
+func (MigrationRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(migrationv1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"logicalclustermigrations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return logicalclustermigrationregistry.NewREST(legacyscheme.Scheme, g)
 		},
 	})
 }

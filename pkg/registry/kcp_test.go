@@ -12,6 +12,7 @@ import (
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/registry/registrytest"
 )
@@ -19,6 +20,7 @@ import (
 var (
 	_ controlplaneapiserver.RESTStorageProvider = CoreRESTStorageProvider{}
 	_ controlplaneapiserver.RESTStorageProvider = TenancyRESTStorageProvider{}
+	_ controlplaneapiserver.RESTStorageProvider = MigrationRESTStorageProvider{}
 )
 
 func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
@@ -28,7 +30,7 @@ func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
 }
 
 func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
-	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion)
+	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion, migrationv1alpha1.SchemeGroupVersion)
 	for _, tc := range []struct {
 		provider   controlplaneapiserver.RESTStorageProvider
 		group      string
@@ -45,6 +47,11 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 			group:      "tenancy.kcp.io",
 			resources:  []string{"workspaceauthenticationconfigurations", "workspaces", "workspaces/status", "workspacetypes", "workspacetypes/status"},
 			shortNames: map[string][]string{"workspaces": {"ws"}},
+		},
+		{
+			provider:  MigrationRESTStorageProvider{},
+			group:     "migration.kcp.io",
+			resources: []string{"logicalclustermigrations", "logicalclustermigrations/status"},
 		},
 	} {
 		t.Run(tc.group, func(t *testing.T) {

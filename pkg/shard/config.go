@@ -25,6 +25,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
@@ -162,6 +163,7 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"},
 		corev1alpha1.SchemeGroupVersion,
 		tenancyv1alpha1.SchemeGroupVersion,
+		migrationv1alpha1.SchemeGroupVersion,
 		apisv1alpha1.SchemeGroupVersion,
 		apisv1alpha2.SchemeGroupVersion,
 	)
@@ -225,6 +227,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 		corev1alpha1.Resource("logicalclusters"), corev1alpha1.Resource("shards"),
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
 		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
+		migrationv1alpha1.Resource("logicalclustermigrations"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}

@@ -18,6 +18,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // kcp's groups in legacyscheme
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -58,10 +59,13 @@ type kcpInformers struct {
 	// workspaceAuthenticationConfigurations feed per-workspace
 	// authentication.
 	workspaceAuthenticationConfigurations *wildcardinformer.Informer
+	// logicalClusterMigrations are replicated to the cache server, where
+	// the shards a move concerns read them.
+	logicalClusterMigrations *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.logicalClusterMigrations}
 }
 
 func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
@@ -75,6 +79,7 @@ func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 		apiResourceSchemas:                    storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas"), &apisv1alpha1.APIResourceSchema{}),
 		apiExportEndpointSlices:               storage.informer(apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices"), &apisv1alpha1.APIExportEndpointSlice{}),
 		workspaceAuthenticationConfigurations: storage.informer(kcpclient.WorkspaceAuthenticationConfigurations, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}),
+		logicalClusterMigrations:              storage.informer(kcpclient.LogicalClusterMigrations, &migrationv1alpha1.LogicalClusterMigration{}),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

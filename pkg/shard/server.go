@@ -200,6 +200,7 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		eventsrest.RESTStorageProvider{TTL: completed.EventTTL},
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
+		registry.MigrationRESTStorageProvider{},
 		apisregistry.RESTStorageProvider{},
 	}
 	var groups []*genericapiserver.APIGroupInfo

@@ -9,6 +9,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 )
 
@@ -16,4 +17,5 @@ func init() {
 	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(apisv1alpha2.Install(legacyscheme.Scheme))
+	utilruntime.Must(migrationv1alpha1.Install(legacyscheme.Scheme))
 }

@@ -10,6 +10,7 @@ import (
 	v1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	v1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -103,6 +104,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		corev1alpha1.ShardList{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardList(ref),
 		corev1alpha1.ShardSpec{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardSpec(ref),
 		corev1alpha1.ShardStatus{}.OpenAPIModelName():                                 schema_pkg_apis_core_v1alpha1_ShardStatus(ref),
+		migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName():                schema_pkg_apis_migration_v1alpha1_LogicalClusterMigration(ref),
+		migrationv1alpha1.LogicalClusterMigrationList{}.OpenAPIModelName():            schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationList(ref),
+		migrationv1alpha1.LogicalClusterMigrationSpec{}.OpenAPIModelName():            schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationSpec(ref),
+		migrationv1alpha1.LogicalClusterMigrationStatus{}.OpenAPIModelName():          schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationStatus(ref),
 		tenancyv1alpha1.APIExportReference{}.OpenAPIModelName():                       schema_pkg_apis_tenancy_v1alpha1_APIExportReference(ref),
 		tenancyv1alpha1.AuthenticationConfigurationReference{}.OpenAPIModelName():     schema_pkg_apis_tenancy_v1alpha1_AuthenticationConfigurationReference(ref),
 		tenancyv1alpha1.ClaimMappings{}.OpenAPIModelName():                            schema_pkg_apis_tenancy_v1alpha1_ClaimMappings(ref),
@@ -3761,6 +3766,187 @@ func schema_pkg_apis_core_v1alpha1_ShardStatus(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			conditionsv1alpha1.Condition{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterMigration(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterMigration asks to move a logical cluster, with everything stored in it, from the shard that hosts it to another shard.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(migrationv1alpha1.LogicalClusterMigrationSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(migrationv1alpha1.LogicalClusterMigrationStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			migrationv1alpha1.LogicalClusterMigrationSpec{}.OpenAPIModelName(), migrationv1alpha1.LogicalClusterMigrationStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterMigrationList is a list of LogicalClusterMigrations.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterMigrationSpec names what moves and where to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"logicalCluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "logicalCluster is the name (not the path) of the logical cluster to move.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"destinationShard": {
+						SchemaProps: spec.SchemaProps{
+							Description: "destinationShard is the name of the Shard that is to host the logical cluster afterwards.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"logicalCluster", "destinationShard"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterMigrationStatus is how far the move has come.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is the step the move is in; empty until the origin picks it up.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"originShard": {
+						SchemaProps: spec.SchemaProps{
+							Description: "originShard is the shard that hosted the logical cluster when the move began, recorded by that shard first thing.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"entriesCopied": {
+						SchemaProps: spec.SchemaProps{
+							Description: "entriesCopied counts the stored objects the destination has written.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"dumpContinue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "dumpContinue is the continue token for the next page to fetch from the origin shard, cleared once the copy is complete.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions report each step's outcome, with a reason and message when one fails.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(conditionsv1alpha1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			conditionsv1alpha1.Condition{}.OpenAPIModelName()},
 	}
 }
 
