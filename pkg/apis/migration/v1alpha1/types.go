@@ -11,6 +11,14 @@ import (
 // at a time may claim a logical cluster.
 const MigratingAnnotationKey = "internal.kcp.io/migrating"
 
+// ServedElsewhereAnnotationKey marks a shard's copy of a LogicalCluster
+// that another shard serves during a move: the destination's copy until
+// the cut-over, the origin's after it. Routing (the front-proxy's index)
+// ignores marked copies, so exactly one shard serves the cluster at every
+// moment but the cut-over, when both may and the origin holds writes.
+// Ours: kcp bars access to a moving cluster instead.
+const ServedElsewhereAnnotationKey = "internal.shardplane.io/served-elsewhere"
+
 // LogicalClusterMigration asks to move a logical cluster, with everything
 // stored in it, from the shard that hosts it to another shard.
 //
