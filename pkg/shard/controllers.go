@@ -21,6 +21,7 @@ import (
 	apiexportcontroller "github.com/shardplane/shardplane/pkg/controllers/apiexport"
 	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
+	migrationcontroller "github.com/shardplane/shardplane/pkg/controllers/migration"
 	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
 	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
@@ -58,6 +59,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installAPIBindingControllers,
 		c.installAdmissionPolicyStatusController,
 		c.installWorkspaceController,
+		c.installMigrationController,
 		c.installReplication,
 		c.installGlobal,
 		c.installGarbageCollector,
@@ -231,6 +233,23 @@ func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServe
 		InProcess:   c.inProcess,
 	})
 	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
+}
+
+// installMigrationController installs the shard's part of moving logical
+// clusters between shards.
+func (c *Server) installMigrationController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	migrations, err := migrationcontroller.New(migrationcontroller.Config{
+		ShardName:       c.Options.ShardName,
+		Migrations:      c.Informers.global.LogicalClusterMigrations,
+		LogicalClusters: c.Informers.kcp.logicalClusters,
+		Local:           cl.kcp,
+		Shards:          c.Informers.shards(),
+		ShardClient:     c.shardClient,
+	})
+	if err != nil {
+		return err
+	}
+	return c.addController(gs, "shardplane-migration-controller", running(map[runner]int{migrations: 4}))
 }
 
 // installReplication installs the replication to the cache server and the

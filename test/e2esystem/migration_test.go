@@ -7,14 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -165,5 +168,156 @@ func TestMigrationAPIIsServedWhereKcpServesIt(t *testing.T) {
 		if !strings.Contains(out, column) {
 			t.Errorf("kubectl get logicalclustermigrations:\n%s\nlacks %q", out, column)
 		}
+	}
+}
+
+// migrationOf reads a migration as the admin through the front-proxy.
+func migrationOf(ctx context.Context, t *testing.T, cluster logicalcluster.Name, name string) (*migrationv1alpha1.LogicalClusterMigration, error) {
+	t.Helper()
+	m := &migrationv1alpha1.LogicalClusterMigration{}
+	return m, kcp(t, sys.AdminConfig(t, "")).Get(ctx, cluster, kcpclient.LogicalClusterMigrations, name, m)
+}
+
+// claimOf is the migrating annotation of a cluster's LogicalCluster.
+func claimOf(ctx context.Context, t *testing.T, cluster logicalcluster.Name) (string, error) {
+	t.Helper()
+	lc := &corev1alpha1.LogicalCluster{}
+	if err := kcp(t, sys.AdminConfig(t, "")).Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc); err != nil {
+		return "", err
+	}
+	return lc.Annotations[migrationv1alpha1.MigratingAnnotationKey], nil
+}
+
+// TestMigrationCanBeCancelledBeforeTheCutOver follows kcp's
+// TestMigrationAbortOnWorkspaceDeletion: a migration to a shard that does
+// not exist stalls in Migrating once the origin has recorded itself
+// (status.originShard, OriginReady True) and claimed the logical cluster
+// (internal.kcp.io/migrating). Deliberately different: kcp bars access to
+// the cluster from Preparing on and aborts by deleting the workspace; ours
+// serves reads and writes until the cut-over, and deleting the migration
+// cancels it, after which the origin serves as before without the claim.
+func TestMigrationCanBeCancelledBeforeTheCutOver(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-cancel"), "organization", "")
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "moving", "", "")
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	for i := range 3 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	m := newMigration("abort-test-migration", string(cluster), "non-existent-shard-for-abort-test")
+	framework.Eventually(t, func(ctx context.Context) error {
+		return admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{})
+	}, "create the migration")
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseMigrating {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+		}
+		if got.Status.OriginShard != shardOf(ws) || !got.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationOriginReady) {
+			return fmt.Errorf("origin %q (want %q), conditions %+v", got.Status.OriginShard, shardOf(ws), got.Status.Conditions)
+		}
+		return nil
+	}, "the migration never reached Migrating")
+	want := string(orgCluster) + ":" + m.Name
+	if got, err := claimOf(ctx, t, cluster); err != nil || got != want {
+		t.Fatalf("the logical cluster's claim is %q (%v), want %q", got, err, want)
+	}
+
+	// Before the cut-over the workspace serves as before.
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-while-preparing"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("write while the move waits for its destination: %v", err)
+	}
+
+	if err := admin.Delete(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := claimOf(ctx, t, cluster)
+		if err != nil {
+			return err
+		}
+		if got != "" {
+			return fmt.Errorf("claim %q", got)
+		}
+		return nil
+	}, "the cancelled migration's claim was never removed")
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) < 4 {
+		t.Fatalf("after the cancel: %v configmaps, %v; want all 4", len(list.Items), err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-after-cancel"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("write after the cancel: %v", err)
+	}
+}
+
+// TestWorkspaceBeingDeletedCannotBeMoved: a migration of a logical
+// cluster whose deletion a finalizer holds fails at once, says why in
+// OriginReady, and leaves the cluster unclaimed. Ours: kcp starts such a
+// move (and aborts it when the workspace goes).
+func TestWorkspaceBeingDeletedCannotBeMoved(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-deleting"), "organization", "")
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "leaving", "", "")
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	const hold = "e2e.shardplane.io/hold"
+	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{hold}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cms.Patch(context.Background(), "held", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	if err := admin.Delete(ctx, orgCluster, workspacesGVR, ws.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		lc := &corev1alpha1.LogicalCluster{}
+		if err := admin.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc); err != nil {
+			return err
+		}
+		if lc.DeletionTimestamp == nil {
+			return fmt.Errorf("not deleting yet")
+		}
+		return nil
+	}, "the logical cluster never started deleting")
+
+	destination := "root"
+	if shardOf(ws) == "root" {
+		destination = "shard-1"
+	}
+	m := newMigration("too-late", string(cluster), destination)
+	if err := admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		cond := got.Status.Conditions.Get(migrationv1alpha1.LCMigrationOriginReady)
+		if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseFailed || cond == nil ||
+			cond.Reason != "LogicalClusterDeleting" || !strings.Contains(cond.Message, "is being deleted and cannot be moved") {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	}, "the migration of a deleting workspace never failed")
+	if got, err := claimOf(ctx, t, cluster); err != nil || got != "" {
+		t.Fatalf("the deleting cluster was claimed: %q, %v", got, err)
 	}
 }

@@ -1,0 +1,218 @@
+// Package migration moves logical clusters between shards, driven by kcp's
+// LogicalClusterMigration (migration.kcp.io).
+//
+// Every shard runs the controller and sees every migration through the
+// cache server, where the shard hosting a migration replicates it, as in
+// kcp. The shard that serves the logical cluster is its origin: it records
+// itself, claims the cluster with kcp's internal.kcp.io/migrating
+// annotation (Preparing) and hands over to the destination (Migrating). A
+// migration deleted before the cut-over, or one that failed, gives the
+// cluster back: the origin removes its claim and serves as before. Status
+// is written to the shard that hosts the migration: in-process when that
+// is this shard, through its base URL as system:kcp:logical-cluster-admin
+// otherwise.
+//
+// Not done yet: the destination's copy (pkg/clustermove), the cut-over
+// with writes held and the origin's clean-up; until then a migration waits
+// in Migrating and can be cancelled.
+package migration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	"github.com/shardplane/shardplane/pkg/kcpclient"
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	"github.com/shardplane/shardplane/pkg/shardlookup"
+	"github.com/shardplane/shardplane/pkg/wildcardinformer"
+)
+
+// byClaim indexes LogicalClusters by the migration that claims them.
+const byClaim = "migrationClaim"
+
+// Config is what the controller needs.
+type Config struct {
+	// ShardName is this shard.
+	ShardName string
+	// Migrations are every shard's LogicalClusterMigrations, as
+	// replicated to the cache server.
+	Migrations *wildcardinformer.Informer
+	// LogicalClusters are this shard's.
+	LogicalClusters *wildcardinformer.Informer
+	// Local writes to this shard.
+	Local *kcpclient.Client
+	// Shards finds the shard that hosts a migration.
+	Shards shardlookup.Source
+	// ShardClient returns a client of another shard.
+	ShardClient func(*corev1alpha1.Shard) (*kcpclient.Client, error)
+}
+
+// Controller runs the shard's part of every migration.
+type Controller struct {
+	cfg    Config
+	loop   *loop.Loop
+	origin *originReconciler
+}
+
+// New returns the controller. It registers handlers and an index on the
+// informers: call it before they run.
+func New(cfg Config) (*Controller, error) {
+	c := &Controller{cfg: cfg}
+	c.loop = loop.New("migration", c.reconcile)
+	c.origin = &originReconciler{
+		shardName:         cfg.ShardName,
+		getLogicalCluster: c.logicalCluster,
+		setMigrating:      c.setMigrating,
+	}
+	if err := cfg.LogicalClusters.AddIndexers(cache.Indexers{byClaim: claimIndex}); err != nil {
+		return nil, err
+	}
+	cfg.Migrations.AddHandler(c.loop.Handler(nil))
+	// A claimed cluster's changes, and a claim left by a migration that
+	// is gone, bring its migration back.
+	cfg.LogicalClusters.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+		keys, _ := claimIndex(obj)
+		if len(keys) == 0 {
+			return "", false
+		}
+		return keys[0], true
+	}))
+	return c, nil
+}
+
+// Run works the queue until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) { c.loop.Run(ctx, workers) }
+
+// Claim is the value of the migrating annotation for a migration: its
+// cluster and name, as kcp writes it.
+func Claim(cluster logicalcluster.Name, name string) string {
+	return cluster.Path().Join(name).String()
+}
+
+// claimIndex maps a LogicalCluster to the key of the migration claiming it.
+func claimIndex(obj interface{}) ([]string, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	lc, ok := obj.(*corev1alpha1.LogicalCluster)
+	if !ok {
+		return nil, nil
+	}
+	p := logicalcluster.Path(lc.Annotations[migrationv1alpha1.MigratingAnnotationKey])
+	parent, ok := p.Parent()
+	if !ok {
+		return nil, nil
+	}
+	cluster, ok := parent.Name()
+	if !ok {
+		return nil, nil
+	}
+	return []string{wildcardinformer.Key(cluster, "", p.Base())}, nil
+}
+
+func (c *Controller) reconcile(ctx context.Context, key string) error {
+	cluster, _, name, ok := wildcardinformer.SplitKey(key)
+	if !ok {
+		return nil
+	}
+	claim := Claim(cluster, name)
+	obj, exists, err := c.cfg.Migrations.Get(cluster, "", name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return c.cancel(ctx, key, claim)
+	}
+	replica := obj.(*migrationv1alpha1.LogicalClusterMigration)
+	client, err := c.clientOf(replica)
+	if err != nil {
+		return err
+	}
+	// The replica may lag behind: act on the migration as its shard has it.
+	live := &migrationv1alpha1.LogicalClusterMigration{}
+	if err := client.Get(ctx, cluster, kcpclient.LogicalClusterMigrations, name, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return c.cancel(ctx, key, claim)
+		}
+		return err
+	}
+	if !c.origin.isOrigin(live) {
+		return nil
+	}
+	next := live.DeepCopy()
+	reconcileErr := c.origin.reconcile(ctx, claim, next)
+	if !apiequality.Semantic.DeepEqual(live.Status, next.Status) {
+		next.APIVersion, next.Kind = migrationv1alpha1.SchemeGroupVersion.String(), "LogicalClusterMigration"
+		if err := client.Update(ctx, cluster, kcpclient.LogicalClusterMigrations, name, next, &migrationv1alpha1.LogicalClusterMigration{}, "status"); err != nil {
+			return fmt.Errorf("status of migration %s: %w", claim, err)
+		}
+		klog.FromContext(ctx).V(2).Info("Migration moved on", "migration", claim, "phase", next.Status.Phase)
+	}
+	return reconcileErr
+}
+
+// cancel gives back the clusters a deleted migration claimed here.
+func (c *Controller) cancel(ctx context.Context, key, claim string) error {
+	objs, err := c.cfg.LogicalClusters.ByIndex(byClaim, key)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		lc := obj.(*corev1alpha1.LogicalCluster)
+		cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
+		if !ok {
+			continue
+		}
+		if err := c.origin.release(ctx, claim, cluster); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Migration cancelled; the origin serves the logical cluster as before", "migration", claim, "logicalCluster", cluster)
+	}
+	return nil
+}
+
+// clientOf returns a client of the shard that hosts a migration, named by
+// its replica.
+func (c *Controller) clientOf(replica *migrationv1alpha1.LogicalClusterMigration) (*kcpclient.Client, error) {
+	name := replica.Annotations[cacheclient.ShardAnnotationKey]
+	if name == "" || name == c.cfg.ShardName {
+		return c.cfg.Local, nil
+	}
+	shard, err := c.cfg.Shards.Get(name)
+	if err != nil {
+		return nil, fmt.Errorf("shard %s of migration %s: %w", name, replica.Name, err)
+	}
+	return c.cfg.ShardClient(shard)
+}
+
+func (c *Controller) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster {
+	obj, exists, err := c.cfg.LogicalClusters.Get(cluster, "", corev1alpha1.LogicalClusterName)
+	if err != nil || !exists {
+		return nil
+	}
+	return obj.(*corev1alpha1.LogicalCluster)
+}
+
+// setMigrating patches the claim of a LogicalCluster of this shard.
+func (c *Controller) setMigrating(ctx context.Context, cluster logicalcluster.Name, value string) error {
+	var v any
+	if value != "" {
+		v = value
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{migrationv1alpha1.MigratingAnnotationKey: v}}})
+	if err != nil {
+		return err
+	}
+	return c.cfg.Local.Patch(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, types.MergePatchType, patch, &corev1alpha1.LogicalCluster{})
+}
