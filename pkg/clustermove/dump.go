@@ -75,10 +75,15 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		}
 	}
 	if resp.More && len(resp.Kvs) > 0 {
-		// The smallest key after the last one read.
 		page.Continue = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	return page, nil
+}
+
+// After returns the continue position right after key (relative to
+// prefix), for a page cut short.
+func After(prefix, key string) string {
+	return normalizePrefix(prefix) + key + "\x00"
 }
 
 // DumpAll reads every page of cluster's objects at one revision.

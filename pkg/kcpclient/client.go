@@ -32,6 +32,8 @@ var (
 	WorkspaceAuthenticationConfigurations = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaceauthenticationconfigurations")
 	// LogicalClusterMigrations move a logical cluster to another shard.
 	LogicalClusterMigrations = migrationv1alpha1.SchemeGroupVersion.WithResource("logicalclustermigrations")
+	// LogicalClusterDumps are pages of a moving cluster's storage.
+	LogicalClusterDumps = migrationv1alpha1.SchemeGroupVersion.WithResource("logicalclusterdumps")
 	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
 	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
 	// APIResourceSchemas are served in apis.kcp.io/v1alpha1 only.

@@ -6,6 +6,8 @@ package registry
 import (
 	"fmt"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -18,6 +20,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	logicalclusterdumpregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclusterdump"
 	logicalclustermigrationregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclustermigration"
 	"github.com/shardplane/shardplane/pkg/registry/status"
 	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
@@ -71,20 +74,29 @@ func (TenancyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource servers
 }
 
 // MigrationRESTStorageProvider serves migration.kcp.io:
-// logicalclustermigrations with their status subresource. The group's types
+// logicalclustermigrations with their status subresource, and the
+// create-only logicalclusterdumps. The group's types
 // must be installed in legacyscheme.Scheme. Outside root the kind exists
 // only where root's migration.kcp.io export is bound, as in kcp
 // (apiextensions.WithExportOnlyKinds).
-type MigrationRESTStorageProvider struct{}
+type MigrationRESTStorageProvider struct {
+	// EtcdKV is the shard's etcd, which LogicalClusterDumps read (nil:
+	// none, and dumps answer 503); EtcdPrefix is its etcd prefix.
+	EtcdKV     func() clientv3.KV
+	EtcdPrefix string
+}
 
 // GroupName returns migration.kcp.io.
 func (MigrationRESTStorageProvider) GroupName() string { return migrationv1alpha1.GroupName }
 
 // NewRESTStorage builds the storage of the enabled migration.kcp.io resources.
-func (MigrationRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+func (p MigrationRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
 	return newAPIGroupInfo(migrationv1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
 		"logicalclustermigrations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			return logicalclustermigrationregistry.NewREST(legacyscheme.Scheme, g)
+		},
+		"logicalclusterdumps": func(generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return logicalclusterdumpregistry.NewREST(p.EtcdKV, p.EtcdPrefix), nil, nil
 		},
 	})
 }

@@ -36,6 +36,8 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 		group      string
 		resources  []string
 		shortNames map[string][]string
+		// createOnly are answered on create and never stored.
+		createOnly map[string]bool
 	}{
 		{
 			provider:  CoreRESTStorageProvider{},
@@ -49,9 +51,10 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 			shortNames: map[string][]string{"workspaces": {"ws"}},
 		},
 		{
-			provider:  MigrationRESTStorageProvider{},
-			group:     "migration.kcp.io",
-			resources: []string{"logicalclustermigrations", "logicalclustermigrations/status"},
+			provider:   MigrationRESTStorageProvider{},
+			group:      "migration.kcp.io",
+			resources:  []string{"logicalclusterdumps", "logicalclustermigrations", "logicalclustermigrations/status"},
+			createOnly: map[string]bool{"logicalclusterdumps": true},
 		},
 	} {
 		t.Run(tc.group, func(t *testing.T) {
@@ -68,6 +71,15 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 				t.Errorf("resources = %v, want %v", keys, tc.resources)
 			}
 			for resource, s := range storage {
+				if tc.createOnly[resource] {
+					if _, ok := s.(rest.Creater); !ok {
+						t.Errorf("%s is not creatable", resource)
+					}
+					if _, ok := s.(rest.Getter); ok {
+						t.Errorf("%s can be read back", resource)
+					}
+					continue
+				}
 				if _, ok := s.(rest.Patcher); !ok {
 					t.Errorf("%s cannot be patched", resource)
 				}

@@ -245,6 +245,8 @@ func (c *Server) installMigrationController(gs *genericapiserver.GenericAPIServe
 		Local:           cl.kcp,
 		Shards:          c.Informers.shards(),
 		ShardClient:     c.shardClient,
+		Etcd:            c.etcdKV(),
+		EtcdPrefix:      c.Options.ControlPlane.Etcd.StorageConfig.Prefix,
 	})
 	if err != nil {
 		return err

@@ -321,3 +321,87 @@ func TestWorkspaceBeingDeletedCannotBeMoved(t *testing.T) {
 		t.Fatalf("the deleting cluster was claimed: %q, %v", got, err)
 	}
 }
+
+// TestMigrationCopiesToTheDestinationAndCancelRemovesTheCopy: with a real
+// destination the copy is made while the origin keeps serving through the
+// front-proxy (status.entriesCopied positive, as kcp's
+// DumpProgressReporting asserts; MigrationStarted True), the destination
+// holds every object but does not serve the cluster, and deleting the
+// migration before the cut-over removes the copy and the claim.
+// Deliberately different from kcp, whose move cannot be cancelled and
+// whose workspace is barred while it copies.
+func TestMigrationCopiesToTheDestinationAndCancelRemovesTheCopy(t *testing.T) {
+	if shards < 2 {
+		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
+	}
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-copy"), "organization", "")
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "copied", "", "root")
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	for i := range 5 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("test-cm-%d", i)}, Data: map[string]string{"index": fmt.Sprint(i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	m := newMigration("copy-then-cancel", string(cluster), "shard-1")
+	if err := admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		if !got.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) || got.Status.EntriesCopied <= 0 {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	}, "the destination never copied the cluster")
+
+	// The copy is on shard-1, read there directly; the front-proxy still
+	// routes to root, where writes go on.
+	onDestination := kube(t, sys.ShardAdminConfig(t, "shard-1", ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	copied, err := onDestination.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list the copy on the destination: %v", err)
+	}
+	names := map[string]string{}
+	for _, cm := range copied.Items {
+		names[cm.Name] = cm.Data["index"]
+	}
+	for i := range 5 {
+		if names[fmt.Sprintf("test-cm-%d", i)] != fmt.Sprint(i) {
+			t.Fatalf("the destination holds %v, want test-cm-0..4 with their data", names)
+		}
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-during-copy"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("write through the front-proxy while the copy waits: %v", err)
+	}
+	if _, err := kube(t, sys.ShardAdminConfig(t, "root", ws.Spec.Cluster)).CoreV1().ConfigMaps("default").Get(ctx, "written-during-copy", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the write did not go to the origin: %v", err)
+	}
+
+	if err := admin.Delete(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m.Name, nil); err != nil {
+		t.Fatal(err)
+	}
+	destinationLCs := kcp(t, sys.ShardAdminConfig(t, "shard-1", ""))
+	framework.Eventually(t, func(ctx context.Context) error {
+		err := destinationLCs.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{})
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("the destination's copy: %v", err)
+		}
+		if claim, err := claimOf(ctx, t, cluster); err != nil || claim != "" {
+			return fmt.Errorf("claim %q, %v", claim, err)
+		}
+		return nil
+	}, "the cancelled migration left its copy or its claim")
+	if list, err := cms.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) < 6 {
+		t.Fatalf("after the cancel the origin serves %d configmaps (%v), want 6", len(list.Items), err)
+	}
+}

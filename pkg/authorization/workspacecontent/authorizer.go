@@ -125,10 +125,11 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
 	// The scheduler creates the LogicalCluster that makes a cluster exist;
-	// the shards a move concerns write the status of its migration.
+	// the shards a move concerns write the status of its migration and
+	// read the moving cluster's storage.
 	if hasGroup(u, identities.LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
 		(attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" ||
-			attr.GetAPIGroup() == migrationv1alpha1.GroupName && attr.GetResource() == "logicalclustermigrations") {
+			attr.GetAPIGroup() == migrationv1alpha1.GroupName) {
 		return authorizer.DecisionAllow, "", nil
 	}
 	lc := a.getLogicalCluster(cluster)

@@ -12,9 +12,15 @@
 // is this shard, through its base URL as system:kcp:logical-cluster-admin
 // otherwise.
 //
-// Not done yet: the destination's copy (pkg/clustermove), the cut-over
-// with writes held and the origin's clean-up; until then a migration waits
-// in Migrating and can be cancelled.
+// The destination then copies the cluster from the origin (a
+// LogicalClusterDump per page, pkg/clustermove) into its own etcd, with
+// its LogicalCluster marked served elsewhere so that nothing routes to the
+// copy (MigrationStarted, status.entriesCopied); a failed or cancelled
+// move removes the copy.
+//
+// Not done yet: the cut-over with writes held, the verification before
+// it, and the origin's clean-up; until then a migration waits in
+// Migrating after the copy and can be cancelled.
 package migration
 
 import (
@@ -22,8 +28,10 @@ import (
 	"encoding/json"
 	"fmt"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -31,6 +39,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
+	"github.com/shardplane/shardplane/pkg/clustermove"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -56,13 +65,19 @@ type Config struct {
 	Shards shardlookup.Source
 	// ShardClient returns a client of another shard.
 	ShardClient func(*corev1alpha1.Shard) (*kcpclient.Client, error)
+	// Etcd is this shard's etcd, below EtcdPrefix, which the copy of a
+	// moving cluster is written to directly; nil: this shard cannot be a
+	// destination.
+	Etcd       clientv3.KV
+	EtcdPrefix string
 }
 
 // Controller runs the shard's part of every migration.
 type Controller struct {
-	cfg    Config
-	loop   *loop.Loop
-	origin *originReconciler
+	cfg         Config
+	loop        *loop.Loop
+	origin      *originReconciler
+	destination *destinationReconciler
 }
 
 // New returns the controller. It registers handlers and an index on the
@@ -74,6 +89,25 @@ func New(cfg Config) (*Controller, error) {
 		shardName:         cfg.ShardName,
 		getLogicalCluster: c.logicalCluster,
 		setMigrating:      c.setMigrating,
+	}
+	c.destination = &destinationReconciler{
+		shardName:         cfg.ShardName,
+		getLogicalCluster: c.logicalCluster,
+		dumpPage:          c.dumpPage,
+		sync: func(ctx context.Context, cluster logicalcluster.Name, entries []clustermove.Entry, rewrite func(clustermove.Entry) ([]byte, error)) error {
+			if cfg.Etcd == nil {
+				return fmt.Errorf("shard %s cannot write its storage directly", cfg.ShardName)
+			}
+			_, err := clustermove.Sync(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster, entries, rewrite)
+			return err
+		},
+		deleteAll: func(ctx context.Context, cluster logicalcluster.Name) error {
+			if cfg.Etcd == nil {
+				return nil
+			}
+			_, err := clustermove.DeleteAll(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster)
+			return err
+		},
 	}
 	if err := cfg.LogicalClusters.AddIndexers(cache.Indexers{byClaim: claimIndex}); err != nil {
 		return nil, err
@@ -147,11 +181,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 		return err
 	}
-	if !c.origin.isOrigin(live) {
+	next := live.DeepCopy()
+	var reconcileErr error
+	switch {
+	case c.origin.isOrigin(live):
+		reconcileErr = c.origin.reconcile(ctx, claim, next)
+	case c.destination.isDestination(live):
+		reconcileErr = c.destination.reconcile(ctx, claim, next)
+	default:
 		return nil
 	}
-	next := live.DeepCopy()
-	reconcileErr := c.origin.reconcile(ctx, claim, next)
 	if !apiequality.Semantic.DeepEqual(live.Status, next.Status) {
 		next.APIVersion, next.Kind = migrationv1alpha1.SchemeGroupVersion.String(), "LogicalClusterMigration"
 		if err := client.Update(ctx, cluster, kcpclient.LogicalClusterMigrations, name, next, &migrationv1alpha1.LogicalClusterMigration{}, "status"); err != nil {
@@ -177,9 +216,37 @@ func (c *Controller) cancel(ctx context.Context, key, claim string) error {
 		if err := c.origin.release(ctx, claim, cluster); err != nil {
 			return err
 		}
+		if err := c.destination.release(ctx, claim, cluster); err != nil {
+			return err
+		}
 		klog.FromContext(ctx).Info("Migration cancelled; the origin serves the logical cluster as before", "migration", claim, "logicalCluster", cluster)
 	}
 	return nil
+}
+
+// dumpPage reads a page of a cluster's storage from its origin shard.
+func (c *Controller) dumpPage(ctx context.Context, origin string, cluster logicalcluster.Name, continueFrom string) ([]clustermove.Entry, string, error) {
+	shard, err := c.cfg.Shards.Get(origin)
+	if err != nil {
+		return nil, "", fmt.Errorf("origin shard %s: %w", origin, err)
+	}
+	client, err := c.cfg.ShardClient(shard)
+	if err != nil {
+		return nil, "", err
+	}
+	dump := &migrationv1alpha1.LogicalClusterDump{
+		TypeMeta: metav1.TypeMeta{APIVersion: migrationv1alpha1.SchemeGroupVersion.String(), Kind: "LogicalClusterDump"},
+		Spec:     migrationv1alpha1.LogicalClusterDumpSpec{Continue: continueFrom},
+	}
+	out := &migrationv1alpha1.LogicalClusterDump{}
+	if err := client.Create(ctx, cluster, kcpclient.LogicalClusterDumps, dump, out); err != nil {
+		return nil, "", err
+	}
+	entries := make([]clustermove.Entry, 0, len(out.Status.Entries))
+	for _, e := range out.Status.Entries {
+		entries = append(entries, clustermove.Entry{Key: e.Key, Value: e.Value})
+	}
+	return entries, out.Status.Continue, nil
 }
 
 // clientOf returns a client of the shard that hosts a migration, named by

@@ -104,6 +104,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		corev1alpha1.ShardList{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardList(ref),
 		corev1alpha1.ShardSpec{}.OpenAPIModelName():                                   schema_pkg_apis_core_v1alpha1_ShardSpec(ref),
 		corev1alpha1.ShardStatus{}.OpenAPIModelName():                                 schema_pkg_apis_core_v1alpha1_ShardStatus(ref),
+		migrationv1alpha1.EtcdEntry{}.OpenAPIModelName():                              schema_pkg_apis_migration_v1alpha1_EtcdEntry(ref),
+		migrationv1alpha1.LogicalClusterDump{}.OpenAPIModelName():                     schema_pkg_apis_migration_v1alpha1_LogicalClusterDump(ref),
+		migrationv1alpha1.LogicalClusterDumpSpec{}.OpenAPIModelName():                 schema_pkg_apis_migration_v1alpha1_LogicalClusterDumpSpec(ref),
+		migrationv1alpha1.LogicalClusterDumpStatus{}.OpenAPIModelName():               schema_pkg_apis_migration_v1alpha1_LogicalClusterDumpStatus(ref),
 		migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName():                schema_pkg_apis_migration_v1alpha1_LogicalClusterMigration(ref),
 		migrationv1alpha1.LogicalClusterMigrationList{}.OpenAPIModelName():            schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationList(ref),
 		migrationv1alpha1.LogicalClusterMigrationSpec{}.OpenAPIModelName():            schema_pkg_apis_migration_v1alpha1_LogicalClusterMigrationSpec(ref),
@@ -3766,6 +3770,156 @@ func schema_pkg_apis_core_v1alpha1_ShardStatus(ref common.ReferenceCallback) com
 		},
 		Dependencies: []string{
 			conditionsv1alpha1.Condition{}.OpenAPIModelName(), resource.Quantity{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_EtcdEntry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "EtcdEntry is one stored object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key is the storage key without the shard's etcd prefix.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"value": {
+						SchemaProps: spec.SchemaProps{
+							Description: "value is the object as stored (base64 in JSON).",
+							Type:        []string{"string"},
+							Format:      "byte",
+						},
+					},
+				},
+				Required: []string{"key", "value"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterDump(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterDump asks the shard that serves a logical cluster for a page of its stored objects, as stored; the destination of a move creates one in the cluster it copies and reads the page from the response. Nothing is persisted.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(migrationv1alpha1.LogicalClusterDumpSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(migrationv1alpha1.LogicalClusterDumpStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			migrationv1alpha1.LogicalClusterDumpSpec{}.OpenAPIModelName(), migrationv1alpha1.LogicalClusterDumpStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterDumpSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterDumpSpec says which page to return; the cluster is the one the request is made in.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"continue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "continue is the status.continue of the previous page; empty for the first. All pages of one dump read the same snapshot.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"limit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "limit bounds the stored keys a page scans; 0 for the server's default.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"maxBytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "maxBytes bounds the bytes of the values a page returns; 0 for no bound.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_migration_v1alpha1_LogicalClusterDumpStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LogicalClusterDumpStatus is one page of the dump.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"entries": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "entries are the cluster's stored objects of this page, in key order.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(migrationv1alpha1.EtcdEntry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"continue": {
+						SchemaProps: spec.SchemaProps{
+							Description: "continue is the spec.continue of the next page; empty on the last.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			migrationv1alpha1.EtcdEntry{}.OpenAPIModelName()},
 	}
 }
 

@@ -42,6 +42,7 @@ func knownTypes() []runtime.Object {
 	return []runtime.Object{
 		&LogicalClusterMigration{},
 		&LogicalClusterMigrationList{},
+		&LogicalClusterDump{},
 	}
 }
 

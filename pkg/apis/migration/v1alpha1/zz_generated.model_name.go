@@ -6,6 +6,26 @@
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in EtcdEntry) OpenAPIModelName() string {
+	return "io.kcp.migration.v1alpha1.EtcdEntry"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LogicalClusterDump) OpenAPIModelName() string {
+	return "io.kcp.migration.v1alpha1.LogicalClusterDump"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LogicalClusterDumpSpec) OpenAPIModelName() string {
+	return "io.kcp.migration.v1alpha1.LogicalClusterDumpSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LogicalClusterDumpStatus) OpenAPIModelName() string {
+	return "io.kcp.migration.v1alpha1.LogicalClusterDumpStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LogicalClusterMigration) OpenAPIModelName() string {
 	return "io.kcp.migration.v1alpha1.LogicalClusterMigration"
 }
