@@ -221,3 +221,24 @@ func TestSyncRewritesValues(t *testing.T) {
 		t.Fatalf("a second sync wrote %d (%v), want 0", res.Written, err)
 	}
 }
+
+func TestAdvanceRevisionPassesTheOrigins(t *testing.T) {
+	kv := etcdtest.Start(t).Client().KV
+	resp, err := kv.Get(context.Background(), "any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := resp.Header.Revision + 500
+	got, err := AdvanceRevision(context.Background(), kv, "/registry", target)
+	if err != nil || got <= target {
+		t.Fatalf("AdvanceRevision = %d, %v; want above %d", got, err, target)
+	}
+	if entries, _, _ := DumpAll(context.Background(), kv, "/registry", moving); len(entries) != 0 {
+		t.Fatalf("advancing wrote to a cluster: %v", keys(entries))
+	}
+	// Already above: one write.
+	again, err := AdvanceRevision(context.Background(), kv, "/registry", 1)
+	if err != nil || again <= got {
+		t.Fatalf("AdvanceRevision past an old revision = %d, %v", again, err)
+	}
+}

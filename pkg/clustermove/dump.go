@@ -88,8 +88,13 @@ func After(prefix, key string) string {
 
 // DumpAll reads every page of cluster's objects at one revision.
 func DumpAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name) ([]Entry, int64, error) {
+	return DumpAllAt(ctx, kv, prefix, cluster, 0)
+}
+
+// DumpAllAt reads every page of cluster's objects at revision (0: the
+// current one).
+func DumpAllAt(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name, revision int64) ([]Entry, int64, error) {
 	var all []Entry
-	var revision int64
 	next := ""
 	for {
 		page, err := Dump(ctx, kv, prefix, cluster, revision, next, 0)

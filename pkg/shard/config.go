@@ -29,6 +29,7 @@ import (
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
 
 	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
@@ -81,6 +82,8 @@ type Config struct {
 	// virtualWorkspaces serves the views in-process; nil when they are
 	// turned off.
 	virtualWorkspaces http.Handler
+	// holds are the writes held to logical clusters moving away.
+	holds *clusterhold.Registry
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
@@ -98,6 +101,7 @@ type completedConfig struct {
 	loopback         *loopback.Server
 	rootCA           []byte
 	workspaceAuth    *workspaceauth.Authenticator
+	holds            *clusterhold.Registry
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -119,6 +123,7 @@ func (c *Config) Complete() CompletedConfig {
 		loopback:         c.loopback,
 		rootCA:           c.rootCA,
 		workspaceAuth:    c.workspaceAuth,
+		holds:            c.holds,
 	}}
 }
 
@@ -185,7 +190,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// the TLS loopback: a handful of watches).
 	inMemory := loopback.New()
 	genericConfig.LoopbackClientConfig = inMemory.ClientConfig(genericConfig.LoopbackClientConfig)
-	config := &Config{Options: o, Informers: newWildcardInformers(&inProcessStorage{}), loopback: inMemory}
+	config := &Config{Options: o, Informers: newWildcardInformers(&inProcessStorage{}), loopback: inMemory, holds: clusterhold.New()}
 	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
 		return nil, err
 	}

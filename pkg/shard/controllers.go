@@ -246,6 +246,7 @@ func (c *Server) installMigrationController(gs *genericapiserver.GenericAPIServe
 		Shards:          c.Informers.shards(),
 		ShardClient:     c.shardClient,
 		Etcd:            c.etcdKV(),
+		Holds:           c.holds,
 		EtcdPrefix:      c.Options.ControlPlane.Etcd.StorageConfig.Prefix,
 	})
 	if err != nil {

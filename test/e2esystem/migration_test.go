@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,8 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
@@ -322,86 +326,169 @@ func TestWorkspaceBeingDeletedCannotBeMoved(t *testing.T) {
 	}
 }
 
-// TestMigrationCopiesToTheDestinationAndCancelRemovesTheCopy: with a real
-// destination the copy is made while the origin keeps serving through the
-// front-proxy (status.entriesCopied positive, as kcp's
-// DumpProgressReporting asserts; MigrationStarted True), the destination
-// holds every object but does not serve the cluster, and deleting the
-// migration before the cut-over removes the copy and the claim.
-// Deliberately different from kcp, whose move cannot be cancelled and
-// whose workspace is barred while it copies.
-func TestMigrationCopiesToTheDestinationAndCancelRemovesTheCopy(t *testing.T) {
+// TestMigrationMovesAWorkspaceWhileClientsWork is kcp's TestFullMigration
+// through the front-proxy, with a client-go writer and an informer running
+// all along: the migration reaches Completed with status.entriesCopied
+// positive; every ConfigMap, the one written before, those written during
+// the move and one after, is served, from the destination; the origin
+// holds nothing of the cluster; its kcp.io/path is unchanged; the informer
+// started before the move sees what is written after it. Deliberately
+// more than kcp: no write fails (the cut-over answers 429 with
+// Retry-After, which client-go retries), and the informer lists at most
+// twice (its first list and one relist).
+func TestMigrationMovesAWorkspaceWhileClientsWork(t *testing.T) {
 	if shards < 2 {
 		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
 	}
 	t.Parallel()
 	ctx := testContext(t)
-	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-copy"), "organization", "")
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-live"), "organization", "")
 	orgCluster := logicalcluster.Name(org.Spec.Cluster)
-	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "copied", "", "root")
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "moving", "", "root")
 	cluster := logicalcluster.Name(ws.Spec.Cluster)
-	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	path := org.Spec.Cluster + ":moving"
+	pathBefore := pathOf(ctx, t, cluster)
+	cms := kube(t, sys.AdminConfig(t, path)).CoreV1().ConfigMaps("default")
 	for i := range 5 {
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("test-cm-%d", i)}, Data: map[string]string{"index": fmt.Sprint(i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bindMigrationAPI(ctx, t, orgCluster)
 
+	// An informer through the front-proxy, counting its successful lists.
+	var lists atomic.Int32
+	store, controller := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: &cache.ListWatch{
+			ListFunc: func(options metav1.ListOptions) (runtime.Object, error) {
+				list, err := cms.List(ctx, options)
+				if err == nil {
+					lists.Add(1)
+				}
+				return list, err
+			},
+			WatchFunc: func(options metav1.ListOptions) (watch.Interface, error) { return cms.Watch(ctx, options) },
+		},
+		ObjectType: &corev1.ConfigMap{},
+		Handler:    cache.ResourceEventHandlerFuncs{},
+	})
+	informerCtx, stopInformer := context.WithCancel(ctx)
+	defer stopInformer()
+	go controller.Run(informerCtx.Done())
+	framework.Eventually(t, func(context.Context) error {
+		if !controller.HasSynced() {
+			return fmt.Errorf("not synced")
+		}
+		return nil
+	}, "the informer never synced")
+
+	// A writer through the front-proxy for the whole move.
+	var failed []error
+	var written []string
+	writerDone := make(chan struct{})
+	writerCtx, stopWriter := context.WithCancel(ctx)
+	go func() {
+		defer close(writerDone)
+		for i := 0; writerCtx.Err() == nil; i++ {
+			name := fmt.Sprintf("during-%d", i)
+			_, err := cms.Create(writerCtx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			switch {
+			case err == nil:
+				written = append(written, name)
+			case writerCtx.Err() == nil:
+				failed = append(failed, err)
+			}
+		}
+	}()
+
+	bindMigrationAPI(ctx, t, orgCluster)
 	admin := kcp(t, sys.AdminConfig(t, ""))
-	m := newMigration("copy-then-cancel", string(cluster), "shard-1")
+	m := newMigration("test-migration", string(cluster), "shard-1")
 	if err := admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{}); err != nil {
 		t.Fatal(err)
 	}
+	var completed *migrationv1alpha1.LogicalClusterMigration
 	framework.Eventually(t, func(ctx context.Context) error {
 		got, err := migrationOf(ctx, t, orgCluster, m.Name)
 		if err != nil {
 			return err
 		}
-		if !got.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) || got.Status.EntriesCopied <= 0 {
-			return fmt.Errorf("status %+v", got.Status)
+		if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+		}
+		completed = got
+		return nil
+	}, "the migration never completed")
+	stopWriter()
+	<-writerDone
+	if len(failed) > 0 {
+		t.Errorf("%d of the writer's requests failed during the move, first: %v", len(failed), failed[0])
+	}
+	if len(written) == 0 {
+		t.Error("the writer wrote nothing during the move")
+	}
+	if completed.Status.EntriesCopied <= 0 || !completed.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationCompleted) {
+		t.Errorf("completed status %+v, want entriesCopied and Completed", completed.Status)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "post-migration-informer-cm"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("write after the move: %v", err)
+	}
+
+	// Everything is on the destination, served through the front-proxy.
+	want := append([]string{"post-migration-informer-cm"}, written...)
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("test-cm-%d", i))
+	}
+	onDestination := kube(t, sys.ShardAdminConfig(t, "shard-1", ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	for name, list := range map[string]func(context.Context) (*corev1.ConfigMapList, error){
+		"the destination": func(ctx context.Context) (*corev1.ConfigMapList, error) {
+			return onDestination.List(ctx, metav1.ListOptions{})
+		},
+		"the front-proxy": func(ctx context.Context) (*corev1.ConfigMapList, error) { return cms.List(ctx, metav1.ListOptions{}) },
+	} {
+		got, err := list(ctx)
+		if err != nil {
+			t.Fatalf("list on %s: %v", name, err)
+		}
+		have := map[string]bool{}
+		for _, cm := range got.Items {
+			have[cm.Name] = true
+		}
+		for _, w := range want {
+			if !have[w] {
+				t.Errorf("%s lacks %s, an acknowledged write", name, w)
+			}
+		}
+	}
+	originLCs := kcp(t, sys.ShardAdminConfig(t, "root", ""))
+	if err := originLCs.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{}); !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsTooManyRequests(err) {
+		t.Errorf("the origin still has the LogicalCluster: %v", err)
+	}
+	if got := pathOf(ctx, t, cluster); got != pathBefore {
+		t.Errorf("kcp.io/path is %q after the move, was %q", got, pathBefore)
+	}
+	if claim, err := claimOf(ctx, t, cluster); err != nil || claim != "" {
+		t.Errorf("claim after the move %q (%v), want none", claim, err)
+	}
+
+	framework.Eventually(t, func(context.Context) error {
+		for _, w := range want {
+			if _, exists, _ := store.GetByKey("default/" + w); !exists {
+				return fmt.Errorf("the informer lacks %s", w)
+			}
 		}
 		return nil
-	}, "the destination never copied the cluster")
+	}, "the informer started before the move missed objects")
+	if n := lists.Load(); n > 2 {
+		t.Errorf("the informer listed %d times, want its first list and at most one relist", n)
+	}
+}
 
-	// The copy is on shard-1, read there directly; the front-proxy still
-	// routes to root, where writes go on.
-	onDestination := kube(t, sys.ShardAdminConfig(t, "shard-1", ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
-	copied, err := onDestination.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatalf("list the copy on the destination: %v", err)
-	}
-	names := map[string]string{}
-	for _, cm := range copied.Items {
-		names[cm.Name] = cm.Data["index"]
-	}
-	for i := range 5 {
-		if names[fmt.Sprintf("test-cm-%d", i)] != fmt.Sprint(i) {
-			t.Fatalf("the destination holds %v, want test-cm-0..4 with their data", names)
-		}
-	}
-	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-during-copy"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("write through the front-proxy while the copy waits: %v", err)
-	}
-	if _, err := kube(t, sys.ShardAdminConfig(t, "root", ws.Spec.Cluster)).CoreV1().ConfigMaps("default").Get(ctx, "written-during-copy", metav1.GetOptions{}); err != nil {
-		t.Fatalf("the write did not go to the origin: %v", err)
-	}
-
-	if err := admin.Delete(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m.Name, nil); err != nil {
+// pathOf is the kcp.io/path of a cluster's LogicalCluster.
+func pathOf(ctx context.Context, t *testing.T, cluster logicalcluster.Name) string {
+	t.Helper()
+	lc := &corev1alpha1.LogicalCluster{}
+	if err := kcp(t, sys.AdminConfig(t, "")).Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, lc); err != nil {
 		t.Fatal(err)
 	}
-	destinationLCs := kcp(t, sys.ShardAdminConfig(t, "shard-1", ""))
-	framework.Eventually(t, func(ctx context.Context) error {
-		err := destinationLCs.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{})
-		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-			return fmt.Errorf("the destination's copy: %v", err)
-		}
-		if claim, err := claimOf(ctx, t, cluster); err != nil || claim != "" {
-			return fmt.Errorf("claim %q, %v", claim, err)
-		}
-		return nil
-	}, "the cancelled migration left its copy or its claim")
-	if list, err := cms.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) < 6 {
-		t.Fatalf("after the cancel the origin serves %d configmaps (%v), want 6", len(list.Items), err)
-	}
+	return lc.Annotations[logicalcluster.PathAnnotationKey]
 }

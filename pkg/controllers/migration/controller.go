@@ -18,15 +18,23 @@
 // copy (MigrationStarted, status.entriesCopied); a failed or cancelled
 // move removes the copy.
 //
-// Not done yet: the cut-over with writes held, the verification before
-// it, and the origin's clean-up; until then a migration waits in
-// Migrating after the copy and can be cancelled.
+// Cut-over (ours; kcp bars the cluster for the whole move instead): the
+// origin holds the cluster's writes (429 + Retry-After, pkg/clusterhold)
+// and waits for those in flight (WritesHeld); the destination takes a
+// final copy, verifies it against the origin's dump (object count and
+// content hash per resource) and lets its copy serve (DataCopied,
+// OriginCleanup); a mismatch fails the move and the origin serves on. The
+// origin then marks its own copy served elsewhere (the front-proxy
+// switches), ends the cluster's watches, answers 429 to whatever still
+// reaches it and deletes the cluster from its etcd (OriginCleaned,
+// DestinationFinalize); the destination drops the claim (Completed).
 package migration
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -39,6 +47,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
+	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/clustermove"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -70,6 +79,8 @@ type Config struct {
 	// destination.
 	Etcd       clientv3.KV
 	EtcdPrefix string
+	// Holds holds the writes to clusters moving away from this shard.
+	Holds *clusterhold.Registry
 }
 
 // Controller runs the shard's part of every migration.
@@ -85,22 +96,49 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{cfg: cfg}
 	c.loop = loop.New("migration", c.reconcile)
+	holds := cfg.Holds
+	if holds == nil {
+		holds = clusterhold.New()
+	}
 	c.origin = &originReconciler{
 		shardName:         cfg.ShardName,
 		getLogicalCluster: c.logicalCluster,
-		setMigrating:      c.setMigrating,
+		setMigrating: func(ctx context.Context, cluster logicalcluster.Name, value string) error {
+			return c.setAnnotation(ctx, cluster, migrationv1alpha1.MigratingAnnotationKey, value)
+		},
+		setServedElsewhere: func(ctx context.Context, cluster logicalcluster.Name) error {
+			return c.setAnnotation(ctx, cluster, migrationv1alpha1.ServedElsewhereAnnotationKey, "true")
+		},
+		hold:        holds.Hold,
+		releaseHold: holds.Release,
+		deleteAll: func(ctx context.Context, cluster logicalcluster.Name) error {
+			if cfg.Etcd == nil {
+				return fmt.Errorf("shard %s cannot write its storage directly", cfg.ShardName)
+			}
+			_, err := clustermove.DeleteAll(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster)
+			return err
+		},
 	}
 	c.destination = &destinationReconciler{
 		shardName:         cfg.ShardName,
 		getLogicalCluster: c.logicalCluster,
 		dumpPage:          c.dumpPage,
-		sync: func(ctx context.Context, cluster logicalcluster.Name, entries []clustermove.Entry, rewrite func(clustermove.Entry) ([]byte, error)) error {
+		sync: func(ctx context.Context, cluster logicalcluster.Name, entries []clustermove.Entry, rewrite func(clustermove.Entry) ([]byte, error)) (int64, error) {
 			if cfg.Etcd == nil {
-				return fmt.Errorf("shard %s cannot write its storage directly", cfg.ShardName)
+				return 0, fmt.Errorf("shard %s cannot write its storage directly", cfg.ShardName)
 			}
-			_, err := clustermove.Sync(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster, entries, rewrite)
-			return err
+			res, err := clustermove.Sync(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster, entries, rewrite)
+			return res.Revision, err
 		},
+		readAt: func(ctx context.Context, cluster logicalcluster.Name, revision int64) ([]clustermove.Entry, error) {
+			entries, _, err := clustermove.DumpAllAt(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster, revision)
+			return entries, err
+		},
+		setAnnotation: c.setAnnotation,
+		advanceRevision: func(ctx context.Context, above int64) (int64, error) {
+			return clustermove.AdvanceRevision(ctx, cfg.Etcd, cfg.EtcdPrefix, above)
+		},
+		movedIn: holds.MovedIn,
 		deleteAll: func(ctx context.Context, cluster logicalcluster.Name) error {
 			if cfg.Etcd == nil {
 				return nil
@@ -225,14 +263,14 @@ func (c *Controller) cancel(ctx context.Context, key, claim string) error {
 }
 
 // dumpPage reads a page of a cluster's storage from its origin shard.
-func (c *Controller) dumpPage(ctx context.Context, origin string, cluster logicalcluster.Name, continueFrom string) ([]clustermove.Entry, string, error) {
+func (c *Controller) dumpPage(ctx context.Context, origin string, cluster logicalcluster.Name, continueFrom string) ([]clustermove.Entry, string, int64, error) {
 	shard, err := c.cfg.Shards.Get(origin)
 	if err != nil {
-		return nil, "", fmt.Errorf("origin shard %s: %w", origin, err)
+		return nil, "", 0, fmt.Errorf("origin shard %s: %w", origin, err)
 	}
 	client, err := c.cfg.ShardClient(shard)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	dump := &migrationv1alpha1.LogicalClusterDump{
 		TypeMeta: metav1.TypeMeta{APIVersion: migrationv1alpha1.SchemeGroupVersion.String(), Kind: "LogicalClusterDump"},
@@ -240,13 +278,17 @@ func (c *Controller) dumpPage(ctx context.Context, origin string, cluster logica
 	}
 	out := &migrationv1alpha1.LogicalClusterDump{}
 	if err := client.Create(ctx, cluster, kcpclient.LogicalClusterDumps, dump, out); err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	entries := make([]clustermove.Entry, 0, len(out.Status.Entries))
 	for _, e := range out.Status.Entries {
 		entries = append(entries, clustermove.Entry{Key: e.Key, Value: e.Value})
 	}
-	return entries, out.Status.Continue, nil
+	revision, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("the origin's dump has no revision: %q", out.ResourceVersion)
+	}
+	return entries, out.Status.Continue, revision, nil
 }
 
 // clientOf returns a client of the shard that hosts a migration, named by
@@ -271,13 +313,14 @@ func (c *Controller) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.L
 	return obj.(*corev1alpha1.LogicalCluster)
 }
 
-// setMigrating patches the claim of a LogicalCluster of this shard.
-func (c *Controller) setMigrating(ctx context.Context, cluster logicalcluster.Name, value string) error {
+// setAnnotation patches an annotation of a LogicalCluster of this shard;
+// "" removes it.
+func (c *Controller) setAnnotation(ctx context.Context, cluster logicalcluster.Name, key, value string) error {
 	var v any
 	if value != "" {
 		v = value
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{migrationv1alpha1.MigratingAnnotationKey: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,7 +34,21 @@ type originReconciler struct {
 	// setMigrating sets the migrating annotation of the cluster's
 	// LogicalCluster to value, or removes it for "".
 	setMigrating func(ctx context.Context, cluster logicalcluster.Name, value string) error
+	// setServedElsewhere marks the cluster's LogicalCluster served
+	// elsewhere: the front-proxy switches to the destination.
+	setServedElsewhere func(ctx context.Context, cluster logicalcluster.Name) error
+	// hold holds the cluster's requests and ends its watches; the channel
+	// closes once the writes admitted before are done. releaseHold lets
+	// requests through again.
+	hold        func(cluster logicalcluster.Name) <-chan struct{}
+	releaseHold func(cluster logicalcluster.Name)
+	// deleteAll removes the cluster's objects from this shard's etcd.
+	deleteAll func(ctx context.Context, cluster logicalcluster.Name) error
 }
+
+// drainTimeout bounds the wait for the writes in flight when the hold
+// begins; the next look waits again.
+const drainTimeout = 10 * time.Second
 
 // isOrigin tells whether this shard is the migration's origin: the one
 // recorded, or, before one is, the shard that serves the cluster.
@@ -96,6 +111,48 @@ func (r *originReconciler) reconcile(ctx context.Context, claim string, m *migra
 		m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseMigrating
 		return nil
 
+	case migrationv1alpha1.LogicalClusterMigrationPhaseMigrating:
+		// The bulk copy is done: hold the writes for the final one.
+		if !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) {
+			return nil
+		}
+		select {
+		case <-r.hold(cluster):
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(drainTimeout):
+			return fmt.Errorf("writes to logical cluster %s are still in flight", cluster)
+		}
+		conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationWritesHeld, Status: corev1.ConditionTrue})
+		return nil
+
+	case migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup:
+		// The destination serves a verified copy: switch, then clean.
+		r.hold(cluster)
+		if lc := r.getLogicalCluster(cluster); lc != nil && lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] == "" {
+			if err := r.setServedElsewhere(ctx, cluster); err != nil {
+				return fmt.Errorf("hand logical cluster %s over: %w", cluster, err)
+			}
+		}
+		// Also ends the watches that started in between: they would see
+		// the clean-up's deletions.
+		r.hold(cluster)
+		if err := r.deleteAll(ctx, cluster); err != nil {
+			conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{
+				Type: migrationv1alpha1.LCMigrationOriginCleaned, Status: corev1.ConditionFalse, Severity: conditionsv1alpha1.ConditionSeverityError,
+				Reason: "CleanupFailed", Message: err.Error(),
+			})
+			return err
+		}
+		conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationOriginCleaned, Status: corev1.ConditionTrue})
+		m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseDestinationFinalize
+		return nil
+
+	case migrationv1alpha1.LogicalClusterMigrationPhaseDestinationFinalize, migrationv1alpha1.LogicalClusterMigrationPhaseCompleted:
+		// Also after a restart: the cluster is served elsewhere now.
+		r.hold(cluster)
+		return nil
+
 	case migrationv1alpha1.LogicalClusterMigrationPhaseFailed:
 		// A failed move leaves the origin serving as before.
 		return r.release(ctx, claim, cluster)
@@ -111,6 +168,7 @@ func (r *originReconciler) release(ctx context.Context, claim string, cluster lo
 		lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" {
 		return nil
 	}
+	r.releaseHold(cluster)
 	if err := r.setMigrating(ctx, cluster, ""); err != nil {
 		return fmt.Errorf("release logical cluster %s: %w", cluster, err)
 	}

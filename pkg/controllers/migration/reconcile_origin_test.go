@@ -4,10 +4,13 @@ import (
 	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -17,7 +20,15 @@ const claim = "orgcluster:move"
 // setMigrating changes.
 func fakeOrigin(lc *corev1alpha1.LogicalCluster) (*originReconciler, *int) {
 	writes := 0
+	holds := clusterhold.New()
 	return &originReconciler{
+		hold:        holds.Hold,
+		releaseHold: holds.Release,
+		setServedElsewhere: func(context.Context, logicalcluster.Name) error {
+			lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] = "true"
+			return nil
+		},
+		deleteAll: func(context.Context, logicalcluster.Name) error { lc = nil; return nil },
 		shardName: "root",
 		getLogicalCluster: func(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster {
 			if lc == nil || cluster != "movingcluster" {
@@ -173,5 +184,42 @@ func TestAFailedOrCancelledMoveGivesTheClusterBack(t *testing.T) {
 	_ = r.release(context.Background(), "orgcluster:other", "movingcluster")
 	if lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] != "orgcluster:other" {
 		t.Fatalf("annotations %v, want the other claim kept", lc.Annotations)
+	}
+}
+
+func TestOriginHoldsWritesThenSwitchesAndCleansUp(t *testing.T) {
+	lc := readyLC()
+	lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = claim
+	r, _ := fakeOrigin(lc)
+	held := map[logicalcluster.Name]bool{}
+	hold := r.hold
+	r.hold = func(c logicalcluster.Name) <-chan struct{} { held[c] = true; return hold(c) }
+	m := migrating()
+	m.Spec.DestinationShard, m.Status.OriginShard = "shard-1", "root"
+	ctx := context.Background()
+
+	if err := r.reconcile(ctx, claim, m); err != nil || held["movingcluster"] {
+		t.Fatalf("writes held before the bulk copy: %v", err)
+	}
+	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationStarted, Status: corev1.ConditionTrue})
+	if err := r.reconcile(ctx, claim, m); err != nil {
+		t.Fatal(err)
+	}
+	if !held["movingcluster"] || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationWritesHeld) {
+		t.Fatalf("after the bulk copy: held %v, conditions %+v", held, m.Status.Conditions)
+	}
+
+	m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup
+	if err := r.reconcile(ctx, claim, m); err != nil {
+		t.Fatal(err)
+	}
+	if lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] == "" {
+		t.Fatalf("the origin did not hand over before cleaning: %v", lc.Annotations)
+	}
+	if m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseDestinationFinalize || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationOriginCleaned) {
+		t.Fatalf("status %+v, want DestinationFinalize with OriginCleaned", m.Status)
+	}
+	if r.getLogicalCluster("movingcluster") != nil {
+		t.Fatal("the origin still holds the cluster")
 	}
 }

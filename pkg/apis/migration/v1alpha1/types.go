@@ -125,6 +125,11 @@ const (
 
 	// LCMigrationCompleted: the destination serves the cluster.
 	LCMigrationCompleted conditionsv1alpha1.ConditionType = "Completed"
+
+	// LCMigrationWritesHeld (ours, not kcp's): the origin holds the
+	// cluster's writes for the cut-over, and every write it acknowledged
+	// is stored; the destination takes its final copy.
+	LCMigrationWritesHeld conditionsv1alpha1.ConditionType = "WritesHeld"
 )
 
 // SetConditions replaces the conditions of the migration.

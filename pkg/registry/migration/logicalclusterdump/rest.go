@@ -94,6 +94,8 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, _ rest.ValidateOb
 		return nil, apierrors.NewInternalError(err)
 	}
 	out := &migrationv1alpha1.LogicalClusterDump{ObjectMeta: dump.ObjectMeta}
+	// The etcd revision the dump reads at.
+	out.ResourceVersion = strconv.FormatInt(page.Revision, 10)
 	var size int64
 	for i, e := range page.Entries {
 		out.Status.Entries = append(out.Status.Entries, migrationv1alpha1.EtcdEntry{Key: e.Key, Value: e.Value})
