@@ -242,6 +242,7 @@ func (c *Server) installMigrationController(gs *genericapiserver.GenericAPIServe
 		ShardName:       c.Options.ShardName,
 		Migrations:      c.Informers.global.LogicalClusterMigrations,
 		LogicalClusters: c.Informers.kcp.logicalClusters,
+		Workspaces:      c.Informers.kcp.workspaces,
 		Local:           cl.kcp,
 		Shards:          c.Informers.shards(),
 		ShardClient:     c.shardClient,

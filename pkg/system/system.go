@@ -199,6 +199,16 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
+	// Every shard verifies the tokens every shard signs, so that a
+	// workspace that moves keeps its service accounts' tokens.
+	for i := 0; i < o.Shards; i++ {
+		if err := os.MkdirAll(dir.Path(ShardName(i)), 0o700); err != nil {
+			return nil, err
+		}
+		if _, err := rootdir.Dir(dir.Path(ShardName(i))).EnsureServiceAccountKey(); err != nil {
+			return nil, fmt.Errorf("service account key of shard %s: %w", ShardName(i), err)
+		}
+	}
 	for i := 0; i < o.Shards; i++ {
 		name := ShardName(i)
 		if err := s.start(ctx, name, o.ShardBinary, s.shardArgs(name)); err != nil {
@@ -512,6 +522,11 @@ func (s *System) shardArgs(name string) []string {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--logical-cluster-admin-kubeconfig=" + s.dir.Path("logical-cluster-admin.kubeconfig"),
+		"--service-account-signing-key-file=" + s.dir.Path(filepath.Join(name, rootdir.ServiceAccountKeyFile)),
+	}
+	// Upstream's flag takes one file per occurrence.
+	for _, f := range serviceAccountKeyFiles(string(s.dir), s.o.Shards) {
+		args = append(args, "--service-account-key-file="+f)
 	}
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
@@ -538,10 +553,7 @@ func (s *System) proxyArgs(port int) []string {
 // behind an authenticating proxy, say) starts from it.
 func FrontProxyArgs(dir string, shards, port int) []string {
 	d := rootdir.Dir(dir)
-	var saKeys []string
-	for i := 0; i < shards; i++ {
-		saKeys = append(saKeys, d.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
-	}
+	saKeys := serviceAccountKeyFiles(dir, shards)
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
@@ -553,6 +565,15 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 		"--client-ca-file=" + d.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
 	}
+}
+
+// serviceAccountKeyFiles are the keys of the shards of the system in dir.
+func serviceAccountKeyFiles(dir string, shards int) []string {
+	var files []string
+	for i := 0; i < shards; i++ {
+		files = append(files, rootdir.Dir(dir).Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
+	}
+	return files
 }
 
 // CacheURL is the cache server's URL.

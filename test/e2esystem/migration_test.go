@@ -8,21 +8,26 @@ import (
 	"sync/atomic"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -327,10 +332,13 @@ func TestWorkspaceBeingDeletedCannotBeMoved(t *testing.T) {
 }
 
 // TestMigrationMovesAWorkspaceWhileClientsWork is kcp's TestFullMigration
-// through the front-proxy, with a client-go writer and an informer running
-// all along: the migration reaches Completed with status.entriesCopied
-// positive; every ConfigMap, the one written before, those written during
-// the move and one after, is served, from the destination; the origin
+// (and TestFullMigrationAPIBindings) through the front-proxy, with a
+// client-go writer and an informer running all along: the migration
+// reaches Completed with status.entriesCopied positive; every ConfigMap,
+// the one written before, those written during the move and one after, is
+// served, from the destination, and so are a custom resource, an object
+// of a bound API and a service account whose token, issued before the
+// move, still authenticates; the origin
 // holds nothing of the cluster; its kcp.io/path is unchanged; the informer
 // started before the move sees what is written after it. Deliberately
 // more than kcp: no write fails (the cut-over answers 429 with
@@ -353,6 +361,56 @@ func TestMigrationMovesAWorkspaceWhileClientsWork(t *testing.T) {
 		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("test-cm-%d", i)}, Data: map[string]string{"index": fmt.Sprint(i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+
+	// Besides built-ins: a CRD and its object, an object of a bound API
+	// (its export on shard-1) and a service account with a token.
+	crds := apiextensionsclient.NewForConfigOrDie(sys.AdminConfig(t, path)).ApiextensionsV1().CustomResourceDefinitions()
+	if _, err := crds.Create(ctx, freeFormCRD("moves.e2e.shardplane.io", "sheriffs", "Sheriff"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(sys.AdminConfig(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sheriffs := dyn.Resource(schema.GroupVersionResource{Group: "moves.e2e.shardplane.io", Version: "v1", Resource: "sheriffs"}).Namespace("default")
+	sheriff := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "moves.e2e.shardplane.io/v1", "kind": "Sheriff", "metadata": map[string]any{"name": "wyatt"}, "spec": map[string]any{"town": "tombstone"}}}
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := sheriffs.Create(ctx, sheriff, metav1.CreateOptions{})
+		return err
+	}, "create a custom resource in %s", path)
+	provider := readyWorkspace(ctx, t, org.Spec.Cluster, "provider", "", "shard-1")
+	publishCowboysOn(ctx, t, logicalcluster.Name(provider.Spec.Cluster), "moves.wildwest.dev")
+	cowboys := bindCowboysOn(ctx, t, cluster, logicalcluster.Name(provider.Spec.Cluster), "moves.wildwest.dev")
+	cowboy, err := cowboys.Create(ctx, newCowboy("moves.wildwest.dev", "ride"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsAdmin := kube(t, sys.AdminConfig(t, path))
+	if _, err := wsAdmin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var token string
+	framework.Eventually(t, func(ctx context.Context) error {
+		tr, err := wsAdmin.CoreV1().ServiceAccounts("default").CreateToken(ctx, "robot", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		token = tr.Status.Token
+		return nil
+	}, "a token of default/robot")
+	robot := rest.AnonymousClientConfig(sys.AdminConfig(t, path))
+	robot.BearerToken = token
+	whoami := func(ctx context.Context) (string, error) {
+		review, err := kube(t, robot).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		return review.Status.UserInfo.Username, nil
+	}
+	robotName, err := whoami(ctx)
+	if err != nil {
+		t.Fatalf("the service account's token before the move: %v", err)
 	}
 
 	// An informer through the front-proxy, counting its successful lists.
@@ -459,6 +517,27 @@ func TestMigrationMovesAWorkspaceWhileClientsWork(t *testing.T) {
 			}
 		}
 	}
+	if got, err := sheriffs.Get(ctx, "wyatt", metav1.GetOptions{}); err != nil || got.Object["spec"].(map[string]any)["town"] != "tombstone" {
+		t.Errorf("the custom resource after the move: %v %v", got, err)
+	}
+	if _, err := cowboys.Get(ctx, cowboy.GetName(), metav1.GetOptions{}); err != nil {
+		t.Errorf("the bound API's object after the move: %v", err)
+	}
+	if name, err := whoami(ctx); err != nil || name != robotName {
+		t.Errorf("the token issued before the move authenticates as %q (%v), want %q", name, err, robotName)
+	}
+	// The parent's Workspace names the destination and mirrors its
+	// LogicalCluster again.
+	framework.Eventually(t, func(ctx context.Context) error {
+		got := &tenancyv1alpha1.Workspace{}
+		if err := admin.Get(ctx, orgCluster, workspacesGVR, ws.Name, got); err != nil {
+			return err
+		}
+		if shardOf(got) != "shard-1" || got.Status.Phase != corev1alpha1.LogicalClusterPhaseReady {
+			return fmt.Errorf("workspace on %q, phase %q", shardOf(got), got.Status.Phase)
+		}
+		return nil
+	}, "the moved workspace never named its new shard")
 	originLCs := kcp(t, sys.ShardAdminConfig(t, "root", ""))
 	if err := originLCs.Get(ctx, cluster, kcpclient.LogicalClusters, corev1alpha1.LogicalClusterName, &corev1alpha1.LogicalCluster{}); !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) && !apierrors.IsTooManyRequests(err) {
 		t.Errorf("the origin still has the LogicalCluster: %v", err)

@@ -46,6 +46,7 @@ import (
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
+	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/clustermove"
@@ -68,6 +69,9 @@ type Config struct {
 	Migrations *wildcardinformer.Informer
 	// LogicalClusters are this shard's.
 	LogicalClusters *wildcardinformer.Informer
+	// Workspaces are this shard's: a moved cluster's Workspace, in its
+	// parent, names the destination once the move completed.
+	Workspaces *wildcardinformer.Informer
 	// Local writes to this shard.
 	Local *kcpclient.Client
 	// Shards finds the shard that hosts a migration.
@@ -150,6 +154,11 @@ func New(cfg Config) (*Controller, error) {
 	if err := cfg.LogicalClusters.AddIndexers(cache.Indexers{byClaim: claimIndex}); err != nil {
 		return nil, err
 	}
+	if cfg.Workspaces != nil {
+		if err := cfg.Workspaces.AddIndexers(cache.Indexers{byCluster: workspaceClusterIndex}); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Migrations.AddHandler(c.loop.Handler(nil))
 	// A claimed cluster's changes, and a claim left by a migration that
 	// is gone, bring its migration back.
@@ -219,6 +228,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	if live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+		return c.repointWorkspaces(ctx, live)
+	}
 	next := live.DeepCopy()
 	var reconcileErr error
 	switch {
@@ -258,6 +270,45 @@ func (c *Controller) cancel(ctx context.Context, key, claim string) error {
 			return err
 		}
 		klog.FromContext(ctx).Info("Migration cancelled; the origin serves the logical cluster as before", "migration", claim, "logicalCluster", cluster)
+	}
+	return nil
+}
+
+// byCluster indexes Workspaces by the logical cluster they point at.
+const byCluster = "migrationCluster"
+
+func workspaceClusterIndex(obj interface{}) ([]string, error) {
+	ws, ok := obj.(*tenancyv1alpha1.Workspace)
+	if !ok || ws.Spec.Cluster == "" {
+		return nil, nil
+	}
+	return []string{ws.Spec.Cluster}, nil
+}
+
+// repointWorkspaces records the destination of a completed move on the
+// moved cluster's Workspace, if its parent is on this shard: the
+// workspace controller reads the LogicalCluster where it names.
+func (c *Controller) repointWorkspaces(ctx context.Context, m *migrationv1alpha1.LogicalClusterMigration) error {
+	if c.cfg.Workspaces == nil {
+		return nil
+	}
+	objs, err := c.cfg.Workspaces.ByIndex(byCluster, m.Spec.LogicalCluster)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		ws := obj.(*tenancyv1alpha1.Workspace)
+		parent, ok := logicalcluster.ObjectCluster(ws.Annotations)
+		if !ok || ws.Annotations[corev1alpha1.ShardAnnotationKey] == m.Spec.DestinationShard {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{corev1alpha1.ShardAnnotationKey: m.Spec.DestinationShard}}})
+		if err != nil {
+			return err
+		}
+		if err := c.cfg.Local.Patch(ctx, parent, kcpclient.Workspaces, ws.Name, types.MergePatchType, patch, &tenancyv1alpha1.Workspace{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("point workspace %s at shard %s: %w", parent.Path().Join(ws.Name), m.Spec.DestinationShard, err)
+		}
 	}
 	return nil
 }
