@@ -526,6 +526,21 @@ func TestMigrationMovesAWorkspaceWhileClientsWork(t *testing.T) {
 	if name, err := whoami(ctx); err != nil || name != robotName {
 		t.Errorf("the token issued before the move authenticates as %q (%v), want %q", name, err, robotName)
 	}
+	// Held from the cut-over on, the migration is free to go once done.
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		if len(got.Finalizers) > 0 {
+			return fmt.Errorf("finalizers %v", got.Finalizers)
+		}
+		return nil
+	}, "the completed migration kept its finalizer")
+	if err := admin.Delete(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m.Name, nil); err != nil {
+		t.Errorf("delete the completed migration: %v", err)
+	}
+
 	// The parent's Workspace names the destination and mirrors its
 	// LogicalCluster again.
 	framework.Eventually(t, func(ctx context.Context) error {

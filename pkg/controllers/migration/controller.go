@@ -228,6 +228,23 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	ended := live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed
+	if live.Status.OriginShard == c.cfg.ShardName {
+		// From the cut-over on, deleting the migration waits for its end:
+		// half a move cannot be undone.
+		// The replica does not change with the finalizers: go on with the
+		// patched migration.
+		switch {
+		case !ended && live.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) && !hasFinalizer(live):
+			if live, err = c.setFinalizer(ctx, client, cluster, live, true); err != nil {
+				return err
+			}
+		case ended && hasFinalizer(live):
+			if live, err = c.setFinalizer(ctx, client, cluster, live, false); err != nil {
+				return err
+			}
+		}
+	}
 	if live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
 		return c.repointWorkspaces(ctx, live)
 	}
@@ -272,6 +289,42 @@ func (c *Controller) cancel(ctx context.Context, key, claim string) error {
 		klog.FromContext(ctx).Info("Migration cancelled; the origin serves the logical cluster as before", "migration", claim, "logicalCluster", cluster)
 	}
 	return nil
+}
+
+// CutOverFinalizer keeps a migration from going away between the start of
+// its cut-over and its end.
+const CutOverFinalizer = "migration.shardplane.io/cut-over"
+
+func hasFinalizer(m *migrationv1alpha1.LogicalClusterMigration) bool {
+	for _, f := range m.Finalizers {
+		if f == CutOverFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+// setFinalizer adds or removes CutOverFinalizer, at the migration's
+// resource version.
+func (c *Controller) setFinalizer(ctx context.Context, client *kcpclient.Client, cluster logicalcluster.Name, m *migrationv1alpha1.LogicalClusterMigration, on bool) (*migrationv1alpha1.LogicalClusterMigration, error) {
+	finalizers := []string{}
+	for _, f := range m.Finalizers {
+		if f != CutOverFinalizer {
+			finalizers = append(finalizers, f)
+		}
+	}
+	if on {
+		finalizers = append(finalizers, CutOverFinalizer)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizers, "resourceVersion": m.ResourceVersion}})
+	if err != nil {
+		return nil, err
+	}
+	out := &migrationv1alpha1.LogicalClusterMigration{}
+	if err := client.Patch(ctx, cluster, kcpclient.LogicalClusterMigrations, m.Name, types.MergePatchType, patch, out); err != nil {
+		return nil, fmt.Errorf("finalizer of migration %s: %w", m.Name, err)
+	}
+	return out, nil
 }
 
 // byCluster indexes Workspaces by the logical cluster they point at.
