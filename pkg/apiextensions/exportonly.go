@@ -19,13 +19,14 @@ import (
 //
 //   - exportOnly: kinds kcp serves only through a system export which root
 //     binds and other workspaces do not by default (shards.core.kcp.io,
-//     config/root-phase0 in kcp): outside root they exist only where a
-//     binding of the export is bound;
+//     config/root-phase0 in kcp; migration.kcp.io's
+//     LogicalClusterMigrations likewise): outside root they exist only
+//     where a binding of the export is bound;
 //   - systemOnly: the shard's API Priority and Fairness configuration
 //     (pkg/fairness), only in its system:admin logical cluster, which
 //     tenants cannot reach.
 var (
-	exportOnly = []schema.GroupVersionResource{shardsResource}
+	exportOnly = []schema.GroupVersionResource{shardsResource, migrationsResource}
 	systemOnly = []schema.GroupVersionResource{
 		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"},
 		{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "prioritylevelconfigurations"},
@@ -33,14 +34,18 @@ var (
 	limited = append(append([]schema.GroupVersionResource{}, exportOnly...), systemOnly...)
 )
 
-var shardsResource = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}
+var (
+	shardsResource     = schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}
+	migrationsResource = schema.GroupVersionResource{Group: "migration.kcp.io", Version: "v1alpha1", Resource: "logicalclustermigrations"}
+)
 
 // limitedKind is the kind of each limited resource, which names it in
 // OpenAPI documents.
 var limitedKind = map[schema.GroupVersionResource]string{
-	shardsResource: "Shard",
-	systemOnly[0]:  "FlowSchema",
-	systemOnly[1]:  "PriorityLevelConfiguration",
+	shardsResource:     "Shard",
+	migrationsResource: "LogicalClusterMigration",
+	systemOnly[0]:      "FlowSchema",
+	systemOnly[1]:      "PriorityLevelConfiguration",
 }
 
 // WithLimitedKinds hides the limited kinds from the workspaces that do not

@@ -13,10 +13,6 @@ import (
 	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
-// customResourcesSegment separates custom resources from bound resources
-// (which put an identity hash there) in etcd keys.
-const customResourcesSegment = "customresources"
-
 // resourcePrefix returns the key prefix below the etcd prefix of all
 // instances of a group and resource, of CRDs and of bindings of any
 // identity alike: "<group>/<resource>".
@@ -27,7 +23,7 @@ func resourcePrefix(gr schema.GroupResource) string {
 // customResourcePrefix returns the key prefix of the custom resources of a
 // CRD below the etcd prefix: "<group>/<resource>/customresources".
 func customResourcePrefix(gr schema.GroupResource) string {
-	return resourcePrefix(gr) + "/" + customResourcesSegment
+	return resourcePrefix(gr) + "/" + kstorage.CustomResourcesSegment
 }
 
 // boundResourcePrefix returns the key prefix of the instances of a bound

@@ -20,11 +20,13 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	logicalclustermigrationregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclustermigration"
 	partitionregistry "github.com/shardplane/shardplane/pkg/registry/topology/partition"
 	partitionsetregistry "github.com/shardplane/shardplane/pkg/registry/topology/partitionset"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
@@ -32,7 +34,8 @@ import (
 
 // kcp's system exports live in root: tenancy.kcp.io publishes Workspaces
 // and WorkspaceTypes, topology.kcp.io Partitions and PartitionSets,
-// shards.core.kcp.io publishes Shards. The shard
+// shards.core.kcp.io publishes Shards, migration.kcp.io
+// LogicalClusterMigrations. The shard
 // serves these kinds itself in every workspace; the exports, their
 // identities and the APIBindings to them are there so that tools written
 // for kcp find what they look for: an identity to qualify wildcard
@@ -44,6 +47,10 @@ const (
 	TopologyExport = "topology.kcp.io"
 	// ShardsExport is the export of Shards.
 	ShardsExport = "shards.core.kcp.io"
+	// MigrationExport is the export of LogicalClusterMigrations. Only root
+	// binds it; no RBAC lets anyone but the system's admins bind it
+	// elsewhere, as in kcp.
+	MigrationExport = "migration.kcp.io"
 )
 
 // Resources of the apis.kcp.io group the bootstrap writes.
@@ -65,7 +72,8 @@ var kcpCategories = []string{"kcp"}
 
 // systemExports are kcp's exports of its own kinds in root
 // (config/root-phase0 in kcp), without those of kinds the shard does not
-// have (migration.kcp.io, cache.kcp.io).
+// have (cache.kcp.io; migration.kcp.io's logicalclusterdumps: the shards
+// copy a moving cluster between them by other means).
 var systemExports = []systemExport{
 	{
 		name:                    TenancyExport,
@@ -125,6 +133,15 @@ var systemExports = []systemExport{
 			model:   corev1alpha1.Shard{}.OpenAPIModelName(),
 			names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "shards", Singular: "shard", Kind: "Shard", ListKind: "ShardList", Categories: kcpCategories},
 			columns: shardregistry.TableColumns,
+		}},
+	},
+	{
+		name: MigrationExport,
+		resources: []schemaSource{{
+			group: migrationv1alpha1.GroupName, version: migrationv1alpha1.SchemeGroupVersion.Version,
+			model:   migrationv1alpha1.LogicalClusterMigration{}.OpenAPIModelName(),
+			names:   apiextensionsv1.CustomResourceDefinitionNames{Plural: "logicalclustermigrations", Singular: "logicalclustermigration", Kind: "LogicalClusterMigration", ListKind: "LogicalClusterMigrationList", Categories: kcpCategories},
+			columns: logicalclustermigrationregistry.TableColumns,
 		}},
 	},
 }

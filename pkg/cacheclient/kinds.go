@@ -41,6 +41,7 @@ var Kinds = []Kind{
 	{Resource: schema.GroupVersionResource{Group: "tenancy.kcp.io", Version: "v1alpha1", Resource: "workspaceauthenticationconfigurations"}, Kind: "WorkspaceAuthenticationConfiguration", Singular: "workspaceauthenticationconfiguration"},
 	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "shards"}, Kind: "Shard", Singular: "shard"},
 	{Resource: schema.GroupVersionResource{Group: "core.kcp.io", Version: "v1alpha1", Resource: "logicalclusters"}, Kind: "LogicalCluster", Singular: "logicalcluster"},
+	{Resource: schema.GroupVersionResource{Group: "migration.kcp.io", Version: "v1alpha1", Resource: "logicalclustermigrations"}, Kind: "LogicalClusterMigration", Singular: "logicalclustermigration"},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}, Kind: "ClusterRole", Singular: "clusterrole"},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"}, Kind: "ClusterRoleBinding", Singular: "clusterrolebinding"},
 	{Resource: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}, Kind: "Role", Singular: "role", Namespaced: true},

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -34,8 +35,12 @@ type Index struct {
 	mu sync.RWMutex
 	// shards are the watched shards by name.
 	shards map[string]*shardWatch
-	// clusters maps a hosted logical cluster to its shard.
+	// clusters maps a hosted logical cluster to the shard that serves it.
 	clusters map[logicalcluster.Name]string
+	// copies are the shards that report a cluster's LogicalCluster, and
+	// whether their copy serves it: during a move two shards have one
+	// (migrationv1alpha1.ServedElsewhereAnnotationKey).
+	copies map[logicalcluster.Name]map[string]bool
 	// children maps a parent cluster and workspace name to the workspace.
 	children map[logicalcluster.Name]map[string]child
 	// rootless maps the canonical path of a logical cluster without a
@@ -78,6 +83,7 @@ func NewIndex(shardConfig func(baseURL string) (*rest.Config, error)) *Index {
 		shardConfig: shardConfig,
 		shards:      map[string]*shardWatch{},
 		clusters:    map[logicalcluster.Name]string{},
+		copies:      map[logicalcluster.Name]map[string]bool{},
 		children:    map[logicalcluster.Name]map[string]child{},
 
 		rootless:      map[logicalcluster.Path]logicalcluster.Name{},
@@ -202,10 +208,10 @@ func (x *Index) removeShardLocked(name string) {
 	}
 	s.stop()
 	delete(x.shards, name)
-	for cluster, shard := range x.clusters {
-		if shard == name {
-			delete(x.clusters, cluster)
-			x.forgetRootlessLocked(cluster)
+	for cluster, byShard := range x.copies {
+		if _, ok := byShard[name]; ok {
+			delete(byShard, name)
+			x.routeLocked(cluster)
 		}
 	}
 	for parent, byName := range x.children {
@@ -293,6 +299,31 @@ func (x *Index) start(segments []string) (logicalcluster.Name, []string) {
 	return first, segments[1:]
 }
 
+// routeLocked picks the shard that serves cluster among the copies: the
+// current one while it serves, else the first (by name) that does. A
+// cluster no copy serves is not routed.
+func (x *Index) routeLocked(cluster logicalcluster.Name) {
+	byShard := x.copies[cluster]
+	if cur, ok := x.clusters[cluster]; ok && byShard[cur] {
+		return
+	}
+	var next string
+	for shard, serving := range byShard {
+		if serving && (next == "" || shard < next) {
+			next = shard
+		}
+	}
+	if len(byShard) == 0 {
+		delete(x.copies, cluster)
+	}
+	if next == "" {
+		delete(x.clusters, cluster)
+		x.forgetRootlessLocked(cluster)
+		return
+	}
+	x.clusters[cluster] = next
+}
+
 // forgetRootlessLocked drops the path of a rootless cluster.
 func (x *Index) forgetRootlessLocked(cluster logicalcluster.Name) {
 	if p, ok := x.rootlessPaths[cluster]; ok {
@@ -338,14 +369,21 @@ func (h logicalClusterHandler) set(obj interface{}, deleted bool) {
 	}
 	h.x.mu.Lock()
 	defer h.x.mu.Unlock()
+	byShard := h.x.copies[cluster]
+	if byShard == nil {
+		byShard = map[string]bool{}
+		h.x.copies[cluster] = byShard
+	}
+	serving := lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] == ""
 	if deleted {
-		if h.x.clusters[cluster] == h.shard {
-			delete(h.x.clusters, cluster)
-			h.x.forgetRootlessLocked(cluster)
-		}
+		delete(byShard, h.shard)
+	} else {
+		byShard[h.shard] = serving
+	}
+	h.x.routeLocked(cluster)
+	if deleted || !serving || h.x.clusters[cluster] != h.shard {
 		return
 	}
-	h.x.clusters[cluster] = h.shard
 	if p := logicalcluster.Path(lc.Annotations[logicalcluster.PathAnnotationKey]); lc.Spec.Owner == nil && p != "" && p != cluster.Path() {
 		h.x.forgetRootlessLocked(cluster)
 		h.x.rootless[p] = cluster

@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -94,5 +95,58 @@ func TestIndexPrefersAClusterNameToARootlessPath(t *testing.T) {
 	logicalClusterHandler{x: x, shard: "beta"}.OnAdd(rootlessLC("intruder", "root:org"))
 	if target, result := x.Resolve("root:org"); result != Found || target.Cluster != "orgcluster" {
 		t.Fatalf("root:org resolves to %v (%v), want orgcluster", target, result)
+	}
+}
+
+// movingLC is the LogicalCluster of cluster as a shard holds it during a
+// move; marked copies serve elsewhere.
+func movingLC(cluster string, servedElsewhere bool) *corev1alpha1.LogicalCluster {
+	lc := rootlessLC(cluster, "")
+	lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = "root:org:move"
+	if servedElsewhere {
+		lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] = "true"
+	}
+	return lc
+}
+
+// TestIndexRoutesAMovingClusterToOneShardAtATime walks a move's cut-over:
+// the destination's copy is ignored until it serves, then the origin
+// serves until it marks its own copy, and never does the cluster go
+// unrouted. Ours: kcp's front-proxy bars a moving cluster instead.
+func TestIndexRoutesAMovingClusterToOneShardAtATime(t *testing.T) {
+	x := testIndex(t)
+	origin, destination := logicalClusterHandler{x: x, shard: "root"}, logicalClusterHandler{x: x, shard: "beta"}
+	routed := func(step, want string) {
+		t.Helper()
+		target, result := x.Resolve("movingcluster")
+		if result != Found || target.Shard != want {
+			t.Fatalf("%s: movingcluster resolves to %v (%v), want shard %s", step, target, result, want)
+		}
+	}
+	origin.OnAdd(movingLC("movingcluster", false))
+	routed("before the copy", "root")
+	destination.OnAdd(movingLC("movingcluster", true))
+	routed("while the destination copies", "root")
+	destination.OnUpdate(nil, movingLC("movingcluster", false))
+	routed("once both serve, the current one stays", "root")
+	origin.OnUpdate(nil, movingLC("movingcluster", true))
+	routed("once the origin serves elsewhere", "beta")
+	origin.OnUpdate(nil, movingLC("movingcluster", true))
+	routed("a later update of the origin's copy", "beta")
+	origin.OnDelete(movingLC("movingcluster", true))
+	routed("after the origin's clean-up", "beta")
+
+	// A cancelled move: the destination's copy goes, the origin serves on.
+	origin.OnAdd(movingLC("cancelled", false))
+	destination.OnAdd(movingLC("cancelled", true))
+	destination.OnDelete(movingLC("cancelled", true))
+	if target, result := x.Resolve("cancelled"); result != Found || target.Shard != "root" {
+		t.Fatalf("a cancelled move resolves to %v (%v), want the origin", target, result)
+	}
+	// The destination's shard goes away mid-move: the origin serves on.
+	destination.OnAdd(movingLC("cancelled", true))
+	x.removeShard("beta")
+	if target, result := x.Resolve("cancelled"); result != Found || target.Shard != "root" {
+		t.Fatalf("after the destination shard is gone %v (%v), want the origin", target, result)
 	}
 }

@@ -1,7 +1,7 @@
 // Package globalinformers gives a shard what it reads of logical clusters
 // other shards host: informers of the Shards, WorkspaceTypes, APIExports,
-// APIResourceSchemas, the replicated ClusterRoles and ClusterRoleBindings
-// and the admission configuration of export workspaces of every shard, listed and watched on the cache
+// APIResourceSchemas, the replicated ClusterRoles and ClusterRoleBindings,
+// the LogicalClusterMigrations and the admission configuration of export workspaces of every shard, listed and watched on the cache
 // server across all shards and clusters
 // (/services/cache/shards/*/clusters/*/...). Consumers read their shard's
 // own informers first and these second.
@@ -31,6 +31,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -59,6 +60,9 @@ type Informers struct {
 	ValidatingPolicyBindings *wildcardinformer.Informer
 	MutatingPolicies         *wildcardinformer.Informer
 	MutatingPolicyBindings   *wildcardinformer.Informer
+	// LogicalClusterMigrations of every shard: the origin and the
+	// destination of a move read it here, as kcp's shards do.
+	LogicalClusterMigrations *wildcardinformer.Informer
 
 	copies []*copiedListWatch
 }
@@ -122,6 +126,7 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 		{admissionClient, admission, "validatingadmissionpolicies", &admissionregistrationv1.ValidatingAdmissionPolicy{}, func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} }, &i.ValidatingPolicies},
 		{admissionClient, admission, "validatingadmissionpolicybindings", &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{} }, &i.ValidatingPolicyBindings},
 		{admissionClient, admission, "mutatingadmissionpolicies", &admissionregistrationv1.MutatingAdmissionPolicy{}, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyList{} }, &i.MutatingPolicies},
+		{nil, migrationv1alpha1.SchemeGroupVersion, "logicalclustermigrations", &migrationv1alpha1.LogicalClusterMigration{}, func() runtime.Object { return &migrationv1alpha1.LogicalClusterMigrationList{} }, &i.LogicalClusterMigrations},
 		{admissionClient, admission, "mutatingadmissionpolicybindings", &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} }, &i.MutatingPolicyBindings},
 	} {
 		client := r.client
@@ -153,7 +158,7 @@ func New(cacheServer *rest.Config, dir string) (*Informers, error) {
 
 // All returns every informer.
 func (i *Informers) All() []*wildcardinformer.Informer {
-	return append([]*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.WorkspaceAuthenticationConfigurations, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings}, i.Admission()...)
+	return append([]*wildcardinformer.Informer{i.Shards, i.WorkspaceTypes, i.WorkspaceAuthenticationConfigurations, i.APIExports, i.APIResourceSchemas, i.ClusterRoles, i.ClusterRoleBindings, i.LogicalClusterMigrations}, i.Admission()...)
 }
 
 // Admission returns the informers of the admission configuration.

@@ -16,6 +16,7 @@ import (
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // decode kcp's types
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -30,6 +31,10 @@ var (
 	// WorkspaceAuthenticationConfigurations are the JWT issuers of
 	// WorkspaceTypes.
 	WorkspaceAuthenticationConfigurations = tenancyv1alpha1.SchemeGroupVersion.WithResource("workspaceauthenticationconfigurations")
+	// LogicalClusterMigrations move a logical cluster to another shard.
+	LogicalClusterMigrations = migrationv1alpha1.SchemeGroupVersion.WithResource("logicalclustermigrations")
+	// LogicalClusterDumps are pages of a moving cluster's storage.
+	LogicalClusterDumps = migrationv1alpha1.SchemeGroupVersion.WithResource("logicalclusterdumps")
 	// APIExportEndpointSlices are served in apis.kcp.io/v1alpha1 only.
 	APIExportEndpointSlices = apisv1alpha1.SchemeGroupVersion.WithResource("apiexportendpointslices")
 	// Partitions select shards; PartitionSets generate them.

@@ -1,10 +1,12 @@
 // Package registry serves kcp's own API groups, core.kcp.io,
-// tenancy.kcp.io and topology.kcp.io, from the shard's generic control
-// plane.
+// tenancy.kcp.io, topology.kcp.io and migration.kcp.io, from the shard's
+// generic control plane.
 package registry
 
 import (
 	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/registry/generic"
@@ -14,10 +16,13 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
+	logicalclusterdumpregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclusterdump"
+	logicalclustermigrationregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclustermigration"
 	"github.com/shardplane/shardplane/pkg/registry/status"
 	workspaceregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspace"
 	workspaceauthenticationconfigurationregistry "github.com/shardplane/shardplane/pkg/registry/tenancy/workspaceauthenticationconfiguration"
@@ -89,6 +94,34 @@ func (TopologyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource server
 		},
 		"partitionsets": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			return partitionsetregistry.NewREST(legacyscheme.Scheme, g)
+		},
+	})
+}
+
+// MigrationRESTStorageProvider serves migration.kcp.io:
+// logicalclustermigrations with their status subresource, and the
+// create-only logicalclusterdumps. The group's types
+// must be installed in legacyscheme.Scheme. Outside root the kind exists
+// only where root's migration.kcp.io export is bound, as in kcp
+// (apiextensions.WithLimitedKinds).
+type MigrationRESTStorageProvider struct {
+	// EtcdKV is the shard's etcd, which LogicalClusterDumps read (nil:
+	// none, and dumps answer 503); EtcdPrefix is its etcd prefix.
+	EtcdKV     func() clientv3.KV
+	EtcdPrefix string
+}
+
+// GroupName returns migration.kcp.io.
+func (MigrationRESTStorageProvider) GroupName() string { return migrationv1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled migration.kcp.io resources.
+func (p MigrationRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(migrationv1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"logicalclustermigrations": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return logicalclustermigrationregistry.NewREST(legacyscheme.Scheme, g)
+		},
+		"logicalclusterdumps": func(generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return logicalclusterdumpregistry.NewREST(p.EtcdKV, p.EtcdPrefix), nil, nil
 		},
 	})
 }

@@ -12,6 +12,7 @@ import (
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/registry/registrytest"
@@ -21,6 +22,7 @@ var (
 	_ controlplaneapiserver.RESTStorageProvider = CoreRESTStorageProvider{}
 	_ controlplaneapiserver.RESTStorageProvider = TenancyRESTStorageProvider{}
 	_ controlplaneapiserver.RESTStorageProvider = TopologyRESTStorageProvider{}
+	_ controlplaneapiserver.RESTStorageProvider = MigrationRESTStorageProvider{}
 )
 
 func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
@@ -30,12 +32,14 @@ func enabled(gvs ...schema.GroupVersion) *serverstorage.ResourceConfig {
 }
 
 func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
-	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion, topologyv1alpha1.SchemeGroupVersion)
+	config := enabled(corev1alpha1.SchemeGroupVersion, tenancyv1alpha1.SchemeGroupVersion, topologyv1alpha1.SchemeGroupVersion, migrationv1alpha1.SchemeGroupVersion)
 	for _, tc := range []struct {
 		provider   controlplaneapiserver.RESTStorageProvider
 		group      string
 		resources  []string
 		shortNames map[string][]string
+		// createOnly are answered on create and never stored.
+		createOnly map[string]bool
 	}{
 		{
 			provider:  CoreRESTStorageProvider{},
@@ -53,6 +57,12 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 			group:     "topology.kcp.io",
 			resources: []string{"partitions", "partitionsets", "partitionsets/status"},
 		},
+		{
+			provider:   MigrationRESTStorageProvider{},
+			group:      "migration.kcp.io",
+			resources:  []string{"logicalclusterdumps", "logicalclustermigrations", "logicalclustermigrations/status"},
+			createOnly: map[string]bool{"logicalclusterdumps": true},
+		},
 	} {
 		t.Run(tc.group, func(t *testing.T) {
 			if got := tc.provider.GroupName(); got != tc.group {
@@ -68,6 +78,15 @@ func TestProvidersServeEveryResourceWithStatus(t *testing.T) {
 				t.Errorf("resources = %v, want %v", keys, tc.resources)
 			}
 			for resource, s := range storage {
+				if tc.createOnly[resource] {
+					if _, ok := s.(rest.Creater); !ok {
+						t.Errorf("%s is not creatable", resource)
+					}
+					if _, ok := s.(rest.Getter); ok {
+						t.Errorf("%s can be read back", resource)
+					}
+					continue
+				}
 				if _, ok := s.(rest.Patcher); !ok {
 					t.Errorf("%s cannot be patched", resource)
 				}

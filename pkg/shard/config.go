@@ -25,10 +25,12 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/proxyauth"
 
 	apibindingadmission "github.com/shardplane/shardplane/pkg/admission/apibinding"
@@ -86,6 +88,8 @@ type Config struct {
 	// virtualWorkspaces serves the views in-process; nil when they are
 	// turned off.
 	virtualWorkspaces http.Handler
+	// holds are the writes held to logical clusters moving away.
+	holds *clusterhold.Registry
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
 	// token secret publish (CompletedOptions.rootCA), read once.
 	rootCA []byte
@@ -111,6 +115,7 @@ type completedConfig struct {
 	workspaceAuth    *workspaceauth.Authenticator
 	fairness         *fairness.Controller
 	objectCounts     *objectcount.Registry
+	holds            *clusterhold.Registry
 }
 
 // CompletedConfig is a Config with every default filled in; only it builds
@@ -134,6 +139,7 @@ func (c *Config) Complete() CompletedConfig {
 		workspaceAuth:    c.workspaceAuth,
 		fairness:         c.fairness,
 		objectCounts:     c.objectCounts,
+		holds:            c.holds,
 	}}
 }
 
@@ -180,6 +186,7 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		corev1alpha1.SchemeGroupVersion,
 		tenancyv1alpha1.SchemeGroupVersion,
 		topologyv1alpha1.SchemeGroupVersion,
+		migrationv1alpha1.SchemeGroupVersion,
 		apisv1alpha1.SchemeGroupVersion,
 		apisv1alpha2.SchemeGroupVersion,
 	)
@@ -203,7 +210,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	// the TLS loopback: a handful of watches).
 	inMemory := loopback.New()
 	genericConfig.LoopbackClientConfig = inMemory.ClientConfig(genericConfig.LoopbackClientConfig)
-	config := &Config{Options: o, Informers: newWildcardInformers(&inProcessStorage{}), loopback: inMemory}
+	config := &Config{Options: o, Informers: newWildcardInformers(&inProcessStorage{}), loopback: inMemory, holds: clusterhold.New()}
 	if config.rootCA, err = configureStorage(o, genericConfig, storageFactory); err != nil {
 		return nil, err
 	}
@@ -256,6 +263,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 		tenancyv1alpha1.Resource("workspaces"), tenancyv1alpha1.Resource("workspacetypes"),
 		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
 		topologyv1alpha1.Resource("partitions"), topologyv1alpha1.Resource("partitionsets"),
+		migrationv1alpha1.Resource("logicalclustermigrations"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}

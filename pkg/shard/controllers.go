@@ -21,6 +21,7 @@ import (
 	apiexportcontroller "github.com/shardplane/shardplane/pkg/controllers/apiexport"
 	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
+	migrationcontroller "github.com/shardplane/shardplane/pkg/controllers/migration"
 	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
 	"github.com/shardplane/shardplane/pkg/controllers/partitionset"
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
@@ -71,6 +72,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installAdmissionPolicyStatusController,
 		c.installWorkspaceController,
 		c.installShardStatusControllers,
+		c.installMigrationController,
 		c.installReplication,
 		c.installGlobal,
 		c.installGarbageCollector,
@@ -275,6 +277,27 @@ func (c *Server) installShardStatusControllers(gs *genericapiserver.GenericAPISe
 		})] = 1
 	}
 	return c.addController(gs, "shardplane-shard-status", running(controllers))
+}
+
+// installMigrationController installs the shard's part of moving logical
+// clusters between shards.
+func (c *Server) installMigrationController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	migrations, err := migrationcontroller.New(migrationcontroller.Config{
+		ShardName:       c.Options.ShardName,
+		Migrations:      c.Informers.global.LogicalClusterMigrations,
+		LogicalClusters: c.Informers.kcp.logicalClusters,
+		Workspaces:      c.Informers.kcp.workspaces,
+		Local:           cl.kcp,
+		Shards:          c.Informers.shards(),
+		ShardClient:     c.shardClient,
+		Etcd:            c.etcdKV(),
+		Holds:           c.holds,
+		EtcdPrefix:      c.Options.ControlPlane.Etcd.StorageConfig.Prefix,
+	})
+	if err != nil {
+		return err
+	}
+	return c.addController(gs, "shardplane-migration-controller", running(map[runner]int{migrations: 4}))
 }
 
 // installReplication installs the replication to the cache server and the

@@ -269,7 +269,9 @@ func (c *Config) readAdmissionReplicas(perCluster *percluster.Config) error {
 }
 
 // newReplication returns the controller that replicates this shard's
-// APIExports, APIResourceSchemas, WorkspaceTypes, Shards, marked RBAC and
+// APIExports, APIResourceSchemas, WorkspaceTypes, Shards,
+// LogicalClusterMigrations (as kcp: every shard a move concerns reads it
+// there), marked RBAC and
 // the admission configuration of export workspaces to the cache server, and the labeler that marks the RBAC other shards need.
 func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller, *replication.Labeler, error) {
 	kind := func(resource string) cacheclient.Kind {
@@ -288,6 +290,7 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 		{Kind: kind("workspacetypes"), Informer: i.kcp.workspaceTypes},
 		{Kind: kind("workspaceauthenticationconfigurations"), Informer: i.kcp.workspaceAuthenticationConfigurations},
 		{Kind: kind("shards"), Informer: i.kcp.shards},
+		{Kind: kind("logicalclustermigrations"), Informer: i.kcp.logicalClusterMigrations},
 		{Kind: kind("clusterroles"), Informer: i.rbac.ClusterRoles, Filter: replication.MarkedForReplication},
 		{Kind: kind("clusterrolebindings"), Informer: i.rbac.ClusterRoleBindings, Filter: replication.MarkedForReplication},
 	}

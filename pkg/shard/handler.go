@@ -13,6 +13,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/bootstrap"
+	"github.com/shardplane/shardplane/pkg/clusterhold"
 	"github.com/shardplane/shardplane/pkg/clusterpath"
 	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/home"
@@ -45,6 +46,8 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// system:masters (the views' process) asks kcp's deep reviews by header.
 	apiHandler = workspacecontent.WithDeepSubjectAccessReviews(apiHandler)
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
+	// A logical cluster moving away holds writes for its cut-over.
+	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)
 	// A workspace's limits of watches per user and of request bodies.

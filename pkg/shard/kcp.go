@@ -18,6 +18,7 @@ import (
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // kcp's groups in legacyscheme
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -62,10 +63,13 @@ type kcpInformers struct {
 	// partitionSets and partitions feed the PartitionSet controller.
 	partitionSets *wildcardinformer.Informer
 	partitions    *wildcardinformer.Informer
+	// logicalClusterMigrations are replicated to the cache server, where
+	// the shards a move concerns read them.
+	logicalClusterMigrations *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.partitionSets, i.partitions}
+	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.partitionSets, i.partitions, i.logicalClusterMigrations}
 }
 
 func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
@@ -81,6 +85,7 @@ func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 		workspaceAuthenticationConfigurations: storage.informer(kcpclient.WorkspaceAuthenticationConfigurations, &tenancyv1alpha1.WorkspaceAuthenticationConfiguration{}),
 		partitionSets:                         storage.informer(kcpclient.PartitionSets, &topologyv1alpha1.PartitionSet{}),
 		partitions:                            storage.informer(kcpclient.Partitions, &topologyv1alpha1.Partition{}),
+		logicalClusterMigrations:              storage.informer(kcpclient.LogicalClusterMigrations, &migrationv1alpha1.LogicalClusterMigration{}),
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

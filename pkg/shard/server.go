@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -144,7 +145,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	groups, err := installAPIs(server, completed)
+	groups, err := installAPIs(server, completed, registry.MigrationRESTStorageProvider{EtcdKV: c.etcdKV, EtcdPrefix: c.Options.ControlPlane.Etcd.StorageConfig.Prefix})
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func (c CompletedConfig) New() (*Server, error) {
 // installAPIs installs the built-in API groups the shard serves and kcp's,
 // and returns them (the in-process client and the content deleter work on
 // their storages).
-func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapiserver.CompletedConfig) ([]*genericapiserver.APIGroupInfo, error) {
+func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapiserver.CompletedConfig, migration registry.MigrationRESTStorageProvider) ([]*genericapiserver.APIGroupInfo, error) {
 	generic := completed.Generic
 	// Resolves a policy's paramKind to the resource whose read permission its
 	// author needs. Resolving has no request context, so it sees the
@@ -204,6 +205,7 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		registry.CoreRESTStorageProvider{},
 		registry.TenancyRESTStorageProvider{},
 		registry.TopologyRESTStorageProvider{},
+		migration,
 		apisregistry.RESTStorageProvider{},
 	}
 	var groups []*genericapiserver.APIGroupInfo
@@ -395,4 +397,13 @@ type capturingHookProvider struct {
 
 func (p capturingHookProvider) PostStartHook() (string, genericapiserver.PostStartHookFunc, error) {
 	return p.hook.PostStartHook()
+}
+
+// etcdKV is the shard's etcd for what reads or writes keys directly: the
+// copy of a moving logical cluster.
+func (c CompletedConfig) etcdKV() clientv3.KV {
+	if c.Options.etcdClient == nil {
+		return nil
+	}
+	return c.Options.etcdClient.KV()
 }

@@ -115,6 +115,10 @@ func newEtcdClient(ctx context.Context, c *clientv3.Client, t storagebackend.Tra
 	return &EtcdClient{client: kc, transport: t, owned: owned, checked: checked}
 }
 
+// KV is the client's key-value API, for what reads or writes etcd keys
+// directly (a logical cluster's move between shards, object counts).
+func (e *EtcdClient) KV() clientv3.KV { return e.client.KV }
+
 // Close closes a client that DialEtcdClient dialed; the caller of
 // NewEtcdClient closes its own. Destroy the storages first: their
 // compactor stops with the last of them.
@@ -334,6 +338,3 @@ func (e *EtcdClient) acquireCompactor(interval time.Duration) (etcd3.Compactor, 
 }
 
 var _ generic.StorageDecorator = (&EtcdClient{}).UndecoratedStorage
-
-// KV reads and writes keys with the storages' client.
-func (e *EtcdClient) KV() clientv3.KV { return e.client.Client }

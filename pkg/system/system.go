@@ -200,6 +200,16 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
+	// Every shard verifies the tokens every shard signs, so that a
+	// workspace that moves keeps its service accounts' tokens.
+	for i := 0; i < o.Shards; i++ {
+		if err := os.MkdirAll(dir.Path(ShardName(i)), 0o700); err != nil {
+			return nil, err
+		}
+		if _, err := rootdir.Dir(dir.Path(ShardName(i))).EnsureServiceAccountKey(); err != nil {
+			return nil, fmt.Errorf("service account key of shard %s: %w", ShardName(i), err)
+		}
+	}
 	for i := 0; i < o.Shards; i++ {
 		name := ShardName(i)
 		if err := s.start(ctx, name, o.ShardBinary, s.shardArgs(name)); err != nil {
@@ -514,6 +524,11 @@ func (s *System) shardArgs(name string) []string {
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--logical-cluster-admin-kubeconfig=" + s.dir.Path("logical-cluster-admin.kubeconfig"),
 		workspaceAuthenticationGate,
+		"--service-account-signing-key-file=" + s.dir.Path(filepath.Join(name, rootdir.ServiceAccountKeyFile)),
+	}
+	// Upstream's flag takes one file per occurrence.
+	for _, f := range serviceAccountKeyFiles(string(s.dir), s.o.Shards) {
+		args = append(args, "--service-account-key-file="+f)
 	}
 	if name != ShardName(0) {
 		args = append(args, "--root-shard-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
@@ -540,10 +555,7 @@ func (s *System) proxyArgs(port int) []string {
 // behind an authenticating proxy, say) starts from it.
 func FrontProxyArgs(dir string, shards, port int) []string {
 	d := rootdir.Dir(dir)
-	var saKeys []string
-	for i := 0; i < shards; i++ {
-		saKeys = append(saKeys, d.Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
-	}
+	saKeys := serviceAccountKeyFiles(dir, shards)
 	return []string{
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(port),
@@ -563,6 +575,15 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 // test servers do: the shards authenticate the tokens, the front-proxies
 // ask them.
 var workspaceAuthenticationGate = features.EnableFlag(features.WorkspaceAuthentication)
+
+// serviceAccountKeyFiles are the keys of the shards of the system in dir.
+func serviceAccountKeyFiles(dir string, shards int) []string {
+	var files []string
+	for i := 0; i < shards; i++ {
+		files = append(files, rootdir.Dir(dir).Path(filepath.Join(ShardName(i), rootdir.ServiceAccountKeyFile)))
+	}
+	return files
+}
 
 // CacheURL is the cache server's URL.
 func (s *System) CacheURL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.ports.Cache[0]) }

@@ -9,6 +9,7 @@ import (
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
 )
@@ -18,4 +19,5 @@ func init() {
 	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(topologyv1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(apisv1alpha2.Install(legacyscheme.Scheme))
+	utilruntime.Must(migrationv1alpha1.Install(legacyscheme.Scheme))
 }

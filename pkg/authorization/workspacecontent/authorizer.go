@@ -26,6 +26,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/scope"
@@ -123,9 +124,12 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 	if u == nil {
 		return authorizer.DecisionDeny, DenyReason, nil
 	}
-	// The scheduler creates the LogicalCluster that makes a cluster exist.
+	// The scheduler creates the LogicalCluster that makes a cluster exist;
+	// the shards a move concerns write the status of its migration and
+	// read the moving cluster's storage.
 	if hasGroup(u, identities.LogicalClusterAdminGroup) && attr.IsResourceRequest() &&
-		attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" {
+		(attr.GetAPIGroup() == corev1alpha1.GroupName && attr.GetResource() == "logicalclusters" ||
+			attr.GetAPIGroup() == migrationv1alpha1.GroupName) {
 		return authorizer.DecisionAllow, "", nil
 	}
 	lc := a.getLogicalCluster(cluster)

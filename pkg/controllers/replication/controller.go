@@ -1,6 +1,7 @@
 // Package replication copies a shard's own objects into the cache server,
 // where other shards read them: APIExports, APIResourceSchemas,
-// APIExportEndpointSlices, WorkspaceTypes, Shards, and the ClusterRoles
+// APIExportEndpointSlices, WorkspaceTypes, Shards, LogicalClusterMigrations,
+// and the ClusterRoles
 // and ClusterRoleBindings marked with internal.kcp.io/replicate (which the
 // Labeler sets on the RBAC that grants bind, use or apiexports/content).
 //

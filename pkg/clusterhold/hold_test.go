@@ -1,0 +1,110 @@
+package clusterhold
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+func request(verb string, groups ...string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/configmaps", nil)
+	ctx := logicalcluster.WithCluster(req.Context(), "moving")
+	ctx = apirequest.WithRequestInfo(ctx, &apirequest.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
+	ctx = apirequest.WithUser(ctx, &user.DefaultInfo{Name: "alice", Groups: groups})
+	return req.WithContext(ctx)
+}
+
+func TestHeldWritesAre429WithRetryAfterAndDrainFirst(t *testing.T) {
+	r := New()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var served int
+	h := WithHeldWrites(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		served++
+		if req.Header.Get("X-Block") != "" {
+			close(started)
+			<-release
+		}
+	}), r, scheme.Codecs)
+
+	// A write in flight when the hold begins is waited for.
+	inFlight := request("create")
+	inFlight.Header.Set("X-Block", "1")
+	finished := make(chan struct{})
+	go func() { h.ServeHTTP(httptest.NewRecorder(), inFlight); close(finished) }()
+	<-started
+	drained := r.Hold("moving")
+	select {
+	case <-drained:
+		t.Fatal("the hold drained with a write in flight")
+	default:
+	}
+	close(release)
+	<-finished
+	<-drained
+
+	for verb, want := range map[string]int{"create": 429, "update": 429, "patch": 429, "delete": 429, "get": 429, "list": 429, "watch": 429} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, request(verb))
+		if rec.Code != want {
+			t.Errorf("%s while held: %d, want %d", verb, rec.Code, want)
+		}
+		if want == 429 && rec.Header().Get("Retry-After") != "1" {
+			t.Errorf("%s while held has Retry-After %q", verb, rec.Header().Get("Retry-After"))
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, request("create", "system:masters"))
+	if rec.Code != 200 {
+		t.Errorf("the system's write while held: %d", rec.Code)
+	}
+	r.Release("moving")
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, request("create"))
+	if rec.Code != 200 {
+		t.Errorf("a write after the release: %d", rec.Code)
+	}
+}
+
+func TestAHoldEndsWatches(t *testing.T) {
+	r := New()
+	watching := make(chan context.Context, 1)
+	h := WithHeldWrites(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if apirequestVerb(req) == "watch" {
+			watching <- req.Context()
+			<-req.Context().Done()
+		}
+	}), r, scheme.Codecs)
+	done := make(chan struct{})
+	go func() { h.ServeHTTP(httptest.NewRecorder(), request("watch")); close(done) }()
+	<-watching
+	r.Hold("moving")
+	<-done
+}
+
+func TestWatchesFromTheOriginsResourceVersionsAreGoneAfterAMoveIn(t *testing.T) {
+	r := New()
+	r.MovedIn("moving", 100)
+	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), r, scheme.Codecs)
+	for rv, want := range map[string]int{"99": 410, "1": 410, "100": 200, "250": 200, "0": 200, "": 200} {
+		req := request("watch")
+		req.URL.RawQuery = "watch=true&resourceVersion=" + rv
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("a watch from resource version %q: %d, want %d", rv, rec.Code, want)
+		}
+	}
+}
+
+func apirequestVerb(req *http.Request) string {
+	info, _ := apirequest.RequestInfoFrom(req.Context())
+	return info.Verb
+}

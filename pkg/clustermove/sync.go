@@ -1,0 +1,142 @@
+package clustermove
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/shardplane/shardplane/pkg/logicalcluster"
+)
+
+// SyncResult counts what Sync changed on the destination.
+type SyncResult struct {
+	Written int64
+	Deleted int64
+	// Revision is the destination's etcd revision right after the sync:
+	// DumpAllAt there reads exactly what it left, whatever came after.
+	Revision int64
+}
+
+// Sync makes the destination's etcd (below prefix) hold exactly want of
+// cluster: it writes the entries that are missing or differ and deletes
+// the cluster's keys that want lacks. rewrite, when not nil, may change
+// an entry's value before it is compared and written (the LogicalCluster
+// is marked while it is not the one to serve).
+func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name, want []Entry, rewrite func(Entry) ([]byte, error)) (SyncResult, error) {
+	have, readAt, err := DumpAll(ctx, kv, prefix, cluster)
+	if err != nil {
+		return SyncResult{}, fmt.Errorf("read the destination: %w", err)
+	}
+	current := make(map[string][]byte, len(have))
+	for _, e := range have {
+		current[e.Key] = e.Value
+	}
+	root := normalizePrefix(prefix)
+	res := SyncResult{Revision: readAt}
+	wanted := make(map[string]bool, len(want))
+	for _, e := range want {
+		wanted[e.Key] = true
+		value := e.Value
+		if rewrite != nil {
+			if value, err = rewrite(e); err != nil {
+				return res, err
+			}
+		}
+		if v, ok := current[e.Key]; ok && bytes.Equal(v, value) {
+			continue
+		}
+		resp, err := kv.Put(ctx, root+e.Key, string(value))
+		if err != nil {
+			return res, fmt.Errorf("write %s: %w", e.Key, err)
+		}
+		res.Revision = resp.Header.Revision
+		res.Written++
+	}
+	for _, e := range have {
+		if wanted[e.Key] {
+			continue
+		}
+		resp, err := kv.Delete(ctx, root+e.Key)
+		if err != nil {
+			return res, fmt.Errorf("delete %s: %w", e.Key, err)
+		}
+		res.Revision = resp.Header.Revision
+		res.Deleted++
+	}
+	return res, nil
+}
+
+// DeleteAll removes every object of cluster below prefix: the origin's
+// clean-up once the destination serves the cluster.
+func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name) (int64, error) {
+	entries, _, err := DumpAll(ctx, kv, prefix, cluster)
+	if err != nil {
+		return 0, err
+	}
+	root := normalizePrefix(prefix)
+	var n int64
+	for _, e := range entries {
+		if _, err := kv.Delete(ctx, root+e.Key); err != nil {
+			return n, fmt.Errorf("delete %s: %w", e.Key, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// revisionKey is written to move a destination's etcd revision forward;
+// it belongs to no logical cluster.
+const revisionKey = "shardplane.io/migration-revision"
+
+// AdvanceRevision writes to a key of no cluster below prefix until the
+// etcd revision exceeds above, and returns it: resource versions the
+// destination issues afterwards are then above every one the origin
+// issued, so that a watch resuming from one of the origin's is told apart.
+func AdvanceRevision(ctx context.Context, kv clientv3.KV, prefix string, above int64) (int64, error) {
+	key := normalizePrefix(prefix) + revisionKey
+	const writers = 32
+	var (
+		mu   sync.Mutex
+		last int64
+		errs = make(chan error, writers)
+		wg   sync.WaitGroup
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				resp, err := kv.Put(ctx, key, "")
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					cancel()
+					return
+				}
+				mu.Lock()
+				if resp.Header.Revision > last {
+					last = resp.Header.Revision
+				}
+				done := last > above
+				mu.Unlock()
+				if done {
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return 0, fmt.Errorf("advance the revision: %w", err)
+	default:
+	}
+	return last, nil
+}
