@@ -12,6 +12,7 @@ package clusterhold
 
 import (
 	"context"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"net/http"
 	"strconv"
 	"sync"
@@ -211,7 +212,7 @@ func isSystem(ctx context.Context) bool {
 		return false
 	}
 	for _, g := range u.GetGroups() {
-		if g == "system:masters" || g == identities.LogicalClusterAdminGroup {
+		if g == user.SystemPrivilegedGroup || g == identities.LogicalClusterAdminGroup {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"strconv"
 	"strings"
 
@@ -113,7 +114,7 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, _ rest.ValidateOb
 
 func system(groups []string) bool {
 	for _, g := range groups {
-		if g == "system:masters" || g == identities.LogicalClusterAdminGroup {
+		if g == user.SystemPrivilegedGroup || g == identities.LogicalClusterAdminGroup {
 			return true
 		}
 	}
