@@ -26,6 +26,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,11 +124,21 @@ type noisyFlood struct {
 	WatchesOpen    int   `json:"watches_open"`
 	WatchesRefused int   `json:"watches_refused"`
 	WatchesEnded   int64 `json:"watches_ended"`
-	// Peak RSS over the flood, and the proxy's goroutines at its end.
+	// Peak RSS over the flood, and the proxy's most goroutines.
 	ShardRSSBeforeBytes int64 `json:"shard_rss_before_bytes"`
 	ShardRSSPeakBytes   int64 `json:"shard_rss_peak_bytes"`
 	ProxyRSSPeakBytes   int64 `json:"proxy_rss_peak_bytes"`
 	ProxyGoroutines     int   `json:"proxy_goroutines"`
+	// CPU seconds per second of B's timed flood phase of the shard, the
+	// front-proxy and the bench (both tenants' clients): the machine's
+	// cores are what they share.
+	ShardCPUCores float64 `json:"shard_cpu_cores"`
+	ProxyCPUCores float64 `json:"proxy_cpu_cores"`
+	BenchCPUCores float64 `json:"bench_cpu_cores"`
+	// MachineCPUCores is the whole machine's (other work on it included),
+	// of MachineCores.
+	MachineCPUCores float64 `json:"machine_cpu_cores"`
+	MachineCores    int     `json:"machine_cores"`
 	// ShardReady is whether the shard answered /readyz after the flood.
 	ShardReady bool `json:"shard_ready_after"`
 }
@@ -430,6 +442,15 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 		}
 	}
 
+	// B's first requests open its connection: not timed.
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return err
+	}
+	warm := n
+	warm.duration = 2 * time.Second
+	if _, errs := nr.victimRun(ctx, warm, "warm"); errs > 0 {
+		return fmt.Errorf("tenant B failed %d requests alone", errs)
+	}
 	nr.step(fmt.Sprintf("tenant B alone for %s at %.0f requests/s", n.duration, n.victimRate))
 	alone, aloneErrs := nr.victimRun(ctx, n, "alone")
 
@@ -488,7 +509,17 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return err
 	}
+	sysDir := filepath.Join(nr.dir, "system")
+	cpu := func() [3]time.Duration {
+		return [3]time.Duration{pidCPU(filepath.Join(sysDir, system.ShardName(0)+".pid")), pidCPU(filepath.Join(sysDir, "front-proxy.pid")), procCPU("self")}
+	}
+	cpuBefore, machineBefore, started := cpu(), machineCPU(), time.Now()
 	flooded, floodedErrs := nr.victimRun(ctx, n, "flood")
+	cpuAfter, machineAfter, elapsed := cpu(), machineCPU(), time.Since(started).Seconds()
+	fl.MachineCPUCores, fl.MachineCores = (machineAfter-machineBefore).Seconds()/elapsed, runtime.NumCPU()
+	fl.ShardCPUCores = (cpuAfter[0] - cpuBefore[0]).Seconds() / elapsed
+	fl.ProxyCPUCores = (cpuAfter[1] - cpuBefore[1]).Seconds() / elapsed
+	fl.BenchCPUCores = (cpuAfter[2] - cpuBefore[2]).Seconds() / elapsed
 	endFlood()
 	flooders.Wait()
 	watchers.Wait()
@@ -630,17 +661,41 @@ func (nr *noisyRun) samplePeaks(ctx context.Context, fl *noisyFlood) {
 	for {
 		fl.ShardRSSPeakBytes = max(fl.ShardRSSPeakBytes, pidRSS(filepath.Join(sysDir, system.ShardName(0)+".pid")))
 		fl.ProxyRSSPeakBytes = max(fl.ProxyRSSPeakBytes, pidRSS(filepath.Join(sysDir, "front-proxy.pid")))
+		if m, err := framework.ScrapeMetrics(ctx, nr.proxyHC, nr.sys.URL()+"/metrics", ""); err == nil {
+			if v, ok := m.Value("go_goroutines", nil); ok {
+				fl.ProxyGoroutines = max(fl.ProxyGoroutines, int(v))
+			}
+		}
 		select {
 		case <-ctx.Done():
-			if m, err := framework.ScrapeMetrics(context.Background(), nr.proxyHC, nr.sys.URL()+"/metrics", ""); err == nil {
-				if v, ok := m.Value("go_goroutines", nil); ok {
-					fl.ProxyGoroutines = int(v)
-				}
-			}
 			return
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// machineCPU is the time every core of the machine spent busy
+// (/proc/stat: all but idle and iowait, in ticks of 10 ms).
+func machineCPU() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, f := range fields[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		// idle and iowait are the 4th and 5th; guest time is already in user.
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		busy += v
+	}
+	return time.Duration(busy) * 10 * time.Millisecond
 }
 
 // shardReady tells whether the shard answers /readyz.
@@ -690,5 +745,7 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 			f.fl.Lists, f.fl.ListP50Ms, f.fl.Creates, f.fl.CreateP50Ms, f.fl.TooMany, f.fl.Errors, f.fl.WatchesOpen, f.fl.WatchesRefused, f.fl.WatchesEnded))
 		row("shard / proxy "+f.name, fmt.Sprintf("shard RSS %s before, %s peak, ready after: %t; proxy RSS peak %s, %d goroutines",
 			mib(f.fl.ShardRSSBeforeBytes), mib(f.fl.ShardRSSPeakBytes), f.fl.ShardReady, mib(f.fl.ProxyRSSPeakBytes), f.fl.ProxyGoroutines))
+		row("CPU cores under the flood "+f.name, fmt.Sprintf("shard %.2f, proxy %.2f, bench (both tenants) %.2f; the machine %.2f of %d",
+			f.fl.ShardCPUCores, f.fl.ProxyCPUCores, f.fl.BenchCPUCores, f.fl.MachineCPUCores, f.fl.MachineCores))
 	}
 }
