@@ -97,13 +97,17 @@ type noisyResults struct {
 	// (429s included: B's client does not retry).
 	VictimErrors   int `json:"noisy_victim_errors"`
 	VictimRequests int `json:"noisy_victim_requests"`
+	// MachineCPUCoresAlone is how busy the whole machine was while B was
+	// timed alone (other work on it included; the flood's is in Flood).
+	MachineCPUCoresAlone float64 `json:"noisy_machine_cpu_cores_alone"`
 
-	VictimP50AloneUnfairMs float64 `json:"noisy_victim_p50_alone_unfair_ms"`
-	VictimP99AloneUnfairMs float64 `json:"noisy_victim_p99_alone_unfair_ms"`
-	VictimP50FloodUnfairMs float64 `json:"noisy_victim_p50_flood_unfair_ms"`
-	VictimP99FloodUnfairMs float64 `json:"noisy_victim_p99_flood_unfair_ms"`
-	VictimErrorsUnfair     int     `json:"noisy_victim_errors_unfair"`
-	VictimRequestsUnfair   int     `json:"noisy_victim_requests_unfair"`
+	VictimP50AloneUnfairMs     float64 `json:"noisy_victim_p50_alone_unfair_ms"`
+	VictimP99AloneUnfairMs     float64 `json:"noisy_victim_p99_alone_unfair_ms"`
+	VictimP50FloodUnfairMs     float64 `json:"noisy_victim_p50_flood_unfair_ms"`
+	VictimP99FloodUnfairMs     float64 `json:"noisy_victim_p99_flood_unfair_ms"`
+	VictimErrorsUnfair         int     `json:"noisy_victim_errors_unfair"`
+	VictimRequestsUnfair       int     `json:"noisy_victim_requests_unfair"`
+	MachineCPUCoresAloneUnfair float64 `json:"noisy_machine_cpu_cores_alone_unfair"`
 
 	Flood       noisyFlood `json:"noisy_flood"`
 	FloodUnfair noisyFlood `json:"noisy_flood_unfair"`
@@ -452,7 +456,9 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 		return fmt.Errorf("tenant B failed %d requests alone", errs)
 	}
 	nr.step(fmt.Sprintf("tenant B alone for %s at %.0f requests/s", n.duration, n.victimRate))
+	machineBefore, started := machineCPU(), time.Now()
 	alone, aloneErrs := nr.victimRun(ctx, n, "alone")
+	machineAlone := (machineCPU() - machineBefore).Seconds() / time.Since(started).Seconds()
 
 	nr.step(fmt.Sprintf("tenant A opens %d watches over %d users", n.watches, len(nr.watchers)))
 	var fl noisyFlood
@@ -513,7 +519,8 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	cpu := func() [3]time.Duration {
 		return [3]time.Duration{pidCPU(filepath.Join(sysDir, system.ShardName(0)+".pid")), pidCPU(filepath.Join(sysDir, "front-proxy.pid")), procCPU("self")}
 	}
-	cpuBefore, machineBefore, started := cpu(), machineCPU(), time.Now()
+	cpuBefore := cpu()
+	machineBefore, started = machineCPU(), time.Now()
 	flooded, floodedErrs := nr.victimRun(ctx, n, "flood")
 	cpuAfter, machineAfter, elapsed := cpu(), machineCPU(), time.Since(started).Seconds()
 	fl.MachineCPUCores, fl.MachineCores = (machineAfter-machineBefore).Seconds()/elapsed, runtime.NumCPU()
@@ -533,12 +540,12 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 		res.VictimP50AloneMs, res.VictimP99AloneMs = percentile(alone, 50), percentile(alone, 99)
 		res.VictimP50FloodMs, res.VictimP99FloodMs = percentile(flooded, 50), percentile(flooded, 99)
 		res.VictimErrors, res.VictimRequests = aloneErrs+floodedErrs, len(alone)+len(flooded)+aloneErrs+floodedErrs
-		res.Flood = fl
+		res.Flood, res.MachineCPUCoresAlone = fl, machineAlone
 	} else {
 		res.VictimP50AloneUnfairMs, res.VictimP99AloneUnfairMs = percentile(alone, 50), percentile(alone, 99)
 		res.VictimP50FloodUnfairMs, res.VictimP99FloodUnfairMs = percentile(flooded, 50), percentile(flooded, 99)
 		res.VictimErrorsUnfair, res.VictimRequestsUnfair = aloneErrs+floodedErrs, len(alone)+len(flooded)+aloneErrs+floodedErrs
-		res.FloodUnfair = fl
+		res.FloodUnfair, res.MachineCPUCoresAloneUnfair = fl, machineAlone
 	}
 	return nil
 }
@@ -733,10 +740,10 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 		}
 		return fmt.Sprintf("%.1f×", flood/alone)
 	}
-	row("B fairness on: alone / flood", fmt.Sprintf("p50 %.2f / %.2f ms, p99 %.2f / %.2f ms (%s alone at p99), %d errors of %d",
-		r.VictimP50AloneMs, r.VictimP50FloodMs, r.VictimP99AloneMs, r.VictimP99FloodMs, ratio(r.VictimP99FloodMs, r.VictimP99AloneMs), r.VictimErrors, r.VictimRequests))
-	row("B fairness off: alone / flood", fmt.Sprintf("p50 %.2f / %.2f ms, p99 %.2f / %.2f ms (%s alone at p99), %d errors of %d",
-		r.VictimP50AloneUnfairMs, r.VictimP50FloodUnfairMs, r.VictimP99AloneUnfairMs, r.VictimP99FloodUnfairMs, ratio(r.VictimP99FloodUnfairMs, r.VictimP99AloneUnfairMs), r.VictimErrorsUnfair, r.VictimRequestsUnfair))
+	row("B fairness on: alone / flood", fmt.Sprintf("p50 %.2f / %.2f ms, p99 %.2f / %.2f ms (%s alone at p99), %d errors of %d; the machine %.2f cores busy alone",
+		r.VictimP50AloneMs, r.VictimP50FloodMs, r.VictimP99AloneMs, r.VictimP99FloodMs, ratio(r.VictimP99FloodMs, r.VictimP99AloneMs), r.VictimErrors, r.VictimRequests, r.MachineCPUCoresAlone))
+	row("B fairness off: alone / flood", fmt.Sprintf("p50 %.2f / %.2f ms, p99 %.2f / %.2f ms (%s alone at p99), %d errors of %d; the machine %.2f cores busy alone",
+		r.VictimP50AloneUnfairMs, r.VictimP50FloodUnfairMs, r.VictimP99AloneUnfairMs, r.VictimP99FloodUnfairMs, ratio(r.VictimP99FloodUnfairMs, r.VictimP99AloneUnfairMs), r.VictimErrorsUnfair, r.VictimRequestsUnfair, r.MachineCPUCoresAloneUnfair))
 	for _, f := range []struct {
 		name string
 		fl   noisyFlood
