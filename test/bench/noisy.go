@@ -100,6 +100,9 @@ type noisyResults struct {
 	// MachineCPUCoresAlone is how busy the whole machine was while B was
 	// timed alone (other work on it included; the flood's is in Flood).
 	MachineCPUCoresAlone float64 `json:"noisy_machine_cpu_cores_alone"`
+	// VictimByVerb are B's p50 and p99 by verb, alone and under the flood.
+	VictimByVerb       map[string]victimVerbTimes `json:"noisy_victim_by_verb"`
+	VictimByVerbUnfair map[string]victimVerbTimes `json:"noisy_victim_by_verb_unfair"`
 
 	VictimP50AloneUnfairMs     float64 `json:"noisy_victim_p50_alone_unfair_ms"`
 	VictimP99AloneUnfairMs     float64 `json:"noisy_victim_p99_alone_unfair_ms"`
@@ -111,6 +114,23 @@ type noisyResults struct {
 
 	Flood       noisyFlood `json:"noisy_flood"`
 	FloodUnfair noisyFlood `json:"noisy_flood_unfair"`
+}
+
+// victimVerbTimes are B's times of one verb.
+type victimVerbTimes struct {
+	P50AloneMs float64 `json:"p50_alone_ms"`
+	P99AloneMs float64 `json:"p99_alone_ms"`
+	P50FloodMs float64 `json:"p50_flood_ms"`
+	P99FloodMs float64 `json:"p99_flood_ms"`
+}
+
+func byVerbTimes(alone, flood map[string][]time.Duration) map[string]victimVerbTimes {
+	out := map[string]victimVerbTimes{}
+	for _, v := range victimVerbs {
+		out[v] = victimVerbTimes{P50AloneMs: percentile(alone[v], 50), P99AloneMs: percentile(alone[v], 99),
+			P50FloodMs: percentile(flood[v], 50), P99FloodMs: percentile(flood[v], 99)}
+	}
+	return out
 }
 
 // noisyFlood is what tenant A saw and what the flood cost, in one system.
@@ -452,12 +472,12 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	}
 	warm := n
 	warm.duration = 2 * time.Second
-	if _, errs := nr.victimRun(ctx, warm, "warm"); errs > 0 {
+	if _, _, errs := nr.victimRun(ctx, warm, "warm"); errs > 0 {
 		return fmt.Errorf("tenant B failed %d requests alone", errs)
 	}
 	nr.step(fmt.Sprintf("tenant B alone for %s at %.0f requests/s", n.duration, n.victimRate))
 	machineBefore, started := machineCPU(), time.Now()
-	alone, aloneErrs := nr.victimRun(ctx, n, "alone")
+	alone, aloneByVerb, aloneErrs := nr.victimRun(ctx, n, "alone")
 	machineAlone := (machineCPU() - machineBefore).Seconds() / time.Since(started).Seconds()
 
 	nr.step(fmt.Sprintf("tenant A opens %d watches over %d users", n.watches, len(nr.watchers)))
@@ -521,7 +541,7 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	}
 	cpuBefore := cpu()
 	machineBefore, started = machineCPU(), time.Now()
-	flooded, floodedErrs := nr.victimRun(ctx, n, "flood")
+	flooded, floodedByVerb, floodedErrs := nr.victimRun(ctx, n, "flood")
 	cpuAfter, machineAfter, elapsed := cpu(), machineCPU(), time.Since(started).Seconds()
 	fl.MachineCPUCores, fl.MachineCores = (machineAfter-machineBefore).Seconds()/elapsed, runtime.NumCPU()
 	fl.ShardCPUCores = (cpuAfter[0] - cpuBefore[0]).Seconds() / elapsed
@@ -541,11 +561,13 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 		res.VictimP50FloodMs, res.VictimP99FloodMs = percentile(flooded, 50), percentile(flooded, 99)
 		res.VictimErrors, res.VictimRequests = aloneErrs+floodedErrs, len(alone)+len(flooded)+aloneErrs+floodedErrs
 		res.Flood, res.MachineCPUCoresAlone = fl, machineAlone
+		res.VictimByVerb = byVerbTimes(aloneByVerb, floodedByVerb)
 	} else {
 		res.VictimP50AloneUnfairMs, res.VictimP99AloneUnfairMs = percentile(alone, 50), percentile(alone, 99)
 		res.VictimP50FloodUnfairMs, res.VictimP99FloodUnfairMs = percentile(flooded, 50), percentile(flooded, 99)
 		res.VictimErrorsUnfair, res.VictimRequestsUnfair = aloneErrs+floodedErrs, len(alone)+len(flooded)+aloneErrs+floodedErrs
 		res.FloodUnfair, res.MachineCPUCoresAloneUnfair = fl, machineAlone
+		res.VictimByVerbUnfair = byVerbTimes(aloneByVerb, floodedByVerb)
 	}
 	return nil
 }
@@ -564,15 +586,19 @@ func retryTooMany(ctx context.Context, fn func() error) error {
 	}
 }
 
+// victimVerbs are B's requests, sent in turn.
+var victimVerbs = []string{"get", "list", "create"}
+
 // victimRun sends B's requests for the duration at the rate, each on its
 // own goroutine at its time (a slow answer does not hold the next one
 // back), GET, LIST and CREATE in turn; it returns the times of the
-// successful ones and the number of failures.
-func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string) ([]time.Duration, int) {
+// successful ones, all and by verb, and the number of failures.
+func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string) ([]time.Duration, map[string][]time.Duration, int) {
 	interval := time.Duration(float64(time.Second) / n.victimRate)
 	total := int(n.duration / interval)
 	var mu sync.Mutex
 	var times []time.Duration
+	byVerb := map[string][]time.Duration{}
 	var errs int
 	var wg sync.WaitGroup
 	tick := time.NewTicker(interval)
@@ -581,7 +607,7 @@ func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string)
 		select {
 		case <-ctx.Done():
 			wg.Wait()
-			return times, errs
+			return times, byVerb, errs
 		case <-tick.C:
 		}
 		wg.Add(1)
@@ -608,10 +634,11 @@ func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string)
 				return
 			}
 			times = append(times, took)
+			byVerb[victimVerbs[i%3]] = append(byVerb[victimVerbs[i%3]], took)
 		}()
 	}
 	wg.Wait()
-	return times, errs
+	return times, byVerb, errs
 }
 
 // openWatches opens n watches of A's watched namespace, spread over A's
@@ -744,6 +771,17 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 		r.VictimP50AloneMs, r.VictimP50FloodMs, r.VictimP99AloneMs, r.VictimP99FloodMs, ratio(r.VictimP99FloodMs, r.VictimP99AloneMs), r.VictimErrors, r.VictimRequests, r.MachineCPUCoresAlone))
 	row("B fairness off: alone / flood", fmt.Sprintf("p50 %.2f / %.2f ms, p99 %.2f / %.2f ms (%s alone at p99), %d errors of %d; the machine %.2f cores busy alone",
 		r.VictimP50AloneUnfairMs, r.VictimP50FloodUnfairMs, r.VictimP99AloneUnfairMs, r.VictimP99FloodUnfairMs, ratio(r.VictimP99FloodUnfairMs, r.VictimP99AloneUnfairMs), r.VictimErrorsUnfair, r.VictimRequestsUnfair, r.MachineCPUCoresAloneUnfair))
+	for _, f := range []struct {
+		name   string
+		byVerb map[string]victimVerbTimes
+	}{{"fairness on", r.VictimByVerb}, {"fairness off", r.VictimByVerbUnfair}} {
+		var parts []string
+		for _, v := range victimVerbs {
+			t := f.byVerb[v]
+			parts = append(parts, fmt.Sprintf("%s p99 %.1f / %.1f ms", strings.ToUpper(v), t.P99AloneMs, t.P99FloodMs))
+		}
+		row("B by verb "+f.name+": alone / flood", strings.Join(parts, ", "))
+	}
 	for _, f := range []struct {
 		name string
 		fl   noisyFlood
