@@ -309,7 +309,9 @@ func (nr *noisyRun) stop() {
 	if nr.b != nil {
 		nr.b.stopWatch()
 	}
-	nr.sys.Stop()
+	if nr.sys != nil {
+		nr.sys.Stop()
+	}
 	if nr.keep {
 		fmt.Fprintf(os.Stderr, "bench: kept %s\n", nr.dir)
 		return
@@ -325,6 +327,13 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	if err != nil {
 		return nil, err
 	}
+	run := &noisyRun{fair: fair, dir: dir, keep: o.system.keepDir}
+	ok := false
+	defer func() {
+		if !ok {
+			run.stop()
+		}
+	}()
 	users, err := newNoisyUsers(o.noisy.watchUsers)
 	if err != nil {
 		return nil, err
@@ -337,20 +346,12 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	if !fair {
 		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false")
 	}
-	run := &noisyRun{fair: fair, dir: dir, keep: o.system.keepDir}
 	run.step(fmt.Sprintf("starting one shard (%s) and the front-proxy", strings.Join(shardArgs, " ")))
 	run.sys, err = system.Start(ctx, system.Options{Dir: filepath.Join(dir, "system"), Shards: 1, FrontProxies: 1, TokenAuthFile: tokenFile,
 		ShardBinary: o.shardBinary, FrontProxyBinary: o.system.frontProxyBinary, ShardArgs: shardArgs})
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			run.stop()
-		}
-	}()
 	sysDir := filepath.Join(dir, "system")
 	if run.proxy, err = contextConfig(filepath.Join(sysDir, system.AdminKubeconfigFile), "base"); err != nil {
 		return nil, err
