@@ -8,7 +8,9 @@
 // running one. With --mode=system it starts
 // the root shard, more shards and the front-proxy instead and measures what
 // the proxy adds (system.go); with --mode=cache it starts them with a
-// cache server and measures replication (cache.go).
+// cache server and measures replication (cache.go); with --mode=noisy it
+// starts one shard and the front-proxy and measures one tenant's latency
+// while another floods the shard (noisy.go).
 package main
 
 import (
@@ -40,7 +42,8 @@ type options struct {
 	objectsPerBinding int
 	// mode is shard (one shard), system (shards and the front-proxy,
 	// system.go), cache (replication through a cache server, cache.go) or
-	// virtual (the APIExport view, virtual.go).
+	// virtual (the APIExport view, virtual.go) or noisy (two tenants, one
+	// flooding, noisy.go).
 	mode string
 
 	// getWorkspaces is the workspace count at which GETs spread over all
@@ -61,6 +64,7 @@ type options struct {
 	system  systemOptions
 	cache   cacheOptions
 	virtual virtualOptions
+	noisy   noisyOptions
 }
 
 func main() {
@@ -90,10 +94,11 @@ func main() {
 	flag.IntVar(&o.churnCycles, "churn-cycles", 5, "create-delete cycles after deleting all workspaces, memory read after each (0 skips)")
 	flag.IntVar(&o.churnWorkspaces, "churn-workspaces", 1000, "workspaces created and deleted in each churn cycle")
 	flag.DurationVar(&o.churnSettle, "churn-settle", 10*time.Second, "pause after each churn cycle's deletion before the memory reading")
-	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go)")
+	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go); noisy: one shard and the front-proxy, tenant B's latency alone and while tenant A floods, with fairness on and off (noisy.go)")
 	o.system.addFlags(flag.CommandLine)
 	o.cache.addFlags(flag.CommandLine)
 	o.virtual.addFlags(flag.CommandLine)
+	o.noisy.addFlags(flag.CommandLine)
 	flag.Parse()
 	// An interrupt ends the run through ctx, so that the shard is stopped.
 	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -109,8 +114,10 @@ func main() {
 		runMode = runCache
 	case "virtual":
 		runMode = runVirtual
+	case "noisy":
+		runMode = runNoisy
 	default:
-		fmt.Fprintf(os.Stderr, "bench: --mode must be shard, system, cache or virtual, not %q\n", o.mode)
+		fmt.Fprintf(os.Stderr, "bench: --mode must be shard, system, cache, virtual or noisy, not %q\n", o.mode)
 		os.Exit(2)
 	}
 	r, err := runMode(ctx, o)
@@ -239,6 +246,8 @@ type results struct {
 	*cacheResults
 	// The virtual mode (issue 17), set only by --mode=virtual.
 	*virtualResults
+	// The noisy mode (issue 43), set only by --mode=noisy.
+	*noisyResults
 }
 
 type memoryPoint struct {
@@ -264,6 +273,13 @@ func (r results) print(w *os.File) {
 		r.virtualResults.print(tw)
 		tw.Flush()
 		b, _ := json.Marshal(r.virtualResults)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if r.noisyResults != nil {
+		r.noisyResults.print(tw)
+		tw.Flush()
+		b, _ := json.Marshal(r.noisyResults)
 		fmt.Fprintln(w, string(b))
 		return
 	}

@@ -314,7 +314,12 @@ func pidCPU(file string) time.Duration {
 	if err != nil {
 		return 0
 	}
-	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(data)) + "/stat")
+	return procCPU(strings.TrimSpace(string(data)))
+}
+
+// procCPU is pidCPU of a PID ("self" for the bench).
+func procCPU(pid string) time.Duration {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0
 	}
