@@ -20,7 +20,9 @@ func setMounts(t *testing.T, on bool) {
 	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkspaceMounts): on}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkspaceMounts): false}) })
+	t.Cleanup(func() {
+		_ = utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(features.WorkspaceMounts): false})
+	})
 }
 
 func mountedWorkspace(typ *tenancyv1alpha1.WorkspaceTypeReference) *tenancyv1alpha1.Workspace {
