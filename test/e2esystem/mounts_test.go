@@ -12,15 +12,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -28,29 +24,6 @@ import (
 	"github.com/shardplane/shardplane/pkg/rootdir"
 	"github.com/shardplane/shardplane/test/framework"
 )
-
-var kubeClustersGVR = schema.GroupVersionResource{Group: "contrib.kcp.io", Version: "v1alpha1", Resource: "kubeclusters"}
-
-// kubeClusterCRD is the mock mount kind of kcp's mounts e2e test: a
-// cluster-scoped KubeCluster whose status is free-form, marked as a mount
-// implementation.
-func kubeClusterCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubeclusters.contrib.kcp.io", Annotations: map[string]string{tenancyv1alpha1.IsMountAnnotationKey: "true"}},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "contrib.kcp.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "kubeclusters", Singular: "kubecluster", Kind: "KubeCluster", ListKind: "KubeClusterList"},
-			Scope: apiextensionsv1.ClusterScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-			}},
-		},
-	}
-}
 
 // mountBackend is the endpoint a mount object points at: an HTTPS server
 // on 127.0.0.1 that answers a list of APIExports below /clusters/mounted
@@ -138,16 +111,13 @@ func TestMountsMachinery(t *testing.T) {
 
 	t.Logf("Install a mount object CRD into workspace %s", sourcePath)
 	crds := apiextensionsclient.NewForConfigOrDie(sys.AdminConfig(t, source.Spec.Cluster)).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, kubeClusterCRD(), metav1.CreateOptions{}); err != nil {
+	if _, err := crds.Create(ctx, framework.KubeClusterCRD(), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create CRD: %v", err)
 	}
-	mounts := dynamic.NewForConfigOrDie(sys.AdminConfig(t, source.Spec.Cluster)).Resource(kubeClustersGVR)
+	mounts := dynamic.NewForConfigOrDie(sys.AdminConfig(t, source.Spec.Cluster)).Resource(framework.KubeClustersGVR)
 	t.Log("Install a mount object")
 	framework.Eventually(t, func(ctx context.Context) error {
-		obj := &unstructured.Unstructured{Object: map[string]interface{}{
-			"apiVersion": "contrib.kcp.io/v1alpha1", "kind": "KubeCluster", "metadata": map[string]interface{}{"name": "proxy-cluster"}, "spec": map[string]interface{}{},
-		}}
-		_, err := mounts.Create(ctx, obj, metav1.CreateOptions{})
+		_, err := mounts.Create(ctx, framework.KubeCluster("proxy-cluster"), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -156,13 +126,7 @@ func TestMountsMachinery(t *testing.T) {
 
 	t.Log("Create the mounted workspace")
 	c := kcp(t, sys.AdminConfig(t, ""))
-	ws := &tenancyv1alpha1.Workspace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Workspace"},
-		ObjectMeta: metav1.ObjectMeta{Name: "mount"},
-		Spec: tenancyv1alpha1.WorkspaceSpec{Mount: &tenancyv1alpha1.Mount{Reference: tenancyv1alpha1.ObjectReference{
-			APIVersion: "contrib.kcp.io/v1alpha1", Kind: "KubeCluster", Name: "proxy-cluster",
-		}}},
-	}
+	ws := framework.MountedWorkspace("mount", "proxy-cluster")
 	parent := logicalcluster.Name(source.Spec.Cluster)
 	if err := c.Create(ctx, parent, workspacesGVR, ws, &tenancyv1alpha1.Workspace{}); err != nil {
 		t.Fatalf("create mounted workspace: %v", err)
