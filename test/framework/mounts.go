@@ -15,11 +15,10 @@ import (
 var KubeClustersGVR = schema.GroupVersionResource{Group: "contrib.kcp.io", Version: "v1alpha1", Resource: "kubeclusters"}
 
 // KubeClusterCRD is the mock mount kind of kcp's mounts e2e test: a
-// cluster-scoped KubeCluster with a free-form status, marked as a mount
-// implementation.
+// cluster-scoped KubeCluster with a free-form status.
 func KubeClusterCRD() *apiextensionsv1.CustomResourceDefinition {
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubeclusters.contrib.kcp.io", Annotations: map[string]string{tenancyv1alpha1.IsMountAnnotationKey: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeclusters.contrib.kcp.io"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: KubeClustersGVR.Group,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "kubeclusters", Singular: "kubecluster", Kind: "KubeCluster", ListKind: "KubeClusterList"},
@@ -35,10 +34,14 @@ func KubeClusterCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-// KubeCluster is a KubeCluster object named name, as kcp's test creates it.
+// KubeCluster is a KubeCluster object named name, annotated as a mount
+// as kcp's documentation of mounts shows it (kcp's controller reads the
+// object whether or not it is).
 func KubeCluster(name string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]interface{}{
-		"apiVersion": KubeClustersGVR.GroupVersion().String(), "kind": "KubeCluster", "metadata": map[string]interface{}{"name": name}, "spec": map[string]interface{}{},
+		"apiVersion": KubeClustersGVR.GroupVersion().String(), "kind": "KubeCluster",
+		"metadata": map[string]interface{}{"name": name, "annotations": map[string]interface{}{tenancyv1alpha1.IsMountAnnotationKey: "true"}},
+		"spec":     map[string]interface{}{},
 	}}
 }
 

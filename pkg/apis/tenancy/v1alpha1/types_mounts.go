@@ -25,8 +25,8 @@ const (
 	// other than Ready.
 	MountObjectNotReadyReason = "MountObjectNotReady"
 
-	// IsMountAnnotationKey marks a resource (usually a CRD) whose objects
-	// implement mounts.
+	// IsMountAnnotationKey marks an object that implements a mount, as
+	// kcp's documentation asks of mount objects; nothing requires it.
 	IsMountAnnotationKey = "experimental.tenancy.kcp.io/is-mount"
 )
 
