@@ -23,12 +23,20 @@ const (
 	// as in kcp; it is set per binary: shards authenticate the tokens,
 	// front-proxies ask the workspace's shard about them.
 	WorkspaceAuthentication featuregate.Feature = "WorkspaceAuthentication"
+
+	// WorkspaceMounts lets a Workspace name, in spec.mount, an object that
+	// serves it instead of a logical cluster: shards refuse spec.mount
+	// without it and run the mounts controller with it, front-proxies
+	// route such workspaces to the object's status.URL. Alpha and off by
+	// default, as in kcp.
+	WorkspaceMounts featuregate.Feature = "WorkspaceMounts"
 )
 
 // specs are kcp's gates with kcp's defaults, at the Kubernetes version
 // kcp introduced them with.
 var specs = map[featuregate.Feature]featuregate.VersionedSpecs{
 	WorkspaceAuthentication: {{Version: version.MustParse("1.32"), Default: false, PreRelease: featuregate.Alpha}},
+	WorkspaceMounts:         {{Version: version.MustParse("1.30"), Default: false, PreRelease: featuregate.Alpha}},
 }
 
 func init() {

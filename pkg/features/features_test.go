@@ -26,3 +26,16 @@ func TestWorkspaceAuthenticationIsAlphaAndOffUnlessSet(t *testing.T) {
 		t.Error("not enabled by --feature-gates=WorkspaceAuthentication=true")
 	}
 }
+
+func TestWorkspaceMountsIsAlphaAndOffUnlessSet(t *testing.T) {
+	spec, ok := utilfeature.DefaultMutableFeatureGate.GetAll()[WorkspaceMounts]
+	if !ok {
+		t.Fatal("WorkspaceMounts is not registered")
+	}
+	if spec.Default || spec.PreRelease != featuregate.Alpha || Enabled(WorkspaceMounts) {
+		t.Errorf("spec %+v, enabled %t: want alpha and off, as kcp's", spec, Enabled(WorkspaceMounts))
+	}
+	if got := EnableFlag(WorkspaceAuthentication, WorkspaceMounts); got != "--feature-gates=WorkspaceAuthentication=true,WorkspaceMounts=true" {
+		t.Errorf("EnableFlag = %q", got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -59,6 +60,11 @@ type child struct {
 	phase   corev1alpha1.LogicalClusterPhaseType
 	// shard reported the workspace (the parent's shard).
 	shard string
+	// mount is the URL a mounted workspace is served at (spec.URL, copied
+	// from its mount object), nil for a workspace with a logical cluster.
+	mount *url.URL
+	// mounted tells that the workspace has spec.mount.
+	mounted bool
 }
 
 // routable tells whether requests to the workspace are forwarded: it has
@@ -182,7 +188,7 @@ func (x *Index) shardChanged(s *corev1alpha1.Shard) {
 	// The handlers keep what routing needs; the reflectors keep no copies
 	// of the objects (see handlerStore).
 	lcs := newHandlerStore(logicalClusterHandler{x: x, shard: s.Name}, deletedLogicalCluster)
-	workspaces := newHandlerStore(workspaceHandler{x: x, shard: s.Name}, deletedWorkspace)
+	workspaces := newHandlerStore(workspaceHandler{x: x, shard: s.Name, mounts: features.Enabled(features.WorkspaceMounts)}, deletedWorkspace)
 	lcReflector := cache.NewReflectorWithOptions(listOnly{cache.NewListWatchFromClient(core, "logicalclusters", metav1.NamespaceAll, fields.Everything())},
 		&corev1alpha1.LogicalCluster{}, lcs, cache.ReflectorOptions{Name: "front-proxy-logicalclusters-" + s.Name})
 	wsReflector := cache.NewReflectorWithOptions(listOnly{cache.NewListWatchFromClient(tenancy, "workspaces", metav1.NamespaceAll, fields.Everything())},
@@ -238,6 +244,9 @@ const (
 	// Unavailable: the workspace exists but is not yet placed on a shard,
 	// or its shard is not reachable from the index yet.
 	Unavailable
+	// NotServing: the workspace is in phase Unavailable (a mount whose
+	// object is not Ready); kcp's front-proxy answers 503.
+	NotServing
 )
 
 // Target is where a resolved path is served.
@@ -245,6 +254,10 @@ type Target struct {
 	Cluster logicalcluster.Name
 	Shard   string
 	BaseURL *url.URL
+	// MountURL, for a mounted workspace, is the URL its requests go to
+	// (the rest of the path appended); Cluster, Shard and BaseURL are
+	// empty then.
+	MountURL *url.URL
 }
 
 // Resolve maps a path (root:org:team) or a logical cluster name to its
@@ -257,10 +270,13 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	cluster, rest := x.start(segments)
-	for _, name := range rest {
+	for i, name := range rest {
 		c, ok := x.children[cluster][name]
 		if !ok {
 			return Target{}, NotFound
+		}
+		if c.mounted {
+			return resolveMount(c, i == len(rest)-1)
 		}
 		if !c.routable() {
 			return Target{}, Unavailable
@@ -280,6 +296,28 @@ func (x *Index) Resolve(path logicalcluster.Path) (Target, Result) {
 		return Target{}, Unavailable
 	}
 	return Target{Cluster: cluster, Shard: shard, BaseURL: s.baseURL}, Found
+}
+
+// resolveMount resolves a path to a mounted workspace as kcp does: its
+// URL while it has one, 503 while it is Unavailable, unknown while it is
+// still Scheduling (its mount was never Ready). Paths below a mount name
+// nothing the index knows (kcp sends them to the mount's URL, dropping
+// the segments past the mount: we do not).
+func resolveMount(c child, last bool) (Target, Result) {
+	switch {
+	case !last:
+		return Target{}, NotFound
+	case c.phase == corev1alpha1.LogicalClusterPhaseUnavailable:
+		return Target{}, NotServing
+	case c.mount == nil || scheduling(c.phase):
+		return Target{}, NotFound
+	}
+	return Target{MountURL: c.mount}, Found
+}
+
+// scheduling tells whether a phase is (still) Scheduling.
+func scheduling(phase corev1alpha1.LogicalClusterPhaseType) bool {
+	return phase == "" || phase == corev1alpha1.LogicalClusterPhaseScheduling
 }
 
 // start returns the logical cluster a path starts at and the workspace
@@ -394,6 +432,9 @@ func (h logicalClusterHandler) set(obj interface{}, deleted bool) {
 type workspaceHandler struct {
 	x     *Index
 	shard string
+	// mounts tells whether mounted workspaces are routed (kcp's
+	// WorkspaceMounts gate); without, the index leaves them out.
+	mounts bool
 }
 
 func (h workspaceHandler) OnAdd(obj interface{})       { h.set(obj, false) }
@@ -432,6 +473,16 @@ func (h workspaceHandler) set(obj interface{}, deleted bool) {
 		h.x.children[parent] = byName
 	}
 	next := child{cluster: logicalcluster.Name(ws.Spec.Cluster), phase: ws.Status.Phase, shard: h.shard}
+	if ws.Spec.Mount != nil {
+		if !h.mounts {
+			delete(byName, ws.Name)
+			return
+		}
+		next = child{phase: ws.Status.Phase, shard: h.shard, mounted: true}
+		if u, err := url.Parse(ws.Spec.URL); err == nil && ws.Spec.URL != "" && u.Scheme == "https" {
+			next.mount = u
+		}
+	}
 	if prev := byName[ws.Name]; !prev.routable() && next.routable() {
 		observeLag("create", ws.CreationTimestamp.Time)
 	}

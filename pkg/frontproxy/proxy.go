@@ -207,7 +207,8 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		target, result := p.index.Resolve(parsed)
 		if u == nil {
-			if result == Found {
+			// A mount has no shard to review a workspace issuer's token.
+			if result == Found && target.MountURL == nil {
 				if u, err = p.workspaceReviews.authenticate(req.Context(), target, token); err != nil {
 					klog.FromContext(req.Context()).V(4).Info("Workspace token review failed", "err", err)
 				}
@@ -232,6 +233,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			err := apierrors.NewTooManyRequests(fmt.Sprintf("workspace %s is not ready yet, retry", path), 1)
 			responsewriters.ErrorNegotiated(err, scheme.Codecs, schema.GroupVersion{}, w, req)
 			return
+		case NotServing:
+			// kcp's front-proxy answer for an Unavailable workspace, word for word.
+			http.Error(w, "Not available.", http.StatusServiceUnavailable)
+			return
 		}
 		if passToken {
 			if u, passToken, err = p.serviceAccountAt(req, u, target.Shard); err != nil || u == nil {
@@ -244,7 +249,12 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		fwd.shard = target.Shard
 		setShardLabel(req.Context(), target.Shard)
-		fwd.target = withPath(target.BaseURL, target.Cluster.RequestPath()+rest)
+		if target.MountURL != nil {
+			// The mount's URL stands for the workspace: the rest follows it.
+			fwd.target = withPath(target.MountURL, rest)
+		} else {
+			fwd.target = withPath(target.BaseURL, target.Cluster.RequestPath()+rest)
+		}
 		innerPath = rest
 	} else {
 		if authFailed {

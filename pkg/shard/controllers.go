@@ -27,7 +27,9 @@ import (
 	sacontroller "github.com/shardplane/shardplane/pkg/controllers/serviceaccount"
 	shardcontroller "github.com/shardplane/shardplane/pkg/controllers/shard"
 	wscontroller "github.com/shardplane/shardplane/pkg/controllers/workspace"
+	wsmountcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacemount"
 	wtcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacetype"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootshard"
@@ -71,6 +73,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installAPIBindingControllers,
 		c.installAdmissionPolicyStatusController,
 		c.installWorkspaceController,
+		c.installWorkspaceMountController,
 		c.installShardStatusControllers,
 		c.installMigrationController,
 		c.installReplication,
@@ -249,6 +252,18 @@ func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServe
 		InProcess:   c.inProcess,
 	})
 	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
+}
+
+// installWorkspaceMountController installs the controller of mounted
+// workspaces, with kcp's WorkspaceMounts gate only (kcp installs its
+// mounts controller the same way). It must come before the garbage
+// collector, whose watches feed it.
+func (c *Server) installWorkspaceMountController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	if !features.Enabled(features.WorkspaceMounts) {
+		return nil
+	}
+	c.workspaceMounts = wsmountcontroller.New(wsmountcontroller.Config{Workspaces: c.Informers.kcp.workspaces, Local: cl.kcp, Loopback: cl.loopback})
+	return c.addController(gs, "shardplane-workspacemount-controller", running(map[runner]int{c.workspaceMounts: 2}))
 }
 
 // installShardStatusControllers installs the report of this shard's

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/rest"
@@ -34,9 +36,18 @@ func (c *Server) installGarbageCollector(gs *genericapiserver.GenericAPIServer, 
 		claimed := apibindingcontroller.NewClaimedObjects(apibindingcontroller.ClaimedObjectsConfig{
 			Bindings: c.Informers.kcp.bindingsOf, Relabel: cl.relabeler.RelabelObject,
 		})
+		observe := claimed.Observe
+		if mounts := c.workspaceMounts; mounts != nil {
+			// Mount objects are of any resource: the collector's watches
+			// see their changes.
+			observe = func(resource schema.GroupVersionResource, obj metav1.Object) {
+				claimed.Observe(resource, obj)
+				mounts.Observe(resource, obj)
+			}
+		}
 		gc, err := garbagecollector.New(garbagecollector.Config{
 			Loopback: cl.loopback, CRDs: crds, Bound: c.apiExtensions.bound, APIBindings: apiBindings,
-			Observe: claimed.Observe,
+			Observe: observe,
 		})
 		if err != nil {
 			return fmt.Errorf("garbage collector: %w", err)

@@ -30,6 +30,7 @@ import (
 	eventsrest "k8s.io/kubernetes/pkg/registry/events/rest"
 	rbacrest "k8s.io/kubernetes/pkg/registry/rbac/rest"
 
+	wsmountcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacemount"
 	"github.com/shardplane/shardplane/pkg/exepages"
 	"github.com/shardplane/shardplane/pkg/listencoder"
 	"github.com/shardplane/shardplane/pkg/loopback"
@@ -113,6 +114,9 @@ type Server struct {
 	// inProcess calls the installed built-in API groups' storages as the
 	// shard itself.
 	inProcess *loopback.Client
+	// workspaceMounts is the controller of mounted workspaces, nil without
+	// the WorkspaceMounts gate; the garbage collector's watches feed it.
+	workspaceMounts *wsmountcontroller.Controller
 }
 
 // Run serves until ctx is done: the secure port and, in memory, the

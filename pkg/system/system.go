@@ -523,7 +523,7 @@ func (s *System) shardArgs(name string) []string {
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
 		"--logical-cluster-admin-kubeconfig=" + s.dir.Path("logical-cluster-admin.kubeconfig"),
-		workspaceAuthenticationGate,
+		kcpGates,
 		"--service-account-signing-key-file=" + s.dir.Path(filepath.Join(name, rootdir.ServiceAccountKeyFile)),
 	}
 	// Upstream's flag takes one file per occurrence.
@@ -566,15 +566,16 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 		"--token-auth-file=" + d.Path("proxy-tokens.csv"),
 		"--client-ca-file=" + d.Path(filepath.Join(ShardName(0), rootdir.ClientCACertFile)),
 		"--service-account-key-file=" + strings.Join(saKeys, ","),
-		workspaceAuthenticationGate,
+		kcpGates,
 	}
 }
 
-// workspaceAuthenticationGate turns on kcp's alpha per-workspace
-// authentication in every shard and front-proxy of the system, as kcp's
-// test servers do: the shards authenticate the tokens, the front-proxies
-// ask them.
-var workspaceAuthenticationGate = features.EnableFlag(features.WorkspaceAuthentication)
+// kcpGates turns on kcp's alpha gates in every shard and front-proxy of
+// the system, as kcp's test servers do: per-workspace authentication (the
+// shards authenticate the tokens, the front-proxies ask them) and
+// workspace mounts (the shards reconcile them, the front-proxies route
+// them).
+var kcpGates = features.EnableFlag(features.WorkspaceAuthentication, features.WorkspaceMounts)
 
 // serviceAccountKeyFiles are the keys of the shards of the system in dir.
 func serviceAccountKeyFiles(dir string, shards int) []string {

@@ -28,7 +28,7 @@ func TestKCPStartCommandLineRunsTheShard(t *testing.T) {
 		framework.WithArgs(
 			"--kubeconfig-path="+kubeconfig,
 			"--batteries-included=+user",
-			"--feature-gates=WorkspaceMounts=true",
+			"--feature-gates=LogicalClusterMigration=true",
 			"--external-hostname=localhost",
 		),
 	)
@@ -49,7 +49,7 @@ func TestKCPStartCommandLineRunsTheShard(t *testing.T) {
 	}
 	log := string(data)
 	for _, want := range []string{
-		"kcp feature gate WorkspaceMounts=true is not implemented by this shard and is ignored",
+		"kcp feature gate LogicalClusterMigration=true is not implemented by this shard and is ignored",
 		"battery user is not provided by this shard and is ignored",
 	} {
 		if !strings.Contains(log, want) {

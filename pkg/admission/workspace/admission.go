@@ -18,6 +18,7 @@ import (
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/workspacetypes"
 )
@@ -71,7 +72,9 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	if parentPath == "" {
 		parentPath = cluster.Path()
 	}
-	if ws.Spec.Type == nil || ws.Spec.Type.Name == "" {
+	if ws.Spec.Mount != nil {
+		// A mounted workspace has no logical cluster, hence no type (kcp).
+	} else if ws.Spec.Type == nil || ws.Spec.Type.Name == "" {
 		parentRef, ok := workspacetypes.ParseTypeAnnotation(parent.Annotations[corev1alpha1.LogicalClusterTypeAnnotationKey])
 		def := &tenancyv1alpha1.WorkspaceTypeReference{Name: tenancyv1alpha1.UniversalWorkspaceTypeName, Path: string(logicalcluster.Root)}
 		if ok {
@@ -85,8 +88,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		}
 		ws.Spec.Type = def
 	}
-	if _, ref, err := p.types.Resolve(*ws.Spec.Type, parentPath); err == nil {
-		ws.Spec.Type = &ref
+	if ws.Spec.Type != nil {
+		if _, ref, err := p.types.Resolve(*ws.Spec.Type, parentPath); err == nil {
+			ws.Spec.Type = &ref
+		}
 	}
 	if ws.Annotations == nil {
 		ws.Annotations = map[string]string{}
@@ -168,6 +173,9 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	if !privileged(a.GetUserInfo()) && (ws.Spec.Cluster != "" || ws.Spec.URL != "") {
 		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("spec.cluster and spec.URL are set by the system"))
 	}
+	if ws.Spec.Mount != nil {
+		return validateMount(a, ws)
+	}
 	cluster, _ := logicalcluster.ClusterFromContext(ctx)
 	parent := p.getLogicalCluster(cluster)
 	if parent == nil {
@@ -213,6 +221,22 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	d, _, _ := p.authorizer.Authorize(workspacecontent.WithDeepSAR(logicalcluster.WithCluster(ctx, typeCluster)), use)
 	if d != authorizer.DecisionAllow {
 		return apierrors.NewForbidden(gr, a.GetName(), fmt.Errorf("user %q may not use workspace type %s: verb \"use\" on workspacetypes %q in workspace %s is required", a.GetUserInfo().GetName(), childRef.String(), childRef.Name, childRef.Path))
+	}
+	return nil
+}
+
+// validateMount admits a new mounted workspace: only with the
+// WorkspaceMounts gate, and, as in kcp, without a type unless the creator
+// is system:masters (a mount has no logical cluster for a type to shape).
+func validateMount(a admission.Attributes, ws *tenancyv1alpha1.Workspace) error {
+	mountField := field.NewPath("spec", "mount")
+	if !features.Enabled(features.WorkspaceMounts) {
+		return apierrors.NewInvalid(tenancyv1alpha1.Kind("Workspace"), a.GetName(), field.ErrorList{
+			field.Forbidden(mountField, "workspace mounts are not enabled: the shard runs without the WorkspaceMounts feature gate"),
+		})
+	}
+	if ws.Spec.Type != nil && !privileged(a.GetUserInfo()) {
+		return apierrors.NewForbidden(a.GetResource().GroupResource(), a.GetName(), fmt.Errorf("spec.type cannot be set for mounted workspaces"))
 	}
 	return nil
 }

@@ -158,6 +158,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		return nil
 	}
 	ws := obj.(*tenancyv1alpha1.Workspace).DeepCopy()
+	if ws.Spec.Mount != nil {
+		// A mounted workspace has no logical cluster to schedule, mirror or
+		// delete: pkg/controllers/workspacemount owns it.
+		return nil
+	}
 	if ws.DeletionTimestamp != nil || ws.Spec.Cluster != "" {
 		c.waiting.Delete(key)
 	}

@@ -50,7 +50,9 @@ func ValidateWorkspaceUpdate(newWS, oldWS *Workspace) field.ErrorList {
 	if oldSpec.URL != "" && newSpec.URL == "" {
 		allErrs = append(allErrs, field.Required(specPath.Child("URL"), "cannot be unset"))
 	}
-	if oldSpec.Mount != nil && !apiequality.Semantic.DeepEqual(newSpec.Mount, oldSpec.Mount) {
+	if !apiequality.Semantic.DeepEqual(newSpec.Mount, oldSpec.Mount) {
+		// Adding a mount later would leave the workspace's logical cluster
+		// behind; removing one would leave it without any.
 		allErrs = append(allErrs, field.Invalid(specPath.Child("mount"), newSpec.Mount, "field is immutable"))
 	}
 

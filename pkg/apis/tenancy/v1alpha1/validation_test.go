@@ -152,6 +152,13 @@ func TestValidateWorkspaceUpdate(t *testing.T) {
 			mutate: func(ws *Workspace) { ws.Spec.Mount.Reference.Name = "b" },
 			want:   []string{"spec.mount"},
 		},
+		{
+			name: "mount cannot be added",
+			mutate: func(ws *Workspace) {
+				ws.Spec.Mount = &Mount{Reference: ObjectReference{APIVersion: "v1", Kind: "K", Name: "a"}}
+			},
+			want: []string{"spec.mount"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

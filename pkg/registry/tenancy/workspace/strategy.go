@@ -40,13 +40,13 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 // PrepareForCreate starts a Workspace in the Scheduling phase with a fresh
 // status. The finalizer keeps the Workspace until its logical cluster is
-// gone.
+// gone; a mounted workspace has none.
 func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	ws := obj.(*tenancyv1alpha1.Workspace)
 	ws.Status = tenancyv1alpha1.WorkspaceStatus{}
 	ws.Generation = 1
 	tenancyv1alpha1.SetDefaults_Workspace(ws)
-	if !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
+	if ws.Spec.Mount == nil && !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
 		ws.Finalizers = append(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer)
 	}
 	setPhaseLabel(ws)

@@ -63,6 +63,16 @@ func TestPrepareForCreateResetsStatusAddsFinalizerAndPhaseLabel(t *testing.T) {
 	}
 }
 
+func TestPrepareForCreateGivesAMountedWorkspaceNoFinalizer(t *testing.T) {
+	ws := newWorkspace()
+	ws.Spec.Type = nil
+	ws.Spec.Mount = &tenancyv1alpha1.Mount{Reference: tenancyv1alpha1.ObjectReference{APIVersion: "contrib.kcp.io/v1alpha1", Kind: "KubeCluster", Name: "proxy-cluster"}}
+	NewStrategy(newScheme(t)).PrepareForCreate(context.Background(), ws)
+	if len(ws.Finalizers) != 0 {
+		t.Errorf("finalizers %v: a mounted workspace has no logical cluster to wait for", ws.Finalizers)
+	}
+}
+
 func TestPrepareForUpdateKeepsStatusAndPhaseLabel(t *testing.T) {
 	strategy := NewStrategy(newScheme(t))
 	old := newWorkspace()
