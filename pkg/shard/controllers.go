@@ -250,6 +250,7 @@ func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServe
 		ShardClient: c.shardClient,
 		ShardName:   c.Options.ShardName,
 		InProcess:   c.inProcess,
+		Migrations:  c.Informers.global.LogicalClusterMigrations,
 	})
 	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
 }
