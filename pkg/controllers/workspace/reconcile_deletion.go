@@ -12,7 +12,6 @@ import (
 
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -57,9 +56,9 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	// Deleting mid-move waits for the move to end (kcp's origin answers
-	// the cluster's requests 503 for the whole move, so its deletion
-	// retries until then): the cluster is deleted where it ends up.
+	// From a move's cut-over on, deletion waits for the move to end and
+	// deletes the cluster where it ends up; before, deleting the
+	// LogicalCluster aborts the move, as in kcp.
 	if lc == nil || lc.DeletionTimestamp == nil {
 		if m := r.movingMigration(ws, lc); m != "" {
 			return r.waitForMove(ctx, parent, ws, m)
@@ -103,14 +102,8 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 }
 
 // movingMigration names the move of ws's cluster that its deletion waits
-// for: the one claiming its LogicalCluster (kcp's migrating annotation) or
-// one still running; "" for none.
+// for, "" for none.
 func (r *deletionReconciler) movingMigration(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalCluster) string {
-	if lc != nil {
-		if claim := lc.Annotations[migrationv1alpha1.MigratingAnnotationKey]; claim != "" {
-			return claim
-		}
-	}
 	if r.moving == nil {
 		return ""
 	}

@@ -13,7 +13,6 @@ import (
 
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
-	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -234,10 +233,7 @@ func TestDeletedWorkspaceWaitsForTheMoveOfItsCluster(t *testing.T) {
 		moving string
 		want   string
 	}{
-		{name: "claimed by a migration", lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{
-			Name: "cluster", Annotations: map[string]string{migrationv1alpha1.MigratingAnnotationKey: "root:org:move"},
-		}}, want: "root:org:move"},
-		{name: "migration running", lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, moving: "root:org:move", want: "root:org:move"},
+		{name: "cut-over running", lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, moving: "root:org:move", want: "root:org:move"},
 		{name: "cleaned from the origin, workspace not repointed yet", moving: "root:org:move", want: "root:org:move"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,6 +126,10 @@ const (
 	// LCMigrationCompleted: the destination serves the cluster.
 	LCMigrationCompleted conditionsv1alpha1.ConditionType = "Completed"
 
+	// LCMigrationAborted: the cluster's deletion ended the move before
+	// its cut-over.
+	LCMigrationAborted conditionsv1alpha1.ConditionType = "Aborted"
+
 	// LCMigrationWritesHeld (ours, not kcp's): the origin holds the
 	// cluster's writes for the cut-over, and every write it acknowledged
 	// is stored; the destination takes its final copy.
