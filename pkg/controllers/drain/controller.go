@@ -129,15 +129,15 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 		m := &migrationv1alpha1.LogicalClusterMigration{
 			TypeMeta: metav1.TypeMeta{APIVersion: migrationv1alpha1.SchemeGroupVersion.String(), Kind: "LogicalClusterMigration"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name:   migrationName(name, mv.cluster),
-				Labels: map[string]string{ShardLabel: name},
+				Name:   migrationName(name, mv.cluster, mv.attempt),
+				Labels: map[string]string{ShardLabel: name, AttemptLabel: strconv.Itoa(mv.attempt)},
 			},
 			Spec: migrationv1alpha1.LogicalClusterMigrationSpec{LogicalCluster: string(mv.cluster), DestinationShard: mv.destination},
 		}
 		if err := c.cfg.Root.Create(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create migration %s: %w", m.Name, err)
 		}
-		klog.FromContext(ctx).Info("Draining: moving a logical cluster", "shard", name, "logicalCluster", mv.cluster, "destination", mv.destination)
+		klog.FromContext(ctx).Info("Draining: moving a logical cluster", "shard", name, "logicalCluster", mv.cluster, "destination", mv.destination, "attempt", mv.attempt)
 	}
 	if err := c.setCondition(ctx, name, &cond); err != nil {
 		return err

@@ -3,6 +3,7 @@ package drain
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,13 +16,31 @@ import (
 )
 
 // ShardLabel on a LogicalClusterMigration names the shard whose drain
-// created it.
-const ShardLabel = "drain.shardplane.io/shard"
+// created it; AttemptLabel counts the drain's tries of its cluster.
+const (
+	ShardLabel   = "drain.shardplane.io/shard"
+	AttemptLabel = "drain.shardplane.io/attempt"
+)
 
-// move is a migration a drain creates: cluster to destination.
+// maxAttempts bounds the tries of one cluster's move: a failed move (a
+// copy that changed under verification) is tried again, a move that keeps
+// failing is left for the operator.
+const maxAttempts = 3
+
+// move is a migration a drain creates: cluster to destination, its
+// attempt-th try.
 type move struct {
 	cluster     logicalcluster.Name
 	destination string
+	attempt     int
+}
+
+// attemptOf is the try a drain's migration is, 1 when unlabelled.
+func attemptOf(m *migrationv1alpha1.LogicalClusterMigration) int {
+	if n, err := strconv.Atoi(m.Labels[AttemptLabel]); err == nil && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // resident is a logical cluster on the drained shard.
@@ -37,23 +56,33 @@ type resident struct {
 // the drain's migrations run. It returns the moves and the Drained
 // condition that reports the drain.
 func plan(shard string, residents []resident, migrations []*migrationv1alpha1.LogicalClusterMigration, shards []*corev1alpha1.Shard, maxMoves int) ([]move, conditionsv1alpha1.Condition) {
+	// The latest try of each cluster decides.
 	byCluster := map[logicalcluster.Name]*migrationv1alpha1.LogicalClusterMigration{}
 	for _, m := range migrations {
-		byCluster[logicalcluster.Name(m.Spec.LogicalCluster)] = m
+		cluster := logicalcluster.Name(m.Spec.LogicalCluster)
+		if prev := byCluster[cluster]; prev == nil || attemptOf(m) > attemptOf(prev) {
+			byCluster[cluster] = m
+		}
 	}
 	sort.Slice(residents, func(i, j int) bool { return residents[i].cluster < residents[j].cluster })
 
 	running, deleting := 0, 0
 	var failed []string
-	var waiting []logicalcluster.Name
+	type next struct {
+		cluster logicalcluster.Name
+		attempt int
+	}
+	var waiting []next
 	for _, r := range residents {
 		m := byCluster[r.cluster]
 		switch {
-		case m == nil && r.deleting:
+		case r.deleting && (m == nil || m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed):
 			// A cluster being deleted cannot move; it leaves by itself.
 			deleting++
 		case m == nil:
-			waiting = append(waiting, r.cluster)
+			waiting = append(waiting, next{r.cluster, 1})
+		case m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed && attemptOf(m) < maxAttempts:
+			waiting = append(waiting, next{r.cluster, attemptOf(m) + 1})
 		case m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed:
 			failed = append(failed, fmt.Sprintf("%s (%s)", r.cluster, failureOf(m)))
 		default:
@@ -72,7 +101,7 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 	var moves []move
 	blocked := ""
 	planned := map[string]int64{}
-	for _, cluster := range waiting {
+	for _, w := range waiting {
 		if running+len(moves) >= maxMoves {
 			break
 		}
@@ -83,7 +112,7 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 		}
 		dest := leastLoaded(fitting, planned)
 		planned[dest]++
-		moves = append(moves, move{cluster: cluster, destination: dest})
+		moves = append(moves, move{cluster: w.cluster, destination: dest, attempt: w.attempt})
 	}
 
 	left := len(residents)
@@ -102,7 +131,7 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 		}
 	}
 	if len(failed) > 0 {
-		msg += "; moves failed (delete their migrations to retry): " + strings.Join(failed, ", ")
+		msg += fmt.Sprintf("; moves failed %d times (delete their migrations to try again): %s", maxAttempts, strings.Join(failed, ", "))
 		if running+len(moves) == 0 && len(waiting) == 0 {
 			reason = corev1alpha1.ShardReasonDrainBlocked
 		}
@@ -136,8 +165,13 @@ func failureOf(m *migrationv1alpha1.LogicalClusterMigration) string {
 	return "failed"
 }
 
-// migrationName is the name of the drain's migration of cluster: one per
-// shard and cluster, so that a restarted drain finds what it created.
-func migrationName(shard string, cluster logicalcluster.Name) string {
-	return "drain-" + shard + "-" + string(cluster)
+// migrationName is the name of the drain's attempt-th migration of
+// cluster: one per shard, cluster and try, so that a restarted drain finds
+// what it created.
+func migrationName(shard string, cluster logicalcluster.Name, attempt int) string {
+	name := "drain-" + shard + "-" + string(cluster)
+	if attempt > 1 {
+		name += "-" + strconv.Itoa(attempt)
+	}
+	return name
 }

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,28 +61,27 @@ func TestDrainPlansAtMostMaxMovesToTheShardsTheSchedulerPicks(t *testing.T) {
 	}
 }
 
-func TestDrainWaitsForRunningMovesAndReportsFailures(t *testing.T) {
+func TestDrainWaitsForRunningMovesAndRetriesFailedOnes(t *testing.T) {
 	shards := []*corev1alpha1.Shard{shardWith("a", 3, nil), shardWith("b", 0, nil)}
-	running := []*migrationv1alpha1.LogicalClusterMigration{
-		migrationOf("c1", migrationv1alpha1.LogicalClusterMigrationPhaseMigrating),
-		migrationOf("c2", migrationv1alpha1.LogicalClusterMigrationPhaseFailed),
-	}
-	moves, cond := plan("a", residentsOf("c1", "c2", "c3"), running, shards, 1)
+	running := migrationOf("c1", migrationv1alpha1.LogicalClusterMigrationPhaseMigrating)
+	failed := migrationOf("c2", migrationv1alpha1.LogicalClusterMigrationPhaseFailed)
+	moves, _ := plan("a", residentsOf("c1", "c2", "c3"), []*migrationv1alpha1.LogicalClusterMigration{running, failed}, shards, 1)
 	if len(moves) != 0 {
 		t.Errorf("moves %v while the one slot is taken, want none", moves)
 	}
-	if !strings.Contains(cond.Message, "c2 (copy mismatch)") || cond.Reason != corev1alpha1.ShardReasonDraining {
-		t.Errorf("condition %+v, want Draining naming the failed move of c2", cond)
+
+	// The running move ended: c2's failed move is tried again first.
+	moves, _ = plan("a", residentsOf("c2", "c3"), []*migrationv1alpha1.LogicalClusterMigration{failed}, shards, 1)
+	if len(moves) != 1 || moves[0].cluster != "c2" || moves[0].attempt != 2 || migrationName("a", "c2", 2) != "drain-a-c2-2" {
+		t.Errorf("moves %v, want c2's second try", moves)
 	}
 
-	// The running move ended: c3 goes next; c2's failure is not retried.
-	moves, _ = plan("a", residentsOf("c2", "c3"), running[1:], shards, 1)
-	if len(moves) != 1 || moves[0].cluster != "c3" || moves[0].destination != "b" {
-		t.Errorf("moves %v, want c3 to b", moves)
-	}
-	_, cond = plan("a", residentsOf("c2"), running[1:], shards, 1)
-	if cond.Reason != corev1alpha1.ShardReasonDrainBlocked {
-		t.Errorf("condition %+v, want DrainBlocked when only failed moves are left", cond)
+	// After its last try fails, c2 is reported and left alone.
+	last := migrationOf("c2", migrationv1alpha1.LogicalClusterMigrationPhaseFailed)
+	last.Labels = map[string]string{AttemptLabel: strconv.Itoa(maxAttempts)}
+	moves, cond := plan("a", residentsOf("c2"), []*migrationv1alpha1.LogicalClusterMigration{failed, last}, shards, 1)
+	if len(moves) != 0 || cond.Reason != corev1alpha1.ShardReasonDrainBlocked || !strings.Contains(cond.Message, "c2 (copy mismatch)") {
+		t.Errorf("moves %v, condition %+v; want none, DrainBlocked naming c2's failure", moves, cond)
 	}
 }
 
