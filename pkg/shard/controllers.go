@@ -20,6 +20,7 @@ import (
 	apibindingcontroller "github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	apiexportcontroller "github.com/shardplane/shardplane/pkg/controllers/apiexport"
 	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
+	draincontroller "github.com/shardplane/shardplane/pkg/controllers/drain"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
 	migrationcontroller "github.com/shardplane/shardplane/pkg/controllers/migration"
 	nscontroller "github.com/shardplane/shardplane/pkg/controllers/namespace"
@@ -250,6 +251,7 @@ func (c *Server) installWorkspaceController(gs *genericapiserver.GenericAPIServe
 		ShardClient: c.shardClient,
 		ShardName:   c.Options.ShardName,
 		InProcess:   c.inProcess,
+		Migrations:  c.Informers.global.LogicalClusterMigrations,
 	})
 	return c.addController(gs, "shardplane-workspace-controller", running(map[runner]int{workspaces: 32}))
 }
@@ -267,8 +269,8 @@ func (c *Server) installWorkspaceMountController(gs *genericapiserver.GenericAPI
 }
 
 // installShardStatusControllers installs the report of this shard's
-// status on its Shard in root and, on the root shard, the marking of shards
-// whose heartbeat stopped.
+// status on its Shard in root, its drain, and, on the root shard, the
+// marking of shards whose heartbeat stopped.
 func (c *Server) installShardStatusControllers(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
 	root := cl.kcp
 	if !c.Informers.hostsRoot {
@@ -286,6 +288,11 @@ func (c *Server) installShardStatusControllers(gs *genericapiserver.GenericAPISe
 			LogicalClusters: c.Informers.kcp.logicalClusters, Shards: c.Informers.shardInformer(), Root: root,
 		}): 1,
 	}
+	// Each shard drains itself: only it sees its logical clusters.
+	controllers[draincontroller.New(draincontroller.Config{
+		ShardName: c.Options.ShardName, Shards: c.Informers.shards(), ShardEvents: c.Informers.shardInformer(),
+		LogicalClusters: c.Informers.kcp.logicalClusters, Root: root,
+	})] = 1
 	if c.Informers.hostsRoot {
 		controllers[shardcontroller.NewLiveness(shardcontroller.LivenessConfig{
 			Timeout: c.Options.HeartbeatTimeout, Shards: c.Informers.shards(), Root: cl.kcp,

@@ -586,3 +586,162 @@ func pathOf(ctx context.Context, t *testing.T, cluster logicalcluster.Name) stri
 	}
 	return lc.Annotations[logicalcluster.PathAnnotationKey]
 }
+
+// TestDeletingAWorkspaceMidMoveAbortsTheMove is kcp's
+// TestMigrationAbortOnWorkspaceDeletion: a migration stalled in Migrating
+// (its destination shard does not exist) fails with Aborted True once the
+// workspace is deleted, the workspace goes away and its path serves
+// nothing. Deliberately different: deleting a workspace aborts a move only
+// before its cut-over; from the cut-over on (MigrationStarted True) the
+// deletion waits for the move to end, the Workspace Terminating with
+// WorkspaceContentDeleted False LogicalClusterMoving, and then deletes the
+// cluster on the destination (unit-tested in pkg/controllers/workspace:
+// a cut-over cannot be stalled from outside). kcp also reports
+// OriginCleaned True on the aborted migration; ours deletes the origin's
+// copy through the workspace's ordinary deletion instead.
+func TestDeletingAWorkspaceMidMoveAbortsTheMove(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-abort"), "organization", "")
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "aborted", "", "")
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	path := pathOf(ctx, t, cluster)
+	cms := kube(t, sys.AdminConfig(t, path)).CoreV1().ConfigMaps("default")
+	for i := range 3 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	m := newMigration("abort-test-migration", string(cluster), "non-existent-shard-for-abort-test")
+	framework.Eventually(t, func(ctx context.Context) error {
+		return admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{})
+	}, "create the migration")
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseMigrating {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+		}
+		return nil
+	}, "the migration never reached Migrating")
+	got, err := migrationOf(ctx, t, orgCluster, m.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.OriginShard != shardOf(ws) || !got.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationOriginReady) {
+		t.Fatalf("origin %q (want %q), conditions %+v; want OriginReady True", got.Status.OriginShard, shardOf(ws), got.Status.Conditions)
+	}
+
+	framework.Eventually(t, func(ctx context.Context) error {
+		if err := admin.Delete(ctx, orgCluster, workspacesGVR, ws.Name, nil); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}, "delete the workspace")
+	framework.Eventually(t, func(ctx context.Context) error {
+		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		if err != nil {
+			return err
+		}
+		if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseFailed || !got.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationAborted) {
+			return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+		}
+		return nil
+	}, "the migration never failed with Aborted")
+	framework.Eventually(t, func(ctx context.Context) error {
+		err := admin.Get(ctx, orgCluster, workspacesGVR, ws.Name, &tenancyv1alpha1.Workspace{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("workspace still there: %v", err)
+		}
+		return nil
+	}, "the workspace was never deleted")
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := cms.List(ctx, metav1.ListOptions{})
+		if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			return fmt.Errorf("list configmaps of the deleted workspace: %v, want NotFound or Forbidden", err)
+		}
+		return nil
+	}, "the deleted workspace's data is still reachable")
+}
+
+// TestMigrationWithChildrenMovesTheSubtree: ours, kcp moves one logical
+// cluster. A migration annotated migration.shardplane.io/with-children
+// creates, beside itself, one migration per child workspace (named
+// <migration>-<child>) to the same destination; every one reaches
+// Completed, every Workspace of the subtree names the destination, and
+// each serves its content by its unchanged path through the front-proxy.
+func TestMigrationWithChildrenMovesTheSubtree(t *testing.T) {
+	if shards < 2 {
+		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
+	}
+	t.Parallel()
+	ctx := testContext(t)
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-subtree"), "organization", corev1alpha1.RootShard)
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	parent := readyWorkspace(ctx, t, org.Spec.Cluster, "parent", "", "shard-1")
+	children := []*tenancyv1alpha1.Workspace{
+		readyWorkspace(ctx, t, parent.Spec.Cluster, "child-a", "", "shard-1"),
+		readyWorkspace(ctx, t, parent.Spec.Cluster, "child-b", "", "shard-1"),
+	}
+	type moved struct {
+		in        logicalcluster.Name
+		ws        *tenancyv1alpha1.Workspace
+		migration string
+		path      string
+	}
+	subtree := []moved{{in: orgCluster, ws: parent, migration: "subtree"}}
+	for _, c := range children {
+		subtree = append(subtree, moved{in: logicalcluster.Name(parent.Spec.Cluster), ws: c, migration: "subtree-" + c.Name})
+	}
+	for i := range subtree {
+		subtree[i].path = pathOf(ctx, t, logicalcluster.Name(subtree[i].ws.Spec.Cluster))
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-move"}}
+		if _, err := kube(t, sys.AdminConfig(t, subtree[i].path)).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	m := newMigration("subtree", parent.Spec.Cluster, corev1alpha1.RootShard)
+	m.Annotations = map[string]string{migrationv1alpha1.WithChildrenAnnotationKey: "true"}
+	framework.Eventually(t, func(ctx context.Context) error {
+		return admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{})
+	}, "create the migration")
+	for _, s := range subtree {
+		framework.Eventually(t, func(ctx context.Context) error {
+			got, err := migrationOf(ctx, t, orgCluster, s.migration)
+			if err != nil {
+				return err
+			}
+			if got.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+				return fmt.Errorf("phase %q, conditions %+v", got.Status.Phase, got.Status.Conditions)
+			}
+			return nil
+		}, "migration %s never Completed", s.migration)
+	}
+	for _, s := range subtree {
+		framework.Eventually(t, func(ctx context.Context) error {
+			got := &tenancyv1alpha1.Workspace{}
+			if err := admin.Get(ctx, s.in, workspacesGVR, s.ws.Name, got); err != nil {
+				return err
+			}
+			if shard := shardOf(got); shard != corev1alpha1.RootShard {
+				return fmt.Errorf("workspace %s names shard %q", s.ws.Name, shard)
+			}
+			return nil
+		}, "workspace %s never named root", s.ws.Name)
+		if got := pathOf(ctx, t, logicalcluster.Name(s.ws.Spec.Cluster)); got != s.path {
+			t.Errorf("workspace %s's path is %q after the move, want %q", s.ws.Name, got, s.path)
+		}
+		if _, err := kube(t, sys.AdminConfig(t, s.path)).CoreV1().ConfigMaps("default").Get(ctx, "before-move", metav1.GetOptions{}); err != nil {
+			t.Errorf("workspace %s by its path %s after the move: %v", s.ws.Name, s.path, err)
+		}
+	}
+}

@@ -248,6 +248,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
 		return c.repointWorkspaces(ctx, live)
 	}
+	if live.Annotations[migrationv1alpha1.WithChildrenAnnotationKey] == "true" && c.origin.isOrigin(live) &&
+		(live.Status.Phase == "" || live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhasePreparing) {
+		if err := c.moveChildren(ctx, client, cluster, live); err != nil {
+			return err
+		}
+	}
 	next := live.DeepCopy()
 	var reconcileErr error
 	switch {

@@ -112,10 +112,16 @@ func (r *originReconciler) reconcile(ctx context.Context, claim string, m *migra
 		return nil
 
 	case migrationv1alpha1.LogicalClusterMigrationPhaseMigrating:
-		// The bulk copy is done: hold the writes for the final one.
 		if !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) {
+			// Deleting the workspace before the cut-over aborts the move,
+			// as in kcp; from the cut-over on the deletion waits for its
+			// end (see migration.Pending).
+			if lc := r.getLogicalCluster(cluster); lc == nil || deleting(lc) {
+				abort(m, cluster)
+			}
 			return nil
 		}
+		// The bulk copy is done: hold the writes for the final one.
 		select {
 		case <-r.hold(cluster):
 		case <-ctx.Done():
@@ -179,6 +185,16 @@ func (r *originReconciler) release(ctx context.Context, claim string, cluster lo
 func deleting(lc *corev1alpha1.LogicalCluster) bool {
 	return lc.DeletionTimestamp != nil || lc.Status.Phase == corev1alpha1.LogicalClusterPhaseTerminating ||
 		lc.Status.Phase == corev1alpha1.LogicalClusterPhaseDeleting
+}
+
+// abort fails a migration whose cluster is being deleted before its
+// cut-over, with kcp's Aborted condition.
+func abort(m *migrationv1alpha1.LogicalClusterMigration, cluster logicalcluster.Name) {
+	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{
+		Type: migrationv1alpha1.LCMigrationAborted, Status: corev1.ConditionTrue, Severity: conditionsv1alpha1.ConditionSeverityInfo,
+		Reason: ReasonLogicalClusterDeleting, Message: fmt.Sprintf("logical cluster %s is being deleted: the move was aborted", cluster),
+	})
+	m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseFailed
 }
 
 // fail ends a migration: condition t False with reason and message.

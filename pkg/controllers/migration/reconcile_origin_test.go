@@ -223,3 +223,30 @@ func TestOriginHoldsWritesThenSwitchesAndCleansUp(t *testing.T) {
 		t.Fatal("the origin still holds the cluster")
 	}
 }
+
+func TestDeletingTheClusterBeforeTheCutOverAbortsTheMove(t *testing.T) {
+	now := metav1.Now()
+	lc := readyLC()
+	lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = claim
+	lc.DeletionTimestamp = &now
+	r, _ := fakeOrigin(lc)
+	m := moveTo("shard-1")
+	m.Status.Phase, m.Status.OriginShard = migrationv1alpha1.LogicalClusterMigrationPhaseMigrating, "root"
+	if err := r.reconcile(context.Background(), claim, m); err != nil {
+		t.Fatal(err)
+	}
+	if c := m.Status.Conditions.Get(migrationv1alpha1.LCMigrationAborted); m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseFailed || c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("status %+v, want Failed with Aborted True", m.Status)
+	}
+
+	// From the cut-over on the move goes on: the deletion waits for it.
+	m = moveTo("shard-1")
+	m.Status.Phase, m.Status.OriginShard = migrationv1alpha1.LogicalClusterMigrationPhaseMigrating, "root"
+	m.Status.Conditions = conditionsv1alpha1.Conditions{{Type: migrationv1alpha1.LCMigrationStarted, Status: corev1.ConditionTrue}}
+	if err := r.reconcile(context.Background(), claim, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseMigrating || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationWritesHeld) {
+		t.Fatalf("status %+v, want the cut-over to go on", m.Status)
+	}
+}

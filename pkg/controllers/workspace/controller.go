@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/controllers/loop"
+	migrationcontroller "github.com/shardplane/shardplane/pkg/controllers/migration"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/shardlookup"
@@ -69,6 +71,9 @@ type Config struct {
 	Local       *kcpclient.Client
 	ShardClient func(shard *corev1alpha1.Shard) (*kcpclient.Client, error)
 	ShardName   string
+	// Migrations, when set, are every shard's LogicalClusterMigrations:
+	// a deleted workspace whose cluster is moving waits for the move.
+	Migrations *wildcardinformer.Informer
 	// InProcess, when set, creates the LogicalCluster of a new workspace
 	// placed on this shard and deletes that of a deleted one, through the
 	// shard's storages; without, both go through ShardClient.
@@ -110,6 +115,21 @@ func New(cfg Config) *Controller {
 			shard := shardOf(ws)
 			return shard != "" && shard != c.shardName
 		},
+	}
+	if cfg.Migrations != nil {
+		c.deletion.moving = func(ws *tenancyv1alpha1.Workspace, present bool) string {
+			var ms []*migrationv1alpha1.LogicalClusterMigration
+			for _, obj := range cfg.Migrations.Indexer().List() {
+				if m, ok := obj.(*migrationv1alpha1.LogicalClusterMigration); ok {
+					ms = append(ms, m)
+				}
+			}
+			if m := migrationcontroller.Pending(ms, clusterOf(ws), shardOf(ws), present); m != nil {
+				cluster, _ := logicalcluster.ObjectCluster(m.Annotations)
+				return migrationcontroller.Claim(cluster, m.Name)
+			}
+			return ""
+		}
 	}
 	c.loop = loop.New("workspace", c.reconcile)
 	if cfg.ShardEvents != nil {

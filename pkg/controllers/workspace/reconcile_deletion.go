@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -35,7 +36,14 @@ type deletionReconciler struct {
 	// remote tells whether the workspace's cluster is on another shard,
 	// whose changes bring no events here.
 	remote func(ws *tenancyv1alpha1.Workspace) bool
+	// moving names the migration moving the workspace's cluster, "" when
+	// none; present tells whether the workspace's shard still holds it.
+	moving func(ws *tenancyv1alpha1.Workspace, present bool) string
 }
+
+// ReasonLogicalClusterMoving is the reason of WorkspaceContentDeleted
+// while a deleted workspace waits for the move of its cluster to end.
+const ReasonLogicalClusterMoving = "LogicalClusterMoving"
 
 func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace) error {
 	if !slices.Contains(ws.Finalizers, tenancyv1alpha1.LogicalClusterFinalizer) {
@@ -47,6 +55,14 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 	lc, err := r.getLogicalCluster(ctx, ws)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
+	}
+	// From a move's cut-over on, deletion waits for the move to end and
+	// deletes the cluster where it ends up; before, deleting the
+	// LogicalCluster aborts the move, as in kcp.
+	if lc == nil || lc.DeletionTimestamp == nil {
+		if m := r.movingMigration(ws, lc); m != "" {
+			return r.waitForMove(ctx, parent, ws, m)
+		}
 	}
 	if lc != nil {
 		if lc.DeletionTimestamp == nil {
@@ -83,6 +99,34 @@ func (r *deletionReconciler) reconcile(ctx context.Context, parent logicalcluste
 		return nil
 	}
 	return err
+}
+
+// movingMigration names the move of ws's cluster that its deletion waits
+// for, "" for none.
+func (r *deletionReconciler) movingMigration(ws *tenancyv1alpha1.Workspace, lc *corev1alpha1.LogicalCluster) string {
+	if r.moving == nil {
+		return ""
+	}
+	return r.moving(ws, lc != nil)
+}
+
+// waitForMove marks ws Terminating with WorkspaceContentDeleted False
+// naming the move, and looks again later: a move's progress brings no
+// event of the workspace.
+func (r *deletionReconciler) waitForMove(ctx context.Context, parent logicalcluster.Name, ws *tenancyv1alpha1.Workspace, migration string) error {
+	old := ws.Status.DeepCopy()
+	ws.Status.Phase = corev1alpha1.LogicalClusterPhaseTerminating
+	conditionsv1alpha1.Set(ws, conditionsv1alpha1.Condition{
+		Type: tenancyv1alpha1.WorkspaceContentDeleted, Status: corev1.ConditionFalse,
+		Severity: conditionsv1alpha1.ConditionSeverityInfo, Reason: ReasonLogicalClusterMoving,
+		Message: fmt.Sprintf("waiting for migration %s of logical cluster %s to end before deleting it", migration, clusterOf(ws)),
+	})
+	if !apiequality.Semantic.DeepEqual(*old, ws.Status) {
+		if _, err := r.updateStatus(ctx, parent, ws); err != nil {
+			return err
+		}
+	}
+	return loop.RequeueAfter(time.Second)
 }
 
 // deletingStatus marks a deleted workspace whose LogicalCluster still

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/controllers/loop"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
@@ -221,5 +223,50 @@ func TestLogicalClusterOnThisShardIsDeletedInProcess(t *testing.T) {
 	c.deleteLocalLogicalCluster = nil
 	if err := c.deleteLogicalCluster(context.Background(), onShard("root")); !errors.Is(err, errRemote) {
 		t.Errorf("without deleteLocalLogicalCluster: %v, want the shard's client used", err)
+	}
+}
+
+func TestDeletedWorkspaceWaitsForTheMoveOfItsCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lc     *corev1alpha1.LogicalCluster
+		moving string
+		want   string
+	}{
+		{name: "cut-over running", lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}, moving: "root:org:move", want: "root:org:move"},
+		{name: "cleaned from the origin, workspace not repointed yet", moving: "root:org:move", want: "root:org:move"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeWorkspaceDeletion{lc: tc.lc}
+			r := f.reconciler()
+			r.moving = func(*tenancyv1alpha1.Workspace, bool) string { return tc.moving }
+			err := r.reconcile(context.Background(), "root", deletedWorkspace())
+			var requeue loop.RequeueAfter
+			if !errors.As(err, &requeue) {
+				t.Fatalf("reconcile returned %v, want a requeue", err)
+			}
+			if f.deleted != 0 || len(f.updates) != 0 {
+				t.Fatalf("deleted %d LogicalClusters and wrote %d finalizer updates mid-move, want none", f.deleted, len(f.updates))
+			}
+			if len(f.statusWrites) != 1 {
+				t.Fatalf("%d status writes, want 1", len(f.statusWrites))
+			}
+			c := f.statusWrites[0].Status.Conditions.Get(tenancyv1alpha1.WorkspaceContentDeleted)
+			if c == nil || c.Status != corev1.ConditionFalse || c.Reason != ReasonLogicalClusterMoving || !strings.Contains(c.Message, tc.want) {
+				t.Errorf("WorkspaceContentDeleted = %+v, want False %s naming %s", c, ReasonLogicalClusterMoving, tc.want)
+			}
+		})
+	}
+}
+
+func TestDeletedWorkspaceIsDeletedWhenNoMoveRuns(t *testing.T) {
+	f := &fakeWorkspaceDeletion{lc: &corev1alpha1.LogicalCluster{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}}}
+	r := f.reconciler()
+	r.moving = func(*tenancyv1alpha1.Workspace, bool) string { return "" }
+	if err := r.reconcile(context.Background(), "root", deletedWorkspace()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	if f.deleted != 1 {
+		t.Errorf("deleted %d LogicalClusters, want 1", f.deleted)
 	}
 }

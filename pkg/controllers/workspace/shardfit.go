@@ -63,6 +63,19 @@ func rankShards(candidates []*corev1alpha1.Shard, usedOn func(*corev1alpha1.Shar
 	return overSoft, refused
 }
 
+// ShardsTakingWorkspaces returns the shards among candidates that take a
+// new workspace by the scheduler's rules (not cordoned, not unready, under
+// their hard limit; those under their soft limit if there are any), by
+// the counts they report plus planned, and why each other one does not:
+// moves of existing workspaces (a drain) place them as new ones are placed.
+func ShardsTakingWorkspaces(candidates []*corev1alpha1.Shard, planned map[string]int64) (fitting []*corev1alpha1.Shard, refused map[string]string) {
+	return rankShards(candidates, func(s *corev1alpha1.Shard) int64 { return s.UsedWorkspaces() + planned[s.Name] })
+}
+
+// UnschedulableMessage says why no shard takes a workspace, naming each
+// refusing shard's reason.
+func UnschedulableMessage(refused map[string]string) string { return unschedulableMessage(refused) }
+
 // unschedulableMessage is the WorkspaceScheduled message of a workspace no
 // shard takes: kcp's, then each refusing shard's reason, by name.
 func unschedulableMessage(refused map[string]string) string {

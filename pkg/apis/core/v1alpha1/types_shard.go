@@ -24,6 +24,14 @@ const (
 	// it, whatever its value (cordoning).
 	ShardUnschedulableAnnotationKey = "experimental.core.kcp.io/unschedulable"
 
+	// ShardDrainAnnotationKey on a cordoned Shard asks the root shard to
+	// move every workspace off it (ours; kcp has no drain). Its value is
+	// "true"; removing it stops the drain, moves under way finish.
+	ShardDrainAnnotationKey = "drain.shardplane.io/requested"
+	// ShardDrainMaxMovesAnnotationKey on a Shard bounds the moves a drain
+	// runs at once (a positive integer; unset: the controller's default).
+	ShardDrainMaxMovesAnnotationKey = "drain.shardplane.io/max-moves"
+
 	// ResourceWorkspaces is the resource of spec.resourceLimits and
 	// status.used: the logical clusters a shard hosts.
 	ResourceWorkspaces corev1.ResourceName = "workspaces"
@@ -53,6 +61,18 @@ const (
 	ShardReady conditionsv1alpha1.ConditionType = "Ready"
 	// ShardReasonHeartbeatMissed: status.lastHeartbeatTime is too old.
 	ShardReasonHeartbeatMissed = "HeartbeatMissed"
+
+	// ShardDrained reports a drain (ShardDrainAnnotationKey): False while
+	// logical clusters are left on the shard, its reason saying what holds
+	// the drain, True once none is left and the Shard may be deleted.
+	ShardDrained conditionsv1alpha1.ConditionType = "Drained"
+	// ShardReasonDraining: moves are under way; the message counts them.
+	ShardReasonDraining = "Draining"
+	// ShardReasonDrainNotCordoned: a drain needs the shard cordoned first.
+	ShardReasonDrainNotCordoned = "NotCordoned"
+	// ShardReasonDrainBlocked: no other shard takes a workspace, or moves
+	// failed; the message says which.
+	ShardReasonDrainBlocked = "DrainBlocked"
 )
 
 // Shard describes a server on which logical clusters live. Shards are

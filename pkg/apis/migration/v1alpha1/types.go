@@ -19,6 +19,13 @@ const MigratingAnnotationKey = "internal.kcp.io/migrating"
 // Ours: kcp bars access to a moving cluster instead.
 const ServedElsewhereAnnotationKey = "internal.shardplane.io/served-elsewhere"
 
+// WithChildrenAnnotationKey "true" on a LogicalClusterMigration moves the
+// child workspaces of its logical cluster along, each by a migration of
+// its own (<name>-<child workspace>) to the same destination that carries
+// the annotation too, so the whole subtree moves. Ours: kcp moves one
+// logical cluster.
+const WithChildrenAnnotationKey = "migration.shardplane.io/with-children"
+
 // LogicalClusterMigration asks to move a logical cluster, with everything
 // stored in it, from the shard that hosts it to another shard.
 //
@@ -125,6 +132,10 @@ const (
 
 	// LCMigrationCompleted: the destination serves the cluster.
 	LCMigrationCompleted conditionsv1alpha1.ConditionType = "Completed"
+
+	// LCMigrationAborted: the cluster's deletion ended the move before
+	// its cut-over.
+	LCMigrationAborted conditionsv1alpha1.ConditionType = "Aborted"
 
 	// LCMigrationWritesHeld (ours, not kcp's): the origin holds the
 	// cluster's writes for the cut-over, and every write it acknowledged
