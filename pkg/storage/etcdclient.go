@@ -50,6 +50,8 @@ type EtcdClient struct {
 	// checked is closed once etcd answered the feature check's status
 	// request (never, when another client checks the same endpoints).
 	checked <-chan struct{}
+	// checks ends the feature check's status requests on Close.
+	checks *checkGate
 	// streams numbers the watch streams of the storages.
 	streams atomic.Uint64
 	// compacted, when set, is called after compactTo compacted.
@@ -111,18 +113,21 @@ func newEtcdClient(ctx context.Context, c *clientv3.Client, t storagebackend.Tra
 	// known to answer progress requests; as upstream, check the endpoints
 	// of each new client.
 	checked := make(chan struct{})
-	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: t.ServerList, answered: checked, once: &sync.Once{}}, storage.RequestWatchProgress)
-	return &EtcdClient{client: kc, transport: t, owned: owned, checked: checked}
+	checks := &checkGate{}
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(ctx, endpointClient{Client: c, endpoints: t.ServerList, answered: checked, once: &sync.Once{}, gate: checks}, storage.RequestWatchProgress)
+	return &EtcdClient{client: kc, transport: t, owned: owned, checked: checked, checks: checks}
 }
 
 // KV is the client's key-value API, for what reads or writes etcd keys
 // directly (a logical cluster's move between shards, object counts).
 func (e *EtcdClient) KV() clientv3.KV { return e.client.KV }
 
-// Close closes a client that DialEtcdClient dialed; the caller of
-// NewEtcdClient closes its own. Destroy the storages first: their
-// compactor stops with the last of them.
+// Close ends the feature check's status requests (one that meets an
+// embedded etcd's shutdown panics in it) and closes a client that
+// DialEtcdClient dialed; the caller of NewEtcdClient closes its own.
+// Destroy the storages first: their compactor stops with the last of them.
 func (e *EtcdClient) Close() error {
+	e.checks.close()
 	if !e.owned {
 		return nil
 	}
@@ -146,11 +151,33 @@ type endpointClient struct {
 	endpoints []string
 	answered  chan struct{}
 	once      *sync.Once
+	gate      *checkGate
 }
+
+// checkGate lets status requests through until it is closed; close waits
+// for those under way.
+type checkGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+func (g *checkGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// errChecksClosed answers a status request after Close.
+var errChecksClosed = errors.New("the etcd client is closed")
 
 func (c endpointClient) Endpoints() []string { return c.endpoints }
 
 func (c endpointClient) Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error) {
+	c.gate.mu.RLock()
+	defer c.gate.mu.RUnlock()
+	if c.gate.closed {
+		return nil, errChecksClosed
+	}
 	resp, err := c.Client.Status(ctx, endpoint)
 	if err == nil {
 		c.once.Do(func() { close(c.answered) })

@@ -54,7 +54,9 @@ func inProcessEtcd(t *testing.T) (*EtcdClient, *countingKV) {
 	client := server.Client()
 	kv := &countingKV{KV: client.KV}
 	client.KV = kv
-	return NewEtcdClient(t.Context(), client, server.ClientURL), kv
+	etcd := NewEtcdClient(t.Context(), client, server.ClientURL)
+	t.Cleanup(func() { _ = etcd.Close() }) // before the server stops
+	return etcd, kv
 }
 
 // dialedEtcd starts an etcd and dials a client of its own to it for
