@@ -183,7 +183,11 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer)
 			h.ServeHTTP(w, req.WithContext(ctx))
 			return
 		}
-		if !writeVerbs[info.Verb] || system {
+		// The system's own writes are held too but for the move's (its
+		// migration, dumps, the LogicalCluster's marks): a controller of
+		// the origin writing after the final copy would make it differ.
+		moveOwn := system && (info.APIGroup == "migration.kcp.io" || info.APIGroup == "core.kcp.io" && info.Resource == "logicalclusters")
+		if !writeVerbs[info.Verb] || moveOwn {
 			h.ServeHTTP(w, req)
 			return
 		}
