@@ -5,7 +5,8 @@
 // handle; the cluster's watches are ended, so that clients reconnect
 // through the front-proxy to where it lives next. Reads are held too: a
 // resource version the origin issued after the destination's final copy
-// would mean nothing there. The system's own requests (the move's) pass.
+// would mean nothing there. The system may read; of its writes only the
+// move's own pass (its migration, dumps, the LogicalCluster's marks).
 // On the destination, a watch that resumes from a resource version of the
 // origin is told 410 Gone, and its client relists once.
 package clusterhold
