@@ -214,9 +214,15 @@ func TestMigrationCanBeCancelledBeforeTheCutOver(t *testing.T) {
 	cluster := logicalcluster.Name(ws.Spec.Cluster)
 	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
 	for i := range 3 {
-		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// A new workspace's path may reach the front-proxy's index and the
+		// shard's caches a moment after it is Ready.
+		framework.Eventually(t, func(ctx context.Context) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}, "creating a configmap in %s", ws.Spec.Cluster)
 	}
 	bindMigrationAPI(ctx, t, orgCluster)
 
@@ -609,9 +615,15 @@ func TestDeletingAWorkspaceMidMoveAbortsTheMove(t *testing.T) {
 	path := pathOf(ctx, t, cluster)
 	cms := kube(t, sys.AdminConfig(t, path)).CoreV1().ConfigMaps("default")
 	for i := range 3 {
-		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// A new workspace's path may reach the front-proxy's index and the
+		// shard's caches a moment after it is Ready.
+		framework.Eventually(t, func(ctx context.Context) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("abort-test-cm-%d", i)}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}, "creating a configmap in %s", path)
 	}
 	bindMigrationAPI(ctx, t, orgCluster)
 
@@ -702,9 +714,14 @@ func TestMigrationWithChildrenMovesTheSubtree(t *testing.T) {
 	for i := range subtree {
 		subtree[i].path = pathOf(ctx, t, logicalcluster.Name(subtree[i].ws.Spec.Cluster))
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before-move"}}
-		if _, err := kube(t, sys.AdminConfig(t, subtree[i].path)).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		cms := kube(t, sys.AdminConfig(t, subtree[i].path)).CoreV1().ConfigMaps("default")
+		framework.Eventually(t, func(ctx context.Context) error {
+			_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}, "creating a configmap in %s", subtree[i].path)
 	}
 	bindMigrationAPI(ctx, t, orgCluster)
 
