@@ -157,8 +157,13 @@ var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, 
 
 // WithHeldWrites answers writes to held clusters with 429 and
 // Retry-After, counts the writes it lets through and tracks the watches.
-// The request's cluster, user and request info are in its context.
-func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer) http.Handler {
+// A cluster whose copy here is served elsewhere (servedElsewhere, may be
+// nil: a move's copy before its cut-over, or the origin's after it) is
+// held the same way, and the system's writes but the move's own are
+// refused (503): this shard's controllers writing to a copy would make it
+// differ from the one that serves. The request's cluster, user and request info are
+// in its context.
+func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer, servedElsewhere func(logicalcluster.Name) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
 		info, infoOK := apirequest.RequestInfoFrom(req.Context())
@@ -167,7 +172,8 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer)
 			return
 		}
 		system := isSystem(req.Context())
-		if !system && r.Held(cluster) {
+		elsewhere := servedElsewhere != nil && servedElsewhere(cluster)
+		if !system && (elsewhere || r.Held(cluster)) {
 			tooManyRequests(w, req, info, s)
 			return
 		}
@@ -190,6 +196,13 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer)
 		moveOwn := system && (info.APIGroup == "migration.kcp.io" || info.APIGroup == "core.kcp.io" && info.Resource == "logicalclusters")
 		if !writeVerbs[info.Verb] || moveOwn {
 			h.ServeHTTP(w, req)
+			return
+		}
+		if elsewhere {
+			// No Retry-After: client-go would wait in the controller's worker;
+			// the controller's queue retries later instead.
+			err := apierrors.NewServiceUnavailable("the workspace is served by another shard: this copy takes only the move's writes")
+			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 			return
 		}
 		done, ok := r.beginWrite(cluster)

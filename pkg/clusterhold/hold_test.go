@@ -32,7 +32,7 @@ func TestHeldWritesAre429WithRetryAfterAndDrainFirst(t *testing.T) {
 			close(started)
 			<-release
 		}
-	}), r, scheme.Codecs)
+	}), r, scheme.Codecs, nil)
 
 	// A write in flight when the hold begins is waited for.
 	inFlight := request("create")
@@ -96,7 +96,7 @@ func TestAHoldEndsWatches(t *testing.T) {
 			watching <- req.Context()
 			<-req.Context().Done()
 		}
-	}), r, scheme.Codecs)
+	}), r, scheme.Codecs, nil)
 	done := make(chan struct{})
 	go func() { h.ServeHTTP(httptest.NewRecorder(), request("watch")); close(done) }()
 	<-watching
@@ -107,7 +107,7 @@ func TestAHoldEndsWatches(t *testing.T) {
 func TestWatchesFromTheOriginsResourceVersionsAreGoneAfterAMoveIn(t *testing.T) {
 	r := New()
 	r.MovedIn("moving", 100)
-	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), r, scheme.Codecs)
+	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), r, scheme.Codecs, nil)
 	for rv, want := range map[string]int{"99": 410, "1": 410, "100": 200, "250": 200, "0": 200, "": 200} {
 		req := request("watch")
 		req.URL.RawQuery = "watch=true&resourceVersion=" + rv
@@ -122,4 +122,33 @@ func TestWatchesFromTheOriginsResourceVersionsAreGoneAfterAMoveIn(t *testing.T) 
 func apirequestVerb(req *http.Request) string {
 	info, _ := apirequest.RequestInfoFrom(req.Context())
 	return info.Verb
+}
+
+func TestACopyServedElsewhereTakesOnlyTheMovesWrites(t *testing.T) {
+	elsewhere := func(cluster logicalcluster.Name) bool { return cluster == "moving" }
+	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), New(), scheme.Codecs, elsewhere)
+	move := request("update", user.SystemPrivilegedGroup)
+	info, _ := apirequest.RequestInfoFrom(move.Context())
+	info.APIGroup, info.Resource = "core.kcp.io", "logicalclusters"
+	for name, c := range map[string]struct {
+		req  *http.Request
+		want int
+	}{
+		"a tenant's read":            {request("get"), 429},
+		"a tenant's write":           {request("create"), 429},
+		"the system's read":          {request("list", user.SystemPrivilegedGroup), 200},
+		"the system's watch":         {request("watch", user.SystemPrivilegedGroup), 200},
+		"a controller's write":       {request("update", user.SystemPrivilegedGroup), 503},
+		"the LogicalCluster's marks": {move, 200},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, c.req)
+		if rec.Code != c.want {
+			t.Errorf("%s to a copy served elsewhere: %d, want %d", name, rec.Code, c.want)
+		}
+		// client-go waits out a Retry-After in the caller; controllers must not.
+		if c.want == 503 && rec.Header().Get("Retry-After") != "" {
+			t.Errorf("%s to a copy served elsewhere has Retry-After", name)
+		}
+	}
 }

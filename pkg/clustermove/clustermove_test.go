@@ -191,6 +191,9 @@ func TestVerifyNamesWhatDiffers(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = Verify(want, got)
+		if differing := DifferingKeys(entries, tc.copy, 3); (tc.msg == "") != (len(differing) == 0) {
+			t.Errorf("%s: differing keys %v", name, differing)
+		}
 		switch {
 		case tc.msg == "" && err != nil:
 			t.Errorf("%s: %v", name, err)

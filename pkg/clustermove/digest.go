@@ -1,6 +1,7 @@
 package clustermove
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -80,5 +81,31 @@ func unionKeys(a, b map[string]ResourceDigest) []string {
 		}
 	}
 	slices.Sort(keys)
+	return keys
+}
+
+// DifferingKeys names up to max keys whose values differ between origin
+// and destination or that only one of them holds, in key order: what a
+// failed verification tells.
+func DifferingKeys(origin, destination []Entry, max int) []string {
+	values := make(map[string][]byte, len(destination))
+	for _, e := range destination {
+		values[e.Key] = e.Value
+	}
+	var keys []string
+	for _, e := range origin {
+		v, ok := values[e.Key]
+		if !ok || !bytes.Equal(v, e.Value) {
+			keys = append(keys, e.Key)
+		}
+		delete(values, e.Key)
+	}
+	for k := range values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if len(keys) > max {
+		keys = keys[:max]
+	}
 	return keys
 }

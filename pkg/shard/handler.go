@@ -6,6 +6,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/applypatch"
 	"github.com/shardplane/shardplane/pkg/authentication/impersonation"
 	"github.com/shardplane/shardplane/pkg/authentication/serviceaccount"
@@ -47,7 +48,11 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	apiHandler = workspacecontent.WithDeepSubjectAccessReviews(apiHandler)
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
 	// A logical cluster moving away holds writes for its cut-over.
-	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer)
+	servedElsewhere := func(cluster logicalcluster.Name) bool {
+		lc := c.Informers.kcp.logicalCluster(cluster)
+		return lc != nil && lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != ""
+	}
+	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer, servedElsewhere)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)
 	// A workspace's limits of watches per user and of request bodies.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -157,7 +158,10 @@ func verify(origin, destination []clustermove.Entry) error {
 	if err != nil {
 		return err
 	}
-	return clustermove.Verify(want, got)
+	if err := clustermove.Verify(want, got); err != nil {
+		return fmt.Errorf("%w (first differing keys: %s)", err, strings.Join(clustermove.DifferingKeys(origin, destination, 3), ", "))
+	}
+	return nil
 }
 
 // dumpAll reads every page of the cluster from the origin, and the
