@@ -13,7 +13,6 @@ package clusterhold
 
 import (
 	"context"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"net/http"
 	"strconv"
 	"sync"
@@ -171,7 +170,8 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer,
 			h.ServeHTTP(w, req)
 			return
 		}
-		system := isSystem(req.Context())
+		u, hasUser := apirequest.UserFrom(req.Context())
+		system := hasUser && identities.IsShard(u)
 		elsewhere := servedElsewhere != nil && servedElsewhere(cluster)
 		if !system && (elsewhere || r.Held(cluster)) {
 			tooManyRequests(w, req, info, s)
@@ -219,20 +219,4 @@ func tooManyRequests(w http.ResponseWriter, req *http.Request, info *apirequest.
 	err := apierrors.NewTooManyRequests("the workspace is moving to another shard; retry", RetryAfterSeconds)
 	w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
 	responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
-}
-
-// isSystem tells whether the request is the system's own: the shard's
-// loopback and the other shards (system:masters,
-// system:kcp:logical-cluster-admin).
-func isSystem(ctx context.Context) bool {
-	u, ok := apirequest.UserFrom(ctx)
-	if !ok {
-		return false
-	}
-	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || g == identities.LogicalClusterAdminGroup {
-			return true
-		}
-	}
-	return false
 }

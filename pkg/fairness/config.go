@@ -36,14 +36,6 @@ const (
 	SystemFlowSchema = "shardplane-system"
 )
 
-// systemGroups are the groups of the system's own identities: only the
-// operator and the shards hold them (the front-proxy drops them from
-// outside identities, workspace issuers may not mint them).
-var systemGroups = []string{
-	identities.KCPAdminGroup, identities.LogicalClusterAdminGroup, identities.ExternalLogicalClusterAdminGroup,
-	identities.CacheWriterGroup, identities.CacheReaderGroup,
-}
-
 // priorityLevels and flowSchemas are the suggested configuration: kept in
 // place while they carry apf.kubernetes.io/autoupdate-spec: "true", left
 // to the operator once it is "false".
@@ -67,7 +59,7 @@ var (
 	}
 	flowSchemas = []*flowcontrolv1.FlowSchema{
 		bootstrap.SuggestedFlowSchemaProbes,
-		flowSchema(SystemFlowSchema, bootstrap.SuggestedPriorityLevelConfigurationSystem.Name, 500, systemGroups...),
+		flowSchema(SystemFlowSchema, bootstrap.SuggestedPriorityLevelConfigurationSystem.Name, 500, identities.SystemGroups...),
 		flowSchema(WorkspacesFlowSchema, WorkspacesPriorityLevel, 9000, user.AllAuthenticated, user.AllUnauthenticated),
 	}
 )

@@ -10,7 +10,6 @@ package fairness
 import (
 	"context"
 	"net/http"
-	"slices"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -20,6 +19,7 @@ import (
 	fq "k8s.io/apiserver/pkg/util/flowcontrol/fairqueuing"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
 
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -61,7 +61,7 @@ func (byWorkspace) RegisterWatch(*http.Request) utilflowcontrol.ForgetWatchFunc 
 // user keys its flows by workspace and user, and a User subject names a
 // tenant user of one workspace so), system identities as they are.
 func FlowUser(ctx context.Context, u user.Info) user.Info {
-	if u == nil || System(u) {
+	if u == nil || identities.IsSystem(u) {
 		return u
 	}
 	cluster, ok := logicalcluster.ClusterFromContext(ctx)
@@ -69,17 +69,6 @@ func FlowUser(ctx context.Context, u user.Info) user.Info {
 		return u
 	}
 	return &user.DefaultInfo{Name: string(cluster) + "/" + u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
-}
-
-// System tells whether u is one of the system's own identities: in
-// system:masters (exempt) or in a group of SystemFlowSchema.
-func System(u user.Info) bool {
-	for _, g := range u.GetGroups() {
-		if g == user.SystemPrivilegedGroup || slices.Contains(systemGroups, g) {
-			return true
-		}
-	}
-	return false
 }
 
 // NoObjectCounts is the object count tracker of the work estimator: counts

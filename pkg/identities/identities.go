@@ -8,6 +8,12 @@
 // not repeated here.
 package identities
 
+import (
+	"slices"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
 // Groups kcp's authorizers trust. The front-proxy drops the ones a shard
 // grants only to itself before a request reaches a shard, and impersonating
 // any of them requires membership (pkg/authorization/impersonation).
@@ -88,3 +94,27 @@ const (
 	// server with, impersonating the caller.
 	ShardForwarderUser = "shardplane-shard-forwarder"
 )
+
+// SystemGroups are the groups of the system's own identities: only the
+// operator and the shards hold them (the front-proxy drops them from
+// outside identities, workspace issuers may not mint them).
+var SystemGroups = []string{
+	KCPAdminGroup, LogicalClusterAdminGroup, ExternalLogicalClusterAdminGroup,
+	CacheWriterGroup, CacheReaderGroup,
+}
+
+// IsSystem tells whether u is one of the system's own identities, the
+// operator's included: in system:masters or in a group of SystemGroups.
+func IsSystem(u user.Info) bool {
+	return slices.ContainsFunc(u.GetGroups(), func(g string) bool {
+		return g == user.SystemPrivilegedGroup || slices.Contains(SystemGroups, g)
+	})
+}
+
+// IsShard tells whether u is a shard or the launcher acting as itself (in
+// system:masters or LogicalClusterAdminGroup), not an operator.
+func IsShard(u user.Info) bool {
+	return slices.ContainsFunc(u.GetGroups(), func(g string) bool {
+		return g == user.SystemPrivilegedGroup || g == LogicalClusterAdminGroup
+	})
+}
