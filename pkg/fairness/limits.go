@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 )
 
@@ -35,8 +35,7 @@ type Limits struct {
 	Annotations func(logicalcluster.Name) map[string]string
 	Codecs      runtime.NegotiatedSerializer
 
-	mu      sync.Mutex
-	watches map[watcher]int64
+	watches Open[watcher]
 }
 
 type watcher struct {
@@ -62,7 +61,7 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		cluster, ok := logicalcluster.ClusterFromContext(ctx)
 		u, hasUser := request.UserFrom(ctx)
 		info, hasInfo := request.RequestInfoFrom(ctx)
-		if !ok || cluster.IsWildcard() || !hasUser || System(u) || !hasInfo {
+		if !ok || cluster.IsWildcard() || !hasUser || identities.IsSystem(u) || !hasInfo {
 			h.ServeHTTP(w, req)
 			return
 		}
@@ -72,14 +71,14 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		if info.Verb == "watch" {
 			max := l.limit(cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey, l.MaxWatchesPerUser)
 			if max > 0 {
-				key := watcher{cluster, u.GetName()}
-				if !l.acquire(key, max) {
+				release, ok := l.watches.Acquire(watcher{cluster, u.GetName()}, max)
+				if !ok {
 					err := apierrors.NewTooManyRequests(fmt.Sprintf(
 						"user %q holds the %d watches workspace %q allows each user (%s); close one and retry", u.GetName(), max, cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey), 1)
 					fail(err)
 					return
 				}
-				defer l.release(key)
+				defer release()
 			}
 		}
 		if req.Body != nil && (req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch) {
@@ -107,25 +106,4 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, req)
 	})
-}
-
-func (l *Limits) acquire(key watcher, max int64) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.watches[key] >= max {
-		return false
-	}
-	if l.watches == nil {
-		l.watches = map[watcher]int64{}
-	}
-	l.watches[key]++
-	return true
-}
-
-func (l *Limits) release(key watcher) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.watches[key]--; l.watches[key] <= 0 {
-		delete(l.watches, key)
-	}
 }

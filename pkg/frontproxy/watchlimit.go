@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sync"
 
+	"github.com/shardplane/shardplane/pkg/fairness"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -18,10 +18,8 @@ const DefaultMaxWatchesPerUser = 1000
 // do not count them, and thousands from one client exhaust the shards
 // (TLS handshakes to the backend time out, other users get 503).
 type watchLimiter struct {
-	max int
-
-	mu   sync.Mutex
-	open map[string]int
+	max  int
+	open fairness.Open[string]
 }
 
 // newWatchLimiter returns a limiter of max watches per user; nil (no
@@ -30,25 +28,17 @@ func newWatchLimiter(max int) *watchLimiter {
 	if max <= 0 {
 		return nil
 	}
-	return &watchLimiter{max: max, open: map[string]int{}}
+	return &watchLimiter{max: max}
 }
 
 // acquire counts one more watch of user and returns the function that
 // releases it, or a 429 error when user holds the most allowed.
 func (l *watchLimiter) acquire(user string) (func(), error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open[user] >= l.max {
+	release, ok := l.open.Acquire(user, int64(l.max))
+	if !ok {
 		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("%d watches are open for this user through this front-proxy, the most allowed: close some, or retry later", l.max), 1)
 	}
-	l.open[user]++
-	return func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if l.open[user]--; l.open[user] <= 0 {
-			delete(l.open, user)
-		}
-	}, nil
+	return release, nil
 }
 
 // isWatch tells whether a request for path (below /clusters/<x> for
