@@ -99,15 +99,16 @@ type Controller struct {
 }
 
 // New returns the controller for a shard reached by loopback (as
-// system:masters), sharing serverConcurrencyLimit seats among the levels.
-func New(loopback *rest.Config, serverConcurrencyLimit int) (*Controller, error) {
+// system:masters), sharing serverConcurrencyLimit seats among the levels,
+// pricing tenants' LISTs by lists (see ByWorkspace).
+func New(loopback *rest.Config, serverConcurrencyLimit int, lists ListSizes) (*Controller, error) {
 	cs, err := kubernetes.NewForConfig(kcpclient.ClusterConfig(loopback, ConfigCluster))
 	if err != nil {
 		return nil, fmt.Errorf("client of %s: %w", ConfigCluster, err)
 	}
 	factory := informers.NewSharedInformerFactory(cs, 0)
 	apf := utilflowcontrol.New(factory, cs.FlowcontrolV1(), serverConcurrencyLimit)
-	return &Controller{Interface: ByWorkspace(apf), informers: factory, client: cs.FlowcontrolV1()}, nil
+	return &Controller{Interface: ByWorkspace(apf, lists), informers: factory, client: cs.FlowcontrolV1()}, nil
 }
 
 // Start runs the informers of the configuration and keeps the shard's

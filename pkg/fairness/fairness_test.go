@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 	fq "k8s.io/apiserver/pkg/util/flowcontrol/fairqueuing"
 	fcrequest "k8s.io/apiserver/pkg/util/flowcontrol/request"
@@ -58,7 +61,7 @@ func (r *recordingAPF) Handle(_ context.Context, rd utilflowcontrol.RequestDiges
 
 func TestByWorkspaceHandsTheFlowUserOnAndPricesNoCounts(t *testing.T) {
 	rec := &recordingAPF{}
-	apf := ByWorkspace(rec)
+	apf := ByWorkspace(rec, nil)
 	ctx := logicalcluster.WithCluster(context.Background(), "abc")
 	ran := false
 	apf.Handle(ctx, utilflowcontrol.RequestDigest{User: &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}}, nil, nil, nil, func() { ran = true })
@@ -98,5 +101,75 @@ func TestConfigurationIsValidAndPutsTenantsLast(t *testing.T) {
 	}
 	if system == 0 || tenants <= system {
 		t.Errorf("system identities (precedence %d) must match before tenants (%d)", system, tenants)
+	}
+}
+
+// pricingAPF classifies every request into one level and records the
+// estimate it is given.
+type pricingAPF struct {
+	utilflowcontrol.Interface
+	estimate fcrequest.WorkEstimate
+}
+
+func (p *pricingAPF) Handle(_ context.Context, _ utilflowcontrol.RequestDigest,
+	noteFn func(*flowcontrolv1.FlowSchema, *flowcontrolv1.PriorityLevelConfiguration, string),
+	workEstimator func() fcrequest.WorkEstimate, _ fq.QueueNoteFn, execFn func()) {
+	noteFn(&flowcontrolv1.FlowSchema{}, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WorkspacesPriorityLevel}}, "")
+	p.estimate = workEstimator()
+	execFn()
+}
+
+func (p *pricingAPF) GetMaxSeats(level string) uint64 {
+	if level != WorkspacesPriorityLevel {
+		return 1
+	}
+	return 10
+}
+
+type listSizes map[string]int64
+
+func (l listSizes) Get(cluster logicalcluster.Name, gr schema.GroupResource) (int64, bool) {
+	n, ok := l[string(cluster)+"/"+gr.String()]
+	return n, ok
+}
+
+func TestATenantsListIsPricedByItsOwnWorkspacesObjects(t *testing.T) {
+	lists := listSizes{"big/configmaps": 1000, "mid/configmaps": 350, "huge/configmaps": 50000}
+	tenant := &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
+	admin := &user.DefaultInfo{Name: identities.KCPAdminUser, Groups: []string{identities.KCPAdminGroup}}
+	list := &request.RequestInfo{IsResourceRequest: true, Verb: "list", APIVersion: "v1", Resource: "configmaps"}
+	get := &request.RequestInfo{IsResourceRequest: true, Verb: "get", APIVersion: "v1", Resource: "configmaps", Name: "x"}
+	for _, tc := range []struct {
+		name    string
+		cluster logicalcluster.Name
+		user    user.Info
+		info    *request.RequestInfo
+		want    uint64
+	}{
+		{"a LIST of 1,000 objects", "big", tenant, list, 10},
+		{"a LIST of 350 objects", "mid", tenant, list, 4},
+		{"past the level's maximum", "huge", tenant, list, 10},
+		{"the same resource in a small workspace", "small", tenant, list, 1},
+		{"a GET", "big", tenant, get, 1},
+		{"the system's LIST", "big", admin, list, 1},
+		{"a wildcard LIST", logicalcluster.Wildcard, tenant, list, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &pricingAPF{}
+			apf := ByWorkspace(rec, lists)
+			ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
+			noted := ""
+			note := func(_ *flowcontrolv1.FlowSchema, pl *flowcontrolv1.PriorityLevelConfiguration, _ string) {
+				noted = pl.Name
+			}
+			apf.Handle(ctx, utilflowcontrol.RequestDigest{RequestInfo: tc.info, User: tc.user}, note,
+				func() fcrequest.WorkEstimate { return fcrequest.WorkEstimate{InitialSeats: 1} }, nil, func() {})
+			if noted != WorkspacesPriorityLevel {
+				t.Errorf("the caller's note saw level %q", noted)
+			}
+			if rec.estimate.InitialSeats != tc.want {
+				t.Errorf("%d seats, want %d", rec.estimate.InitialSeats, tc.want)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	flowcontrolrest "k8s.io/kubernetes/pkg/registry/flowcontrol/rest"
 
 	"github.com/shardplane/shardplane/pkg/fairness"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // configureFairness turns on API Priority and Fairness keyed by workspace
@@ -17,7 +18,7 @@ func (c *Config) configureFairness(genericConfig *genericapiserver.Config, enabl
 	if !enabled {
 		return nil
 	}
-	controller, err := fairness.New(genericConfig.LoopbackClientConfig, genericConfig.MaxRequestsInFlight+genericConfig.MaxMutatingRequestsInFlight)
+	controller, err := fairness.New(genericConfig.LoopbackClientConfig, genericConfig.MaxRequestsInFlight+genericConfig.MaxMutatingRequestsInFlight, kstorage.Lists)
 	if err != nil {
 		return err
 	}

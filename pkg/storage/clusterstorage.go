@@ -15,7 +15,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -175,10 +177,25 @@ func (s *clusterStorage) GetList(ctx context.Context, key string, opts storage.L
 		return err
 	}
 	ns = wildcardScope(ns, &opts)
-	if err := s.Interface.GetList(ctx, k, opts, listObj); err != nil || ns == "" {
+	if err := s.Interface.GetList(ctx, k, opts, listObj); err != nil {
 		return retryable(err)
 	}
+	observeListSize(ctx, listObj)
+	if ns == "" {
+		return nil
+	}
 	return filterListByNamespace(listObj, ns)
+}
+
+// observeListSize records the objects a tenant's LIST of one logical
+// cluster read (before the namespace filter: they were all read).
+func observeListSize(ctx context.Context, listObj runtime.Object) {
+	cluster, ok := logicalcluster.ClusterFromContext(ctx)
+	info, hasInfo := request.RequestInfoFrom(ctx)
+	if !ok || cluster.IsWildcard() || !hasInfo || info.Verb != "list" {
+		return
+	}
+	Lists.Observe(cluster, schema.GroupResource{Group: info.APIGroup, Resource: info.Resource}, int64(meta.LenList(listObj)))
 }
 
 func filterListByNamespace(listObj runtime.Object, ns string) error {

@@ -2,12 +2,14 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -130,4 +132,39 @@ func TestResourcePrefix(t *testing.T) {
 
 func schemaGR(gr [2]string) schema.GroupResource {
 	return schema.GroupResource{Group: gr[0], Resource: gr[1]}
+}
+
+func TestATenantsListRecordsHowManyObjectsItRead(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "x"}}
+	rec := &recordingStorage{list: []runtime.Object{cm, cm, cm}}
+	s := NewClusterStorage(rec, "/core/configmaps")
+	configMaps := schema.GroupResource{Resource: "configmaps"}
+	list := func(cluster logicalcluster.Name, verb string) {
+		ctx := request.WithRequestInfo(ctxFor(cluster), &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
+		if err := s.GetList(ctx, "/core/configmaps/default", storage.ListOptions{Recursive: true}, &corev1.ConfigMapList{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list("listsizes-a", "list")
+	if n, ok := Lists.Get("listsizes-a", configMaps); !ok || n != 3 {
+		t.Errorf("recorded %d (%v), want 3", n, ok)
+	}
+	list("listsizes-b", "deletecollection")
+	list(logicalcluster.Wildcard, "list")
+	if n, ok := Lists.Get("listsizes-b", configMaps); ok {
+		t.Errorf("a deletecollection recorded %d", n)
+	}
+	if n, ok := Lists.Get(logicalcluster.Wildcard, configMaps); ok {
+		t.Errorf("a wildcard LIST recorded %d", n)
+	}
+}
+
+func TestListSizesStartOverWhenFull(t *testing.T) {
+	l := &ListSizes{}
+	for i := range maxListSizes + 1 {
+		l.Observe(logicalcluster.Name(fmt.Sprint(i)), schema.GroupResource{Resource: "configmaps"}, 1)
+	}
+	if len(l.sizes) != 1 {
+		t.Errorf("%d entries after overflow, want 1", len(l.sizes))
+	}
 }
