@@ -46,17 +46,32 @@ func TestTenantsAreKeyedByWorkspaceAndUserTheSystemAsItIs(t *testing.T) {
 	}
 }
 
-// recordingAPF records the digest it is asked to handle.
+// recordingAPF classifies every request into the workspaces level and
+// records the digest and the estimate it is given.
 type recordingAPF struct {
 	utilflowcontrol.Interface
-	digest utilflowcontrol.RequestDigest
+	digest   utilflowcontrol.RequestDigest
+	estimate fcrequest.WorkEstimate
 }
 
 func (r *recordingAPF) Handle(_ context.Context, rd utilflowcontrol.RequestDigest,
-	_ func(*flowcontrolv1.FlowSchema, *flowcontrolv1.PriorityLevelConfiguration, string),
-	_ func() fcrequest.WorkEstimate, _ fq.QueueNoteFn, execFn func()) {
+	noteFn func(*flowcontrolv1.FlowSchema, *flowcontrolv1.PriorityLevelConfiguration, string),
+	workEstimator func() fcrequest.WorkEstimate, _ fq.QueueNoteFn, execFn func()) {
 	r.digest = rd
+	if noteFn != nil {
+		noteFn(&flowcontrolv1.FlowSchema{}, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WorkspacesPriorityLevel}}, "")
+	}
+	if workEstimator != nil {
+		r.estimate = workEstimator()
+	}
 	execFn()
+}
+
+func (r *recordingAPF) GetMaxSeats(level string) uint64 {
+	if level != WorkspacesPriorityLevel {
+		return 1
+	}
+	return 10
 }
 
 func TestByWorkspaceHandsTheFlowUserOnAndPricesNoCounts(t *testing.T) {
@@ -104,28 +119,6 @@ func TestConfigurationIsValidAndPutsTenantsLast(t *testing.T) {
 	}
 }
 
-// pricingAPF classifies every request into one level and records the
-// estimate it is given.
-type pricingAPF struct {
-	utilflowcontrol.Interface
-	estimate fcrequest.WorkEstimate
-}
-
-func (p *pricingAPF) Handle(_ context.Context, _ utilflowcontrol.RequestDigest,
-	noteFn func(*flowcontrolv1.FlowSchema, *flowcontrolv1.PriorityLevelConfiguration, string),
-	workEstimator func() fcrequest.WorkEstimate, _ fq.QueueNoteFn, execFn func()) {
-	noteFn(&flowcontrolv1.FlowSchema{}, &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: WorkspacesPriorityLevel}}, "")
-	p.estimate = workEstimator()
-	execFn()
-}
-
-func (p *pricingAPF) GetMaxSeats(level string) uint64 {
-	if level != WorkspacesPriorityLevel {
-		return 1
-	}
-	return 10
-}
-
 type listSizes map[string]int64
 
 func (l listSizes) Get(cluster logicalcluster.Name, gr schema.GroupResource) (int64, bool) {
@@ -155,7 +148,7 @@ func TestATenantsListIsPricedByItsOwnWorkspacesObjects(t *testing.T) {
 		{"a wildcard LIST", logicalcluster.Wildcard, tenant, list, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &pricingAPF{}
+			rec := &recordingAPF{}
 			apf := ByWorkspace(rec, lists)
 			ctx := logicalcluster.WithCluster(context.Background(), tc.cluster)
 			noted := ""
