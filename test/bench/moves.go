@@ -118,30 +118,35 @@ type movesResults struct {
 	Requests           int     `json:"moves_requests"`
 	FirstFailedRequest string  `json:"moves_first_failed_request,omitempty"`
 
-	DrainWorkspaces  int            `json:"drain_workspaces,omitempty"`
-	DrainMaxMoves    int            `json:"drain_max_moves,omitempty"`
-	DrainSeconds     float64        `json:"drain_seconds,omitempty"`
-	DrainPerMinute   float64        `json:"drain_moves_per_minute,omitempty"`
-	DrainRetries     int            `json:"drain_retried_moves,omitempty"`
-	DrainDestination map[string]int `json:"drain_destinations,omitempty"`
-	RoutingP50Ms     float64        `json:"drain_routing_p50_ms,omitempty"`
-	RoutingP99Ms     float64        `json:"drain_routing_p99_ms,omitempty"`
-	RoutingMaxMs     float64        `json:"drain_routing_max_ms,omitempty"`
-	RoutingSamples   int            `json:"drain_routing_samples,omitempty"`
-	RoutingLate      int            `json:"drain_routing_over_1s,omitempty"`
+	DrainWorkspaces int     `json:"drain_workspaces,omitempty"`
+	DrainMaxMoves   int     `json:"drain_max_moves,omitempty"`
+	DrainSeconds    float64 `json:"drain_seconds,omitempty"`
+	// DrainAllEndedSeconds is until the last of the drain's moves ended.
+	DrainAllEndedSeconds float64        `json:"drain_all_moves_ended_seconds,omitempty"`
+	DrainPerMinute       float64        `json:"drain_moves_per_minute,omitempty"`
+	DrainRetries         int            `json:"drain_retried_moves,omitempty"`
+	DrainDestination     map[string]int `json:"drain_destinations,omitempty"`
+	RoutingP50Ms         float64        `json:"drain_routing_p50_ms,omitempty"`
+	RoutingP99Ms         float64        `json:"drain_routing_p99_ms,omitempty"`
+	RoutingMaxMs         float64        `json:"drain_routing_max_ms,omitempty"`
+	RoutingSamples       int            `json:"drain_routing_samples,omitempty"`
+	RoutingLate          int            `json:"drain_routing_over_1s,omitempty"`
 
-	ScaleShards       int                `json:"scale_shards,omitempty"`
-	ScaleWorkspaces   int                `json:"scale_workspaces,omitempty"`
-	ScaleCreateRate   float64            `json:"scale_workspaces_per_sec,omitempty"`
-	ScaleSpread       map[string]int     `json:"scale_per_shard,omitempty"`
-	ScaleCapacity     map[string]float64 `json:"scale_capacity,omitempty"`
-	ScaleSpreadPct    float64            `json:"scale_spread_pct,omitempty"`
-	ScaleJoinSeconds  float64            `json:"scale_join_seconds,omitempty"`
-	ScaleAfter        map[string]int     `json:"scale_per_shard_after,omitempty"`
-	ScaleShardRSS     map[string]int64   `json:"scale_shard_rss_bytes,omitempty"`
-	ScaleProxyRSS     []int64            `json:"scale_proxy_rss_bytes,omitempty"`
-	ScaleCacheRSS     int64              `json:"scale_cache_rss_bytes,omitempty"`
-	BenchSecondsTotal float64            `json:"moves_bench_seconds"`
+	ScaleShards      int                `json:"scale_shards,omitempty"`
+	ScaleWorkspaces  int                `json:"scale_workspaces,omitempty"`
+	ScaleCreateRate  float64            `json:"scale_workspaces_per_sec,omitempty"`
+	ScaleSpread      map[string]int     `json:"scale_per_shard,omitempty"`
+	ScaleCapacity    map[string]float64 `json:"scale_capacity,omitempty"`
+	ScaleSpreadPct   float64            `json:"scale_spread_pct,omitempty"`
+	ScaleJoinSeconds float64            `json:"scale_join_seconds,omitempty"`
+	ScaleAfter       map[string]int     `json:"scale_per_shard_after,omitempty"`
+	// ScaleRenamedSeconds is from the drain's end until no Workspace
+	// names the drained shard.
+	ScaleRenamedSeconds float64          `json:"scale_workspaces_renamed_seconds,omitempty"`
+	ScaleShardRSS       map[string]int64 `json:"scale_shard_rss_bytes,omitempty"`
+	ScaleProxyRSS       []int64          `json:"scale_proxy_rss_bytes,omitempty"`
+	ScaleCacheRSS       int64            `json:"scale_cache_rss_bytes,omitempty"`
+	BenchSecondsTotal   float64          `json:"moves_bench_seconds"`
 }
 
 // movesRun is a started system, its clients and the watch of migrations.
@@ -305,6 +310,19 @@ func watchMigrations(masters *rest.Config) (*migrationWatch, error) {
 }
 
 func (mw *migrationWatch) stop() { mw.cancel() }
+
+// running counts the migrations off origin that have not ended.
+func (mw *migrationWatch) running(origin string) int {
+	mw.mu.Lock()
+	defer mw.mu.Unlock()
+	n := 0
+	for _, st := range mw.byName {
+		if st.origin == origin && st.ended.IsZero() {
+			n++
+		}
+	}
+	return n
+}
 
 func (mw *migrationWatch) state(name string) *migrationState {
 	st := mw.byName[name]
@@ -802,6 +820,14 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 		}
 	})
 	mr.DrainSeconds = time.Since(start).Seconds()
+	// Drained counts the shard's residents: the last moves may still be
+	// finishing on their destinations.
+	for wait := time.Now(); err == nil && time.Since(wait) < 2*time.Minute; time.Sleep(100 * time.Millisecond) {
+		if m.mw.running(shard) == 0 {
+			break
+		}
+	}
+	mr.DrainAllEndedSeconds = time.Since(start).Seconds()
 	stopWriters()
 	m.mw.mu.Lock()
 	m.mw.onEnd = nil
@@ -825,8 +851,8 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 	m.mw.mu.Unlock()
 	rt.report(mr)
 	mr.DrainWorkspaces, mr.DrainMaxMoves = len(clusters), o.moves.maxMoves
-	if mr.DrainSeconds > 0 {
-		mr.DrainPerMinute = float64(len(clusters)) / (mr.DrainSeconds / 60)
+	if mr.DrainAllEndedSeconds > 0 {
+		mr.DrainPerMinute = float64(len(clusters)) / (mr.DrainAllEndedSeconds / 60)
 	}
 	return err
 }
@@ -910,9 +936,21 @@ func (m *movesRun) scale(ctx context.Context, o options, mr *movesResults) error
 	if err := m.drainShard(ctx, o, mr, m.shards[1], onFirst); err != nil {
 		return err
 	}
-	if mr.ScaleAfter, _, err = m.perShard(ctx); err != nil {
-		return err
+	// A moved Workspace names its new shard once the move's last step
+	// reached its parent's shard.
+	drained := time.Now()
+	for {
+		if mr.ScaleAfter, _, err = m.perShard(ctx); err != nil {
+			return err
+		}
+		if mr.ScaleAfter[m.shards[1]] == 0 || time.Since(drained) > time.Minute {
+			break
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
 	}
+	mr.ScaleRenamedSeconds = time.Since(drained).Seconds()
 	mr.ScaleShardRSS = map[string]int64{}
 	for _, s := range m.shards {
 		mr.ScaleShardRSS[s] = pidRSS(filepath.Join(m.dir, s+".pid"))
@@ -963,14 +1001,14 @@ func (mr *movesResults) print(tw *tabwriter.Writer) {
 		row("cut-over, WritesHeld to DataCopied", fmt.Sprintf("p50 %.0f ms, p99 %.0f ms (as the bench's watch saw them)", mr.HeldToCopiedP50Ms, mr.HeldToCopiedP99Ms))
 	}
 	if mr.DrainWorkspaces > 0 {
-		row(fmt.Sprintf("drain of %d workspaces, %d moves at once", mr.DrainWorkspaces, mr.DrainMaxMoves), fmt.Sprintf("%.1f s (%.1f moves/min), onto %v, %d retried", mr.DrainSeconds, mr.DrainPerMinute, mr.DrainDestination, mr.DrainRetries))
+		row(fmt.Sprintf("drain of %d workspaces, %d moves at once", mr.DrainWorkspaces, mr.DrainMaxMoves), fmt.Sprintf("Drained after %.1f s, last move ended after %.1f s (%.1f moves/min), onto %v, %d retried", mr.DrainSeconds, mr.DrainAllEndedSeconds, mr.DrainPerMinute, mr.DrainDestination, mr.DrainRetries))
 		row("routing after each move, every front-proxy", fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples, %d over 1 s)", mr.RoutingP50Ms, mr.RoutingP99Ms, mr.RoutingMaxMs, mr.RoutingSamples, mr.RoutingLate))
 	}
 	row("failed moves", mr.FailedMoves)
 	row("failed client requests", fmt.Sprintf("%d of %d %s", mr.FailedRequests, mr.Requests, mr.FirstFailedRequest))
 	if mr.ScaleWorkspaces > 0 {
 		row(fmt.Sprintf("scale: %d workspaces on %d shards", mr.ScaleWorkspaces, mr.ScaleShards), fmt.Sprintf("%.0f/s, %v, spread %.1f %% of even (capacity %v)", mr.ScaleCreateRate, mr.ScaleSpread, mr.ScaleSpreadPct, mr.ScaleCapacity))
-		row("a shard joins", fmt.Sprintf("%.1f s to schedulable; after the drain %v", mr.ScaleJoinSeconds, mr.ScaleAfter))
+		row("a shard joins", fmt.Sprintf("%.1f s to schedulable; after the drain %v (%.1f s until no Workspace names the drained shard)", mr.ScaleJoinSeconds, mr.ScaleAfter, mr.ScaleRenamedSeconds))
 		var rss []string
 		for s, b := range mr.ScaleShardRSS {
 			rss = append(rss, s+" "+mib(b))
