@@ -96,27 +96,29 @@ type movesResults struct {
 	MachineCPUCores     float64 `json:"moves_machine_cpu_cores"`
 	MachineCores        int     `json:"moves_machine_cores"`
 
-	EmptyMoves         int     `json:"moves_empty,omitempty"`
-	EmptyParallel      int     `json:"moves_empty_parallel,omitempty"`
-	EmptyPerMinute     float64 `json:"moves_empty_per_minute,omitempty"`
-	EmptyMoveP50Ms     float64 `json:"moves_empty_p50_ms,omitempty"`
-	EmptyMoveP99Ms     float64 `json:"moves_empty_p99_ms,omitempty"`
-	LoadedMoves        int     `json:"moves_loaded,omitempty"`
-	LoadedObjects      int     `json:"moves_loaded_objects,omitempty"`
-	LoadedPerMinute    float64 `json:"moves_loaded_per_minute,omitempty"`
-	LoadedMoveP50Ms    float64 `json:"moves_loaded_p50_ms,omitempty"`
-	LoadedMoveP99Ms    float64 `json:"moves_loaded_p99_ms,omitempty"`
-	WriterGapP50Ms     float64 `json:"moves_writer_gap_p50_ms,omitempty"`
-	WriterGapP99Ms     float64 `json:"moves_writer_gap_p99_ms,omitempty"`
-	WriterGapMaxMs     float64 `json:"moves_writer_gap_max_ms,omitempty"`
-	HeldToCopiedP50Ms  float64 `json:"moves_held_to_copied_p50_ms,omitempty"`
-	HeldToCopiedP99Ms  float64 `json:"moves_held_to_copied_p99_ms,omitempty"`
-	WriterWrites       int     `json:"moves_writer_writes,omitempty"`
-	WriterWriteP50Ms   float64 `json:"moves_writer_write_p50_ms,omitempty"`
-	FailedMoves        int     `json:"moves_failed"`
-	FailedRequests     int     `json:"moves_failed_requests"`
-	Requests           int     `json:"moves_requests"`
-	FirstFailedRequest string  `json:"moves_first_failed_request,omitempty"`
+	EmptyMoves        int     `json:"moves_empty,omitempty"`
+	EmptyParallel     int     `json:"moves_empty_parallel,omitempty"`
+	EmptyPerMinute    float64 `json:"moves_empty_per_minute,omitempty"`
+	EmptyMoveP50Ms    float64 `json:"moves_empty_p50_ms,omitempty"`
+	EmptyMoveP99Ms    float64 `json:"moves_empty_p99_ms,omitempty"`
+	LoadedMoves       int     `json:"moves_loaded,omitempty"`
+	LoadedObjects     int     `json:"moves_loaded_objects,omitempty"`
+	LoadedPerMinute   float64 `json:"moves_loaded_per_minute,omitempty"`
+	LoadedMoveP50Ms   float64 `json:"moves_loaded_p50_ms,omitempty"`
+	LoadedMoveP99Ms   float64 `json:"moves_loaded_p99_ms,omitempty"`
+	WriterGapP50Ms    float64 `json:"moves_writer_gap_p50_ms,omitempty"`
+	WriterGapP99Ms    float64 `json:"moves_writer_gap_p99_ms,omitempty"`
+	WriterGapMaxMs    float64 `json:"moves_writer_gap_max_ms,omitempty"`
+	HeldToCopiedP50Ms float64 `json:"moves_held_to_copied_p50_ms,omitempty"`
+	HeldToCopiedP99Ms float64 `json:"moves_held_to_copied_p99_ms,omitempty"`
+	WriterWrites      int     `json:"moves_writer_writes,omitempty"`
+	WriterWriteP50Ms  float64 `json:"moves_writer_write_p50_ms,omitempty"`
+	FailedMoves       int     `json:"moves_failed"`
+	FailedRequests    int     `json:"moves_failed_requests"`
+	// TooManyRetried are the 429s (a held cut-over) client-go retried.
+	TooManyRetried     int    `json:"moves_429_retried"`
+	Requests           int    `json:"moves_requests"`
+	FirstFailedRequest string `json:"moves_first_failed_request,omitempty"`
 
 	DrainWorkspaces int     `json:"drain_workspaces,omitempty"`
 	DrainMaxMoves   int     `json:"drain_max_moves,omitempty"`
@@ -425,7 +427,22 @@ func (m *movesRun) createOn(ctx context.Context, shard string, names []string) (
 func (m *movesRun) kube(i int, cluster logicalcluster.Name) (kubernetes.Interface, error) {
 	cfg := rest.CopyConfig(m.proxies[i])
 	cfg.Host = cluster.Path().URL(cfg.Host)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTooMany{rt} })
 	return kubernetes.NewForConfig(cfg)
+}
+
+// tooMany counts the 429s the clients' requests met, which client-go
+// retried after Retry-After without telling.
+var tooMany atomic.Int64
+
+type countingTooMany struct{ next http.RoundTripper }
+
+func (c countingTooMany) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		tooMany.Add(1)
+	}
+	return resp, err
 }
 
 // fill creates n configmaps in a cluster through the front-proxy.
@@ -493,6 +510,7 @@ func (f *failures) record(err error) {
 }
 
 func (f *failures) report(mr *movesResults) {
+	mr.TooManyRetried = int(tooMany.Load())
 	mr.Requests += int(f.requests.Load())
 	mr.FailedRequests += int(f.failed.Load())
 	if mr.FirstFailedRequest == "" {
@@ -1005,7 +1023,7 @@ func (mr *movesResults) print(tw *tabwriter.Writer) {
 		row("routing after each move, every front-proxy", fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples, %d over 1 s)", mr.RoutingP50Ms, mr.RoutingP99Ms, mr.RoutingMaxMs, mr.RoutingSamples, mr.RoutingLate))
 	}
 	row("failed moves", mr.FailedMoves)
-	row("failed client requests", fmt.Sprintf("%d of %d %s", mr.FailedRequests, mr.Requests, mr.FirstFailedRequest))
+	row("failed client requests", fmt.Sprintf("%d of %d, %d answers 429 retried by client-go %s", mr.FailedRequests, mr.Requests, mr.TooManyRetried, mr.FirstFailedRequest))
 	if mr.ScaleWorkspaces > 0 {
 		row(fmt.Sprintf("scale: %d workspaces on %d shards", mr.ScaleWorkspaces, mr.ScaleShards), fmt.Sprintf("%.0f/s, %v, spread %.1f %% of even (capacity %v)", mr.ScaleCreateRate, mr.ScaleSpread, mr.ScaleSpreadPct, mr.ScaleCapacity))
 		row("a shard joins", fmt.Sprintf("%.1f s to schedulable; after the drain %v (%.1f s until no Workspace names the drained shard)", mr.ScaleJoinSeconds, mr.ScaleAfter, mr.ScaleRenamedSeconds))
