@@ -25,6 +25,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -69,6 +70,7 @@ type movesOptions struct {
 	joinLimit   int
 	softLimits  string
 	keepDir     bool
+	profileDir  string
 }
 
 func (m *movesOptions) addFlags(fs *flag.FlagSet) {
@@ -84,6 +86,7 @@ func (m *movesOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.joinLimit, "scale-join-limit", 2000, "hard limit of workspaces on the shard that joins in --mode=scale: the drain moves this many onto it, the rest elsewhere (0: none)")
 	fs.StringVar(&m.softLimits, "scale-soft-limits", "", "soft limits of workspaces of the first shards of --mode=scale, comma separated (empty: none, the capacity is equal)")
 	fs.BoolVar(&m.keepDir, "moves-keep-dir", false, "keep the system's directory (logs, kubeconfigs) after the moves modes")
+	fs.StringVar(&m.profileDir, "moves-profile-dir", "", "save CPU profiles of the origin and the destination shard over the first 30 s of the loaded moves of --mode=moves (empty: none)")
 }
 
 // movesResults are the numbers of the moves modes; keys are prefixed
@@ -578,6 +581,8 @@ func (m *movesRun) moves(ctx context.Context, o options, mr *movesResults) error
 				return fmt.Errorf("fill %s: %w", c, err)
 			}
 		}
+		waitProfiles := m.cpuProfiles(ctx, mo.profileDir, origin, destination)
+		defer waitProfiles()
 		var took, gaps, held, writes []time.Duration
 		var movesTime time.Duration
 		for i, cluster := range clusters {
@@ -647,6 +652,42 @@ func (m *movesRun) moves(ctx context.Context, o options, mr *movesResults) error
 		mr.WriterWrites, mr.WriterWriteP50Ms = len(writes), percentile(writes, 50)
 	}
 	return nil
+}
+
+// cpuProfiles takes a 30 s CPU profile of each shard into dir; the
+// function it returns waits for them.
+func (m *movesRun) cpuProfiles(ctx context.Context, dir string, shards ...string) func() {
+	var wg sync.WaitGroup
+	if dir == "" {
+		return wg.Wait
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	for _, shard := range shards {
+		cfg := rest.CopyConfig(m.masters)
+		cfg.Host = m.sys.ShardURL(shard)
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/debug/pprof/profile?seconds=30", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				m.step(fmt.Sprintf("CPU profile of %s: %v", shard, err))
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, shard+"-cpu.pprof"))
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+		}()
+	}
+	return wg.Wait
 }
 
 // longestGap is the longest time without an acknowledged write between
