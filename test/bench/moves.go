@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -187,7 +188,7 @@ func runMovesMode(ctx context.Context, o options, mode string) (results, error) 
 	defer func() { mr.BenchSecondsTotal = time.Since(start).Seconds() }()
 	cpu0, wall0 := machineCPU(), time.Now()
 	time.Sleep(2 * time.Second)
-	mr.MachineCores = runtimeCores()
+	mr.MachineCores = runtime.NumCPU()
 	mr.MachineCPUCoresIdle = (machineCPU() - cpu0).Seconds() / time.Since(wall0).Seconds()
 
 	shards, late, proxies := 3, 0, 1
@@ -210,14 +211,6 @@ func runMovesMode(ctx context.Context, o options, mode string) (results, error) 
 		err = m.scale(ctx, o, mr)
 	}
 	return r, err
-}
-
-func runtimeCores() int {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return 0
-	}
-	return strings.Count(string(data), "processor\t:")
 }
 
 func startMovesRun(ctx context.Context, o options, shards, late, proxies int) (*movesRun, error) {
