@@ -91,6 +91,10 @@ type Options struct {
 	// process per shard (and the shards without in-process virtual
 	// workspaces); empty: every shard serves them in-process.
 	VirtualWorkspacesBinary string
+	// LateShards of the Shards, the last ones, are prepared (ports,
+	// certificates, keys the others trust) but not started: StartShard
+	// starts one later, as a shard that joins a running system.
+	LateShards int
 }
 
 // loopbackServingNames are the names of the serving certificates the
@@ -151,6 +155,15 @@ type child struct {
 // URL is the front-proxy's URL.
 func (s *System) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.ports.FrontProxy) }
 
+// FrontProxyURLs are the URLs of every front-proxy, URL first.
+func (s *System) FrontProxyURLs() []string {
+	var urls []string
+	for _, p := range s.proxyPorts() {
+		urls = append(urls, fmt.Sprintf("https://127.0.0.1:%d", p))
+	}
+	return urls
+}
+
 // proxyPorts are the ports of every front-proxy, the first one first.
 func (s *System) proxyPorts() []int {
 	return append([]int{s.ports.FrontProxy}, s.ports.MoreFrontProxies...)
@@ -210,7 +223,13 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			return nil, fmt.Errorf("service account key of shard %s: %w", ShardName(i), err)
 		}
 	}
-	for i := 0; i < o.Shards; i++ {
+	if o.LateShards < 0 || o.LateShards >= o.Shards {
+		return nil, errors.New("late shards must be fewer than the shards, root starts first")
+	}
+	if o.LateShards > 0 && o.VirtualWorkspacesBinary != "" {
+		return nil, errors.New("late shards run their virtual workspaces in-process only")
+	}
+	for i := 0; i < o.Shards-o.LateShards; i++ {
 		name := ShardName(i)
 		if err := s.start(ctx, name, o.ShardBinary, s.shardArgs(name)); err != nil {
 			return nil, err
@@ -222,9 +241,8 @@ func Start(ctx context.Context, o Options) (*System, error) {
 			}
 		}
 	}
-	for i := 1; i < o.Shards; i++ {
-		name := ShardName(i)
-		if err := s.waitReady(ctx, name, s.ShardURL(name), dir.Path(filepath.Join(name, rootdir.ServingCertPairName+".crt")), s.tokens.SystemAdmin); err != nil {
+	for i := 1; i < o.Shards-o.LateShards; i++ {
+		if err := s.waitShardReady(ctx, ShardName(i)); err != nil {
 			return nil, err
 		}
 	}
@@ -249,6 +267,26 @@ func Start(ctx context.Context, o Options) (*System, error) {
 	}
 	ok = true
 	return s, nil
+}
+
+// StartShard starts a shard of Options.LateShards and returns once it is
+// ready; it registers its Shard with root as any shard does.
+func (s *System) StartShard(ctx context.Context, name string) error {
+	late := false
+	for i := s.o.Shards - s.o.LateShards; i < s.o.Shards; i++ {
+		late = late || ShardName(i) == name
+	}
+	if !late {
+		return fmt.Errorf("shard %q is not one of the late shards", name)
+	}
+	if err := s.start(ctx, name, s.o.ShardBinary, s.shardArgs(name)); err != nil {
+		return err
+	}
+	return s.waitShardReady(ctx, name)
+}
+
+func (s *System) waitShardReady(ctx context.Context, name string) error {
+	return s.waitReady(ctx, name, s.ShardURL(name), s.dir.Path(filepath.Join(name, rootdir.ServingCertPairName+".crt")), s.tokens.SystemAdmin)
 }
 
 // prepare creates the certificates, tokens and port assignments once.

@@ -10,7 +10,8 @@
 // the proxy adds (system.go); with --mode=cache it starts them with a
 // cache server and measures replication (cache.go); with --mode=noisy it
 // starts one shard and the front-proxy and measures one tenant's latency
-// while another floods the shard (noisy.go).
+// while another floods the shard (noisy.go); with --mode=moves, drain or
+// scale it moves workspaces between shards (moves.go).
 package main
 
 import (
@@ -65,6 +66,7 @@ type options struct {
 	cache   cacheOptions
 	virtual virtualOptions
 	noisy   noisyOptions
+	moves   movesOptions
 }
 
 func main() {
@@ -94,11 +96,12 @@ func main() {
 	flag.IntVar(&o.churnCycles, "churn-cycles", 5, "create-delete cycles after deleting all workspaces, memory read after each (0 skips)")
 	flag.IntVar(&o.churnWorkspaces, "churn-workspaces", 1000, "workspaces created and deleted in each churn cycle")
 	flag.DurationVar(&o.churnSettle, "churn-settle", 10*time.Second, "pause after each churn cycle's deletion before the memory reading")
-	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go); noisy: one shard and the front-proxy, tenant B's latency alone and while tenant A floods, with fairness on and off (noisy.go)")
+	flag.StringVar(&o.mode, "mode", "shard", "shard: one shard (the runs above); system: root shard, more shards and the front-proxy, direct against proxied (system.go); cache: replication of 10,000 objects through a cache server (cache.go); virtual: an export bound in --bindings workspaces, wildcard LIST and watch through a virtual-workspaces process against the shard, its RSS (virtual.go); noisy: one shard and the front-proxy, tenant B's latency alone and while tenant A floods, with fairness on and off (noisy.go); moves, drain, scale: live moves of workspaces between shards, a drain, a shard joining a loaded system (moves.go)")
 	o.system.addFlags(flag.CommandLine)
 	o.cache.addFlags(flag.CommandLine)
 	o.virtual.addFlags(flag.CommandLine)
 	o.noisy.addFlags(flag.CommandLine)
+	o.moves.addFlags(flag.CommandLine)
 	flag.Parse()
 	// An interrupt ends the run through ctx, so that the shard is stopped.
 	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -116,14 +119,20 @@ func main() {
 		runMode = runVirtual
 	case "noisy":
 		runMode = runNoisy
+	case "moves":
+		runMode = runMoves
+	case "drain":
+		runMode = runDrain
+	case "scale":
+		runMode = runScale
 	default:
-		fmt.Fprintf(os.Stderr, "bench: --mode must be shard, system, cache, virtual or noisy, not %q\n", o.mode)
+		fmt.Fprintf(os.Stderr, "bench: --mode must be shard, system, cache, virtual, noisy, moves, drain or scale, not %q\n", o.mode)
 		os.Exit(2)
 	}
 	r, err := runMode(ctx, o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
-		if o.mode == "shard" {
+		if o.mode == "shard" || r.movesResults != nil {
 			fmt.Fprintln(os.Stderr, "bench: partial results of the steps before the error:")
 			r.print(os.Stdout)
 		}
@@ -248,6 +257,8 @@ type results struct {
 	*virtualResults
 	// The noisy mode (issue 43), set only by --mode=noisy.
 	*noisyResults
+	// The moves, drain and scale modes (issue 42).
+	*movesResults
 }
 
 type memoryPoint struct {
@@ -280,6 +291,13 @@ func (r results) print(w *os.File) {
 		r.noisyResults.print(tw)
 		tw.Flush()
 		b, _ := json.Marshal(r.noisyResults)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if r.movesResults != nil {
+		r.movesResults.print(tw)
+		tw.Flush()
+		b, _ := json.Marshal(r.movesResults)
 		fmt.Fprintln(w, string(b))
 		return
 	}

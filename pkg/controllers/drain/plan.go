@@ -67,6 +67,10 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 	sort.Slice(residents, func(i, j int) bool { return residents[i].cluster < residents[j].cluster })
 
 	running, deleting := 0, 0
+	// Moves under way count on their destinations: its reported count
+	// has them only once a heartbeat after the copy, and a hard limit must
+	// hold for the moves planned meanwhile.
+	planned := map[string]int64{}
 	var failed []string
 	type next struct {
 		cluster logicalcluster.Name
@@ -89,6 +93,9 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 			// Still running, or Completed while this shard's copy is on
 			// its way out.
 			running++
+			if m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+				planned[m.Spec.DestinationShard]++
+			}
 		}
 	}
 
@@ -100,7 +107,6 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 	}
 	var moves []move
 	blocked := ""
-	planned := map[string]int64{}
 	for _, w := range waiting {
 		if running+len(moves) >= maxMoves {
 			break

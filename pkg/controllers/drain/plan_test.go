@@ -104,3 +104,23 @@ func TestDrainSkipsDeletingClustersAndEndsDrained(t *testing.T) {
 		t.Errorf("condition %+v, want Drained True", cond)
 	}
 }
+
+func TestDrainCountsMovesUnderWayAgainstTheDestinationsHardLimit(t *testing.T) {
+	full := shardWith("b", 8, nil)
+	full.Spec.ResourceLimits = &corev1alpha1.ShardResourceLimits{Hard: corev1.ResourceList{corev1alpha1.ResourceWorkspaces: *resource.NewQuantity(10, resource.DecimalSI)}}
+	shards := []*corev1alpha1.Shard{shardWith("a", 6, nil), full, shardWith("c", 20, nil)}
+	// b reports 8 of 10; two moves onto it are under way, not reported yet.
+	underWay := []*migrationv1alpha1.LogicalClusterMigration{
+		migrationOf("c1", migrationv1alpha1.LogicalClusterMigrationPhaseMigrating),
+		migrationOf("c2", migrationv1alpha1.LogicalClusterMigrationPhasePreparing),
+	}
+	moves, _ := plan("a", residentsOf("c1", "c2", "c3", "c4"), underWay, shards, 4)
+	for _, m := range moves {
+		if m.destination == "b" {
+			t.Errorf("move %s planned onto b, which is at its hard limit with the moves under way", m.cluster)
+		}
+	}
+	if len(moves) != 2 {
+		t.Errorf("moves %v, want c3 and c4 onto c", moves)
+	}
+}
