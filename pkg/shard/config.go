@@ -269,6 +269,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
 		topologyv1alpha1.Resource("partitions"), topologyv1alpha1.Resource("partitionsets"),
 		migrationv1alpha1.Resource("logicalclustermigrations"),
+		cachev1alpha1.Resource("clustercachedresources"), cachev1alpha1.Resource("clustercachedresourceendpointslices"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}
