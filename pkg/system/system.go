@@ -574,8 +574,8 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 // the system, as kcp's test servers do: per-workspace authentication (the
 // shards authenticate the tokens, the front-proxies ask them) and
 // workspace mounts (the shards reconcile them, the front-proxies route
-// them).
-var kcpGates = features.EnableFlag(features.WorkspaceAuthentication, features.WorkspaceMounts)
+// them) and cached resources (the shards serve and replicate them).
+var kcpGates = features.EnableFlag(features.WorkspaceAuthentication, features.WorkspaceMounts, features.CacheAPIs)
 
 // serviceAccountKeyFiles are the keys of the shards of the system in dir.
 func serviceAccountKeyFiles(dir string, shards int) []string {
