@@ -228,6 +228,9 @@ func TestClusterCachedResourceReplicatesItsWorkspacesObjects(t *testing.T) {
 	if secret, err := kube.CoreV1().Secrets("kcp-system").Get(ctx, "configmaps", metav1.GetOptions{}); err != nil || len(secret.Data["key"]) == 0 {
 		t.Errorf("default identity secret kcp-system/configmaps: %v", err)
 	}
+	if id := defaulted.Spec.Identity; id == nil || id.SecretRef == nil || *id.SecretRef != (cachev1alpha1.SecretReference{Namespace: "kcp-system", Name: "configmaps"}) {
+		t.Errorf("spec.identity %+v, want the default secret kcp-system/configmaps written in, as kcp does", id)
+	}
 
 	// Deleting the ClusterCachedResource removes its copies first.
 	if err := kcp.delete(ctx, org.path(), kcpclient.ClusterCachedResources, "instances"); err != nil {

@@ -1,8 +1,8 @@
 // Package cachedresource publishes the objects ClusterCachedResources
 // select into the cache server, as kcp's cachedresources controller does:
 // each ClusterCachedResource of the shard gets its identity (the secret its
-// spec.identity names, or kcp-system/<name> created with a random key; the
-// key's hex SHA-256 is status.identityHash), and, once its resource is
+// spec.identity names, or kcp-system/<name>, written into spec.identity and
+// created with a random key; the key's hex SHA-256 is status.identityHash), and, once its resource is
 // found served and cluster-scoped in the workspace, a replicator that
 // watches the selected objects there and keeps one CachedObject copy of
 // each in the cache server, below the shard and the logical cluster, until
@@ -133,10 +133,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 	if r.DeletionTimestamp != nil {
 		return c.finalize(ctx, cluster, key, r)
 	}
-	if !hasFinalizer(r) {
-		r.Finalizers = append(r.Finalizers, cachev1alpha1.ClusterCachedResourceFinalizer)
+	// The finalizer, and the default identity secret written into the
+	// spec as kcp writes it; the informer sees the update and enqueues.
+	if !hasFinalizer(r) || r.Spec.Identity == nil || r.Spec.Identity.SecretRef == nil {
+		if !hasFinalizer(r) {
+			r.Finalizers = append(r.Finalizers, cachev1alpha1.ClusterCachedResourceFinalizer)
+		}
+		if r.Spec.Identity == nil || r.Spec.Identity.SecretRef == nil {
+			r.Spec.Identity = &cachev1alpha1.Identity{SecretRef: &cachev1alpha1.SecretReference{Namespace: DefaultIdentitySecretNamespace, Name: r.Name}}
+		}
 		r.APIVersion, r.Kind = cachev1alpha1.SchemeGroupVersion.String(), "ClusterCachedResource"
-		// The update is seen by the informer, which enqueues again.
 		return ignoreNotFound(c.cfg.KCP.Update(ctx, cluster, kcpclient.ClusterCachedResources, r.Name, r, &cachev1alpha1.ClusterCachedResource{}))
 	}
 	old := r.Status.DeepCopy()
