@@ -1,6 +1,7 @@
 // Command virtual-workspaces serves the virtual workspaces of one shard
 // (the APIExport and APIResourceSchema views, initializing and terminating
-// workspaces) as its own process; a shard serves the same views in-process
+// workspaces and, with --cache-kubeconfig, the replication view of
+// ClusterCachedResources' copies) as its own process; a shard serves the same views in-process
 // unless started with --run-virtual-workspaces=false.
 package main
 
@@ -15,6 +16,6 @@ import (
 
 func main() {
 	os.Exit(cli.Run(framework.NewCommand(func(c framework.ViewsConfig) (*framework.Mounted, error) {
-		return builtin.New(builtin.Config{Shard: c.Shard, Authorizer: c.Authorizer, AuthorizationConfig: c.AuthorizationConfig})
+		return builtin.New(builtin.Config{Shard: c.Shard, Authorizer: c.Authorizer, AuthorizationConfig: c.AuthorizationConfig, Cache: c.Cache})
 	})))
 }

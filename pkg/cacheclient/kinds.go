@@ -52,4 +52,29 @@ var Kinds = []Kind{
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, Kind: "ValidatingAdmissionPolicyBinding", Singular: "validatingadmissionpolicybinding"},
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}, Kind: "MutatingAdmissionPolicy", Singular: "mutatingadmissionpolicy"},
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}, Kind: "MutatingAdmissionPolicyBinding", Singular: "mutatingadmissionpolicybinding"},
+	CachedObjects,
+}
+
+// CachedObjects are the copies of the objects ClusterCachedResources
+// publish, each wrapped in a cache.kcp.io CachedObject: the cache server
+// serves kinds it knows, and the published resources are anybody's.
+var CachedObjects = Kind{Resource: schema.GroupVersionResource{Group: "cache.kcp.io", Version: "v1alpha1", Resource: "cachedobjects"}, Kind: "CachedObject", Singular: "cachedobject"}
+
+// Labels and annotations of a CachedObject.
+const (
+	// CachedResourceLabel names the ClusterCachedResource a copy belongs
+	// to, in the copy's logical cluster.
+	CachedResourceLabel = "cache.kcp.io/cached-resource"
+	// IdentityHashAnnotation is the identity hash of that
+	// ClusterCachedResource.
+	IdentityHashAnnotation = "cache.kcp.io/identity-hash"
+	// ResourceAnnotation is the copied object's resource as
+	// <resource>.<version>.<group>.
+	ResourceAnnotation = "cache.kcp.io/resource"
+)
+
+// CachedObjectName is the name of the copy of object name published by the
+// ClusterCachedResource cachedResource.
+func CachedObjectName(cachedResource, name string) string {
+	return cachedResource + "." + name
 }

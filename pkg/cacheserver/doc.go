@@ -1,7 +1,8 @@
 // Package cacheserver assembles the cache server: the API server through
 // which shards share what a workspace on one shard needs from a workspace
 // on another (APIExports, APIResourceSchemas, WorkspaceTypes, Shards, the
-// RBAC that grants bind and use). Shards never read each other; each writes
+// RBAC that grants bind and use, and the CachedObject copies that
+// ClusterCachedResources publish). Shards never read each other; each writes
 // replicas of its own objects here and reads everybody's.
 //
 // URL space: /services/cache/shards/<shard>/clusters/<cluster>/apis/<group>/<version>/<resource>,

@@ -17,6 +17,12 @@ import (
 )
 
 const (
+	// CacheAPIs serves cache.kcp.io (ClusterCachedResources and their
+	// endpoint slices) and runs the controllers that replicate the objects
+	// they select into the cache server and the view of those copies.
+	// Alpha and off by default, as in kcp; it is set on shards.
+	CacheAPIs featuregate.Feature = "CacheAPIs"
+
 	// WorkspaceAuthentication lets the JWT issuers that a WorkspaceType
 	// names through its authenticationConfigurations authenticate
 	// requests to the workspaces of that type. Alpha and off by default,
@@ -35,6 +41,7 @@ const (
 // specs are kcp's gates with kcp's defaults, at the Kubernetes version
 // kcp introduced them with.
 var specs = map[featuregate.Feature]featuregate.VersionedSpecs{
+	CacheAPIs:               {{Version: version.MustParse("1.32"), Default: false, PreRelease: featuregate.Alpha}},
 	WorkspaceAuthentication: {{Version: version.MustParse("1.32"), Default: false, PreRelease: featuregate.Alpha}},
 	WorkspaceMounts:         {{Version: version.MustParse("1.30"), Default: false, PreRelease: featuregate.Alpha}},
 }

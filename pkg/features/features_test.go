@@ -39,3 +39,13 @@ func TestWorkspaceMountsIsAlphaAndOffUnlessSet(t *testing.T) {
 		t.Errorf("EnableFlag = %q", got)
 	}
 }
+
+func TestCacheAPIsIsAlphaAndOffUnlessSet(t *testing.T) {
+	spec, ok := utilfeature.DefaultMutableFeatureGate.GetAll()[CacheAPIs]
+	if !ok {
+		t.Fatal("CacheAPIs is not registered")
+	}
+	if spec.Default || spec.PreRelease != featuregate.Alpha || Enabled(CacheAPIs) {
+		t.Errorf("spec %+v, enabled %t: want alpha and off, as kcp's", spec, Enabled(CacheAPIs))
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // decode kcp's types
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
@@ -40,6 +41,10 @@ var (
 	// Partitions select shards; PartitionSets generate them.
 	Partitions    = topologyv1alpha1.SchemeGroupVersion.WithResource("partitions")
 	PartitionSets = topologyv1alpha1.SchemeGroupVersion.WithResource("partitionsets")
+	// ClusterCachedResources publish a resource's objects to the cache
+	// server; their endpoint slices publish the view of the copies.
+	ClusterCachedResources              = cachev1alpha1.SchemeGroupVersion.WithResource("clustercachedresources")
+	ClusterCachedResourceEndpointSlices = cachev1alpha1.SchemeGroupVersion.WithResource("clustercachedresourceendpointslices")
 	// APIResourceSchemas are served in apis.kcp.io/v1alpha1 only.
 	APIResourceSchemas = apisv1alpha1.SchemeGroupVersion.WithResource("apiresourceschemas")
 )

@@ -15,10 +15,13 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
+	clustercachedresourceregistry "github.com/shardplane/shardplane/pkg/registry/cache/clustercachedresource"
+	clustercachedresourceendpointsliceregistry "github.com/shardplane/shardplane/pkg/registry/cache/clustercachedresourceendpointslice"
 	logicalclusterregistry "github.com/shardplane/shardplane/pkg/registry/core/logicalcluster"
 	shardregistry "github.com/shardplane/shardplane/pkg/registry/core/shard"
 	logicalclusterdumpregistry "github.com/shardplane/shardplane/pkg/registry/migration/logicalclusterdump"
@@ -94,6 +97,27 @@ func (TopologyRESTStorageProvider) NewRESTStorage(apiResourceConfigSource server
 		},
 		"partitionsets": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
 			return partitionsetregistry.NewREST(legacyscheme.Scheme, g)
+		},
+	})
+}
+
+// CacheRESTStorageProvider serves cache.kcp.io: clustercachedresources
+// and clustercachedresourceendpointslices with their status subresource,
+// in every workspace, with kcp's CacheAPIs gate only. The group's types
+// must be installed in legacyscheme.Scheme.
+type CacheRESTStorageProvider struct{}
+
+// GroupName returns cache.kcp.io.
+func (CacheRESTStorageProvider) GroupName() string { return cachev1alpha1.GroupName }
+
+// NewRESTStorage builds the storage of the enabled cache.kcp.io resources.
+func (CacheRESTStorageProvider) NewRESTStorage(apiResourceConfigSource serverstorage.APIResourceConfigSource, restOptionsGetter generic.RESTOptionsGetter) (genericapiserver.APIGroupInfo, error) {
+	return newAPIGroupInfo(cachev1alpha1.SchemeGroupVersion, apiResourceConfigSource, restOptionsGetter, map[string]newRESTFunc{
+		"clustercachedresources": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return clustercachedresourceregistry.NewREST(legacyscheme.Scheme, g)
+		},
+		"clustercachedresourceendpointslices": func(g generic.RESTOptionsGetter) (rest.Storage, *status.REST, error) {
+			return clustercachedresourceendpointsliceregistry.NewREST(legacyscheme.Scheme, g)
 		},
 	})
 }

@@ -23,6 +23,7 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	kcpopenapi "github.com/shardplane/shardplane/pkg/apis/generated/openapi"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
@@ -190,6 +191,10 @@ func resourceConfig() *serverstorage.ResourceConfig {
 		apisv1alpha1.SchemeGroupVersion,
 		apisv1alpha2.SchemeGroupVersion,
 	)
+	// cache.kcp.io exists only with kcp's CacheAPIs gate, as in kcp.
+	if features.Enabled(features.CacheAPIs) {
+		rc.EnableVersions(cachev1alpha1.SchemeGroupVersion)
+	}
 	return rc
 }
 
@@ -264,6 +269,7 @@ func configureStorage(o CompletedOptions, genericConfig *genericapiserver.Config
 		tenancyv1alpha1.Resource("workspaceauthenticationconfigurations"),
 		topologyv1alpha1.Resource("partitions"), topologyv1alpha1.Resource("partitionsets"),
 		migrationv1alpha1.Resource("logicalclustermigrations"),
+		cachev1alpha1.Resource("clustercachedresources"), cachev1alpha1.Resource("clustercachedresourceendpointslices"),
 	} {
 		storageFactory.SetSerializer(gr, runtime.ContentTypeJSON, nil)
 	}

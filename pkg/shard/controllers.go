@@ -19,6 +19,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/controllers/admissionpolicystatus"
 	apibindingcontroller "github.com/shardplane/shardplane/pkg/controllers/apibinding"
 	apiexportcontroller "github.com/shardplane/shardplane/pkg/controllers/apiexport"
+	"github.com/shardplane/shardplane/pkg/controllers/cachedresource"
 	"github.com/shardplane/shardplane/pkg/controllers/defaultapibinding"
 	draincontroller "github.com/shardplane/shardplane/pkg/controllers/drain"
 	lccontroller "github.com/shardplane/shardplane/pkg/controllers/logicalcluster"
@@ -34,6 +35,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/rootshard"
+	"github.com/shardplane/shardplane/pkg/virtual/viewurl"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -75,6 +77,7 @@ func (c *Server) addControllers(gs *genericapiserver.GenericAPIServer) error {
 		c.installAdmissionPolicyStatusController,
 		c.installWorkspaceController,
 		c.installWorkspaceMountController,
+		c.installCachedResourceController,
 		c.installShardStatusControllers,
 		c.installMigrationController,
 		c.installReplication,
@@ -266,6 +269,31 @@ func (c *Server) installWorkspaceMountController(gs *genericapiserver.GenericAPI
 	}
 	c.workspaceMounts = wsmountcontroller.New(wsmountcontroller.Config{Workspaces: c.Informers.kcp.workspaces, Local: cl.kcp, Loopback: cl.loopback})
 	return c.addController(gs, "shardplane-workspacemount-controller", running(map[runner]int{c.workspaceMounts: 2}))
+}
+
+// installCachedResourceController installs the replication of the
+// objects ClusterCachedResources select into the cache server, with kcp's
+// CacheAPIs gate only, as kcp does.
+func (c *Server) installCachedResourceController(gs *genericapiserver.GenericAPIServer, cl controllerClients) error {
+	if !features.Enabled(features.CacheAPIs) {
+		return nil
+	}
+	cacheConfig, err := cacheClientConfig(c.Options, cl.loopback)
+	if err != nil {
+		return err
+	}
+	viewBase := c.Options.virtual.URL
+	ctrl, err := cachedresource.New(cachedresource.Config{
+		ShardName: c.Options.ShardName, CachedResources: c.Informers.kcp.clusterCachedResources, EndpointSlices: c.Informers.kcp.clusterCachedResourceEndpointSlices,
+		KCP: cl.kcp, Loopback: cl.loopback, Cache: cacheConfig,
+		ViewURL: func(cluster logicalcluster.Name, name string) string {
+			return viewurl.ReplicationURL(viewBase, cluster, name)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return c.addController(gs, "shardplane-cachedresource-controller", running(map[runner]int{ctrl: 4}))
 }
 
 // installShardStatusControllers installs the report of this shard's

@@ -16,11 +16,13 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	_ "github.com/shardplane/shardplane/pkg/apis/install" // kcp's groups in legacyscheme
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	topologyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/topology/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/loopback"
@@ -66,10 +68,18 @@ type kcpInformers struct {
 	// logicalClusterMigrations are replicated to the cache server, where
 	// the shards a move concerns read them.
 	logicalClusterMigrations *wildcardinformer.Informer
+	// clusterCachedResources and their endpoint slices feed the cached
+	// resources controller; nil without kcp's CacheAPIs gate.
+	clusterCachedResources              *wildcardinformer.Informer
+	clusterCachedResourceEndpointSlices *wildcardinformer.Informer
 }
 
 func (i kcpInformers) all() []*wildcardinformer.Informer {
-	return []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.partitionSets, i.partitions, i.logicalClusterMigrations}
+	all := []*wildcardinformer.Informer{i.logicalClusters, i.workspaces, i.workspaceTypes, i.shards, i.apiExports, i.apiBindings, i.apiResourceSchemas, i.apiExportEndpointSlices, i.workspaceAuthenticationConfigurations, i.partitionSets, i.partitions, i.logicalClusterMigrations}
+	if i.clusterCachedResources != nil {
+		all = append(all, i.clusterCachedResources, i.clusterCachedResourceEndpointSlices)
+	}
+	return all
 }
 
 func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
@@ -86,6 +96,10 @@ func newKCPInformers(storage *inProcessStorage) (kcpInformers, error) {
 		partitionSets:                         storage.informer(kcpclient.PartitionSets, &topologyv1alpha1.PartitionSet{}),
 		partitions:                            storage.informer(kcpclient.Partitions, &topologyv1alpha1.Partition{}),
 		logicalClusterMigrations:              storage.informer(kcpclient.LogicalClusterMigrations, &migrationv1alpha1.LogicalClusterMigration{}),
+	}
+	if features.Enabled(features.CacheAPIs) {
+		i.clusterCachedResources = storage.informer(kcpclient.ClusterCachedResources, &cachev1alpha1.ClusterCachedResource{})
+		i.clusterCachedResourceEndpointSlices = storage.informer(kcpclient.ClusterCachedResourceEndpointSlices, &cachev1alpha1.ClusterCachedResourceEndpointSlice{})
 	}
 	if err := i.logicalClusters.AddIndexers(cache.Indexers{byPath: pathIndex}); err != nil {
 		return kcpInformers{}, err

@@ -45,7 +45,6 @@ var supportedBatteries = sets.New(BatteryAdmin)
 // them; the shard says it ignores them instead of failing. The gates it
 // has (pkg/features) are set like upstream's.
 var kcpFeatureGates = sets.New(
-	"CacheAPIs",
 	"EnableDeprecatedAPIExportVirtualWorkspacesUrls",
 	"LogicalClusterMigration",
 	"KcpNativeGarbageCollector",

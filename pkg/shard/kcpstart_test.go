@@ -52,7 +52,7 @@ func TestFeatureGatesPassKubernetesGatesAndWarnAboutKCPGates(t *testing.T) {
 	upstream := &recordingValue{}
 	var warnings []string
 	f := &kcpAwareFeatureGates{Value: upstream, warnings: &warnings, set: sets.New[string]()}
-	if err := f.Set("KubeThing=true,EnableDeprecatedAPIExportVirtualWorkspacesUrls=true,kube:CacheAPIs=false"); err != nil {
+	if err := f.Set("KubeThing=true,EnableDeprecatedAPIExportVirtualWorkspacesUrls=true,kube:KcpNativeGarbageCollector=false"); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
 	if err := f.Set("LogicalClusterMigration=true"); err != nil {
@@ -64,7 +64,7 @@ func TestFeatureGatesPassKubernetesGatesAndWarnAboutKCPGates(t *testing.T) {
 	if len(warnings) != 3 {
 		t.Errorf("warnings = %q, want one per kcp gate", warnings)
 	}
-	if want := sets.New("KubeThing", "EnableDeprecatedAPIExportVirtualWorkspacesUrls", "CacheAPIs", "LogicalClusterMigration"); !f.set.Equal(want) {
+	if want := sets.New("KubeThing", "EnableDeprecatedAPIExportVirtualWorkspacesUrls", "KcpNativeGarbageCollector", "LogicalClusterMigration"); !f.set.Equal(want) {
 		t.Errorf("recorded gates %v, want %v", sets.List(f.set), sets.List(want))
 	}
 }

@@ -32,6 +32,7 @@ import (
 
 	wsmountcontroller "github.com/shardplane/shardplane/pkg/controllers/workspacemount"
 	"github.com/shardplane/shardplane/pkg/exepages"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/listencoder"
 	"github.com/shardplane/shardplane/pkg/loopback"
 	"github.com/shardplane/shardplane/pkg/registry"
@@ -211,6 +212,9 @@ func installAPIs(server *controlplaneapiserver.Server, completed controlplaneapi
 		registry.TopologyRESTStorageProvider{},
 		migration,
 		apisregistry.RESTStorageProvider{},
+	}
+	if features.Enabled(features.CacheAPIs) {
+		providers = append(providers, registry.CacheRESTStorageProvider{})
 	}
 	var groups []*genericapiserver.APIGroupInfo
 	if err := server.InstallAPIs(capturing(providers, &groups)...); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/shardplane/shardplane/pkg/authorization/othershards"
 	"github.com/shardplane/shardplane/pkg/authorization/workspacecontent"
 	"github.com/shardplane/shardplane/pkg/controllers/apiexportendpointslice"
+	"github.com/shardplane/shardplane/pkg/features"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
@@ -95,6 +96,15 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 		}
 		return framework.WithAuthentication(forward, gc.Authentication.Authenticator), nil
 	}
+	// The copies of ClusterCachedResources are viewed with kcp's
+	// CacheAPIs gate only.
+	var cache *rest.Config
+	if features.Enabled(features.CacheAPIs) {
+		var err error
+		if cache, err = cacheClientConfig(o, gc.LoopbackClientConfig); err != nil {
+			return nil, err
+		}
+	}
 	// The views check permissions in other workspaces as kcp's deep reviews.
 	authz := workspacecontent.Deep(othershards.New(gc.Authorization.Authorizer, clusterrbac.New(informers.rbac), informers.hosted))
 	mounted, err := builtin.New(builtin.Config{
@@ -104,6 +114,7 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 		// Bound schemas come from this shard's exports and others'.
 		APIResourceSchemas: []*wildcardinformer.Informer{informers.kcp.apiResourceSchemas, informers.global.APIResourceSchemas},
 		ResolvePath:        informers.resolveAnyPath,
+		Cache:              cache,
 	})
 	if err != nil {
 		return nil, err

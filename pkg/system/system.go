@@ -574,13 +574,20 @@ func (s *System) shardArgs(name string) []string {
 	args = append(args, s.viewArgs(name)...)
 	// Every shard replicates to and reads from the cache server; without
 	// one, from the cache the root shard serves in-process.
-	switch {
-	case s.o.CacheServerBinary != "":
-		args = append(args, "--cache-kubeconfig="+s.dir.Path(filepath.Join(cacheServerName, cacheserver.WriterKubeconfigFile)))
-	case name != ShardName(0):
-		args = append(args, "--cache-kubeconfig="+s.dir.Path("system-admin.kubeconfig"))
+	if s.o.CacheServerBinary != "" || name != ShardName(0) {
+		args = append(args, "--cache-kubeconfig="+s.cacheKubeconfig())
 	}
 	return append(args, s.o.ShardArgs...)
+}
+
+// cacheKubeconfig reaches the cache server as a writer: its own process's,
+// or the one the root shard serves in-process (system-admin.kubeconfig
+// names the root shard).
+func (s *System) cacheKubeconfig() string {
+	if s.o.CacheServerBinary != "" {
+		return s.dir.Path(filepath.Join(cacheServerName, cacheserver.WriterKubeconfigFile))
+	}
+	return s.dir.Path("system-admin.kubeconfig")
 }
 
 func (s *System) proxyArgs(port int) []string {
@@ -612,8 +619,8 @@ func FrontProxyArgs(dir string, shards, port int) []string {
 // the system, as kcp's test servers do: per-workspace authentication (the
 // shards authenticate the tokens, the front-proxies ask them) and
 // workspace mounts (the shards reconcile them, the front-proxies route
-// them).
-var kcpGates = features.EnableFlag(features.WorkspaceAuthentication, features.WorkspaceMounts)
+// them) and cached resources (the shards serve and replicate them).
+var kcpGates = features.EnableFlag(features.WorkspaceAuthentication, features.WorkspaceMounts, features.CacheAPIs)
 
 // serviceAccountKeyFiles are the keys of the shards of the system in dir.
 func serviceAccountKeyFiles(dir string, shards int) []string {

@@ -172,6 +172,8 @@ func (s *System) virtualWorkspacesArgs(shard string) []string {
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		// The replication view reads the copies where the shard writes them.
+		"--cache-kubeconfig=" + s.cacheKubeconfig(),
 	}
 }
 

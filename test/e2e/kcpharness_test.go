@@ -179,7 +179,7 @@ func TestKCPPrivateServerCommandLineStartsTheShard(t *testing.T) {
 	requireKCPReady(t, s)
 	requireLogSays(t, s,
 		"--mount-proxy-client-cert-file is accepted and ignored",
-		"kcp feature gate CacheAPIs=true is not implemented by this shard and is ignored",
+		"kcp feature gate KcpNativeGarbageCollector=false is not implemented by this shard and is ignored",
 	)
 
 	// kcp's TestAuditLogs: an org workspace, a list of its configmaps in

@@ -8,6 +8,7 @@ import (
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
 
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
@@ -18,6 +19,7 @@ func init() {
 	utilruntime.Must(corev1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(tenancyv1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(topologyv1alpha1.Install(legacyscheme.Scheme))
+	utilruntime.Must(cachev1alpha1.Install(legacyscheme.Scheme))
 	utilruntime.Must(apisv1alpha2.Install(legacyscheme.Scheme))
 	utilruntime.Must(migrationv1alpha1.Install(legacyscheme.Scheme))
 }

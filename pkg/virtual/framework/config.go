@@ -43,6 +43,8 @@ type ViewsConfig struct {
 	Authorizer authorizer.Authorizer
 	// AuthorizationConfig reaches the server reviews are posted to.
 	AuthorizationConfig *rest.Config
+	// Cache reaches the cache server (--cache-kubeconfig); nil without it.
+	Cache *rest.Config
 }
 
 // Mounted are views and the informers they read, which the server runs.
@@ -149,7 +151,13 @@ func NewConfig(ctx context.Context, o *Options, build BuildViews) (*Config, erro
 	if err != nil {
 		return nil, err
 	}
-	mounted, err := build(ViewsConfig{Shard: shard, Authorizer: reviews, AuthorizationConfig: authzConfig})
+	var cache *rest.Config
+	if o.CacheKubeconfig != "" {
+		if cache, err = loadKubeconfig(o.CacheKubeconfig, ""); err != nil {
+			return nil, fmt.Errorf("--cache-kubeconfig: %w", err)
+		}
+	}
+	mounted, err := build(ViewsConfig{Shard: shard, Authorizer: reviews, AuthorizationConfig: authzConfig, Cache: cache})
 	if err != nil {
 		return nil, err
 	}

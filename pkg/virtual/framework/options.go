@@ -42,8 +42,9 @@ type Options struct {
 	// account tokens verified, in workspaces of any shard. Empty: on the
 	// shard of Kubeconfig, which knows only its own workspaces.
 	ExternalLogicalClusterAdminKubeconfig string
-	// CacheKubeconfig is accepted as kcp's flag is; the views here read
-	// nothing from the cache server.
+	// CacheKubeconfig reaches the cache server, where the replication view
+	// reads the copies ClusterCachedResources published; empty: that view
+	// is not served.
 	CacheKubeconfig string
 	// RootDirectory keeps the generated serving certificate when no
 	// --tls-cert-file is given.
@@ -99,7 +100,7 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.Context, "context", o.Context, "Context of --kubeconfig to use (default: its current context).")
 	fs.StringVar(&o.ExternalLogicalClusterAdminKubeconfig, "external-logical-cluster-admin-kubeconfig", o.ExternalLogicalClusterAdminKubeconfig,
 		"Kubeconfig of a server reaching every workspace (the front-proxy) with a credential allowed to create SubjectAccessReviews and TokenReviews; callers are authorized and their service account tokens verified there. Default: the shard of --kubeconfig, which knows its own workspaces only.")
-	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig, "Kubeconfig of the cache server; accepted for kcp compatibility, not read.")
+	fs.StringVar(&o.CacheKubeconfig, "cache-kubeconfig", o.CacheKubeconfig, "Kubeconfig of the cache server, where the replication view (/services/replication/...) reads the copies ClusterCachedResources published; without it that view is not served.")
 	fs.StringVar(&o.RootDirectory, "root-directory", o.RootDirectory, "Directory for the generated serving certificate, used when --tls-cert-file is not given.")
 	fs.StringVar(&o.BaseURL, "base-url", o.BaseURL, "URL the server is reached at, for the names of a generated serving certificate (default https://<bind-address>:<secure-port>).")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)

@@ -32,6 +32,8 @@ const (
 	InitializingView = "initializingworkspaces"
 	// TerminatingView lists the workspaces that wait for a terminator.
 	TerminatingView = "terminatingworkspaces"
+	// ReplicationView serves the copies a ClusterCachedResource published.
+	ReplicationView = "replication"
 )
 
 // Serves tells whether path is below a view: /services/... or
@@ -70,6 +72,13 @@ func URL(base, view, name string) string {
 // base URL is base: <base>/services/apiexport/<cluster>/<export>.
 func APIExportURL(base string, cluster logicalcluster.Name, export string) string {
 	return strings.TrimSuffix(base, "/") + ServicesPrefix + APIExportView + "/" + string(cluster) + "/" + export
+}
+
+// ReplicationURL is the view of the copies of a ClusterCachedResource on a
+// virtual workspace server whose base URL is base:
+// <base>/services/replication/<cluster>/<name>.
+func ReplicationURL(base string, cluster logicalcluster.Name, name string) string {
+	return strings.TrimSuffix(base, "/") + ServicesPrefix + ReplicationView + "/" + string(cluster) + "/" + name
 }
 
 // ShardServerURL is the base URL of a shard's views, as the URLs of views

@@ -8,6 +8,7 @@ package openapi
 import (
 	v1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	v1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
@@ -96,6 +97,24 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha2.SecretReference{}.OpenAPIModelName():                                 schema_pkg_apis_apis_v1alpha2_SecretReference(ref),
 		v1alpha2.TypedLocalObjectReference{}.OpenAPIModelName():                       schema_pkg_apis_apis_v1alpha2_TypedLocalObjectReference(ref),
 		v1alpha2.VirtualWorkspace{}.OpenAPIModelName():                                schema_pkg_apis_apis_v1alpha2_VirtualWorkspace(ref),
+		cachev1alpha1.CachedObject{}.OpenAPIModelName():                               schema_pkg_apis_cache_v1alpha1_CachedObject(ref),
+		cachev1alpha1.CachedObjectList{}.OpenAPIModelName():                           schema_pkg_apis_cache_v1alpha1_CachedObjectList(ref),
+		cachev1alpha1.CachedObjectSpec{}.OpenAPIModelName():                           schema_pkg_apis_cache_v1alpha1_CachedObjectSpec(ref),
+		cachev1alpha1.ClusterCachedResource{}.OpenAPIModelName():                      schema_pkg_apis_cache_v1alpha1_ClusterCachedResource(ref),
+		cachev1alpha1.ClusterCachedResourceEndpoint{}.OpenAPIModelName():              schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpoint(ref),
+		cachev1alpha1.ClusterCachedResourceEndpointSlice{}.OpenAPIModelName():         schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSlice(ref),
+		cachev1alpha1.ClusterCachedResourceEndpointSliceList{}.OpenAPIModelName():     schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceList(ref),
+		cachev1alpha1.ClusterCachedResourceEndpointSliceSpec{}.OpenAPIModelName():     schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceSpec(ref),
+		cachev1alpha1.ClusterCachedResourceEndpointSliceStatus{}.OpenAPIModelName():   schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceStatus(ref),
+		cachev1alpha1.ClusterCachedResourceList{}.OpenAPIModelName():                  schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceList(ref),
+		cachev1alpha1.ClusterCachedResourceReference{}.OpenAPIModelName():             schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceReference(ref),
+		cachev1alpha1.ClusterCachedResourceSpec{}.OpenAPIModelName():                  schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceSpec(ref),
+		cachev1alpha1.ClusterCachedResourceStatus{}.OpenAPIModelName():                schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceStatus(ref),
+		cachev1alpha1.ExportBindingReference{}.OpenAPIModelName():                     schema_pkg_apis_cache_v1alpha1_ExportBindingReference(ref),
+		cachev1alpha1.GroupVersionResource{}.OpenAPIModelName():                       schema_pkg_apis_cache_v1alpha1_GroupVersionResource(ref),
+		cachev1alpha1.Identity{}.OpenAPIModelName():                                   schema_pkg_apis_cache_v1alpha1_Identity(ref),
+		cachev1alpha1.ResourceCount{}.OpenAPIModelName():                              schema_pkg_apis_cache_v1alpha1_ResourceCount(ref),
+		cachev1alpha1.SecretReference{}.OpenAPIModelName():                            schema_pkg_apis_cache_v1alpha1_SecretReference(ref),
 		conditionsv1alpha1.Condition{}.OpenAPIModelName():                             schema_pkg_apis_conditions_v1alpha1_Condition(ref),
 		corev1alpha1.LogicalCluster{}.OpenAPIModelName():                              schema_pkg_apis_core_v1alpha1_LogicalCluster(ref),
 		corev1alpha1.LogicalClusterList{}.OpenAPIModelName():                          schema_pkg_apis_core_v1alpha1_LogicalClusterList(ref),
@@ -3249,6 +3268,699 @@ func schema_pkg_apis_apis_v1alpha2_VirtualWorkspace(ref common.ReferenceCallback
 					},
 				},
 				Required: []string{"url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_CachedObject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CachedObject is the envelope in which the cache server keeps the copy of one object a ClusterCachedResource publishes.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec holds the copy.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.CachedObjectSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.CachedObjectSpec{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_CachedObjectList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CachedObjectList is a list of CachedObjects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(cachev1alpha1.CachedObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.CachedObject{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_CachedObjectSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "CachedObjectSpec holds the copy of an object.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"raw": {
+						SchemaProps: spec.SchemaProps{
+							Description: "raw is the object as its workspace serves it.",
+							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"raw"},
+			},
+		},
+		Dependencies: []string{
+			runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResource replicates the objects of one cluster-scoped resource of its workspace (from a CRD or an APIBinding) into the cache server, under an identity of its own.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec holds the desired state.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ClusterCachedResourceSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status holds the observed state.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ClusterCachedResourceStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResourceSpec{}.OpenAPIModelName(), cachev1alpha1.ClusterCachedResourceStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpoint(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceEndpoint is the URL of one view of the copies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "url is the URL of the view.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"url"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSlice(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceEndpointSlice publishes the URLs of the read-only view of a ClusterCachedResource's copies, for an APIExport.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "spec names the ClusterCachedResource and the APIExport.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ClusterCachedResourceEndpointSliceSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "status holds the endpoints.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ClusterCachedResourceEndpointSliceStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResourceEndpointSliceSpec{}.OpenAPIModelName(), cachev1alpha1.ClusterCachedResourceEndpointSliceStatus{}.OpenAPIModelName(), metav1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceEndpointSliceList is a list of ClusterCachedResourceEndpointSlices.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(cachev1alpha1.ClusterCachedResourceEndpointSlice{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResourceEndpointSlice{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceEndpointSliceSpec defines the desired state of a ClusterCachedResourceEndpointSlice.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"clusterCachedResource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "clusterCachedResource points to the ClusterCachedResource the slice is for; it does not change.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ClusterCachedResourceReference{}.OpenAPIModelName()),
+						},
+					},
+					"export": {
+						SchemaProps: spec.SchemaProps{
+							Description: "export points to the APIExport that exports this slice; it does not change.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(cachev1alpha1.ExportBindingReference{}.OpenAPIModelName()),
+						},
+					},
+					"partition": {
+						SchemaProps: spec.SchemaProps{
+							Description: "partition names a Partition that filters the endpoints.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"clusterCachedResource", "export"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResourceReference{}.OpenAPIModelName(), cachev1alpha1.ExportBindingReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceEndpointSliceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceEndpointSliceStatus defines the observed state of a ClusterCachedResourceEndpointSlice.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions apply to the slice.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(conditionsv1alpha1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"endpoints": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"url",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "endpoints are the URLs of the view of the copies.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(cachev1alpha1.ClusterCachedResourceEndpoint{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"shardSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "shardSelector selects the shards of the partition.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResourceEndpoint{}.OpenAPIModelName(), conditionsv1alpha1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceList is a list of ClusterCachedResources.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(metav1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(cachev1alpha1.ClusterCachedResource{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ClusterCachedResource{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceReference is a reference to a ClusterCachedResource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the logical cluster path of the ClusterCachedResource; empty for the workspace of the referencing object.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the name of the ClusterCachedResource.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceSpec defines the desired state of a ClusterCachedResource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the name of an API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the version of the resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resource is the plural name of the resource.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"identity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "identity points to a secret that contains the identity in its \"key\" data item. A secret named after the ClusterCachedResource is created in kcp-system when none is given.",
+							Ref:         ref(cachev1alpha1.Identity{}.OpenAPIModelName()),
+						},
+					},
+					"labelSelector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "labelSelector selects the objects to publish; all when unset.",
+							Ref:         ref(metav1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"resource"},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.Identity{}.OpenAPIModelName(), metav1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ClusterCachedResourceStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ClusterCachedResourceStatus defines the observed state of a ClusterCachedResource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"identityHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "identityHash is the hex SHA-256 of the identity key.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resourceCounts": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resourceCounts counts the selected objects in the workspace and their copies in the cache server.",
+							Ref:         ref(cachev1alpha1.ResourceCount{}.OpenAPIModelName()),
+						},
+					},
+					"phase": {
+						SchemaProps: spec.SchemaProps{
+							Description: "phase is Initializing, Ready, Deleting or Deleted.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions is the current processing state.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(conditionsv1alpha1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.ResourceCount{}.OpenAPIModelName(), conditionsv1alpha1.Condition{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ExportBindingReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ExportBindingReference is a reference to an APIExport by cluster path and name.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the logical cluster path of the APIExport; empty for the workspace of the referencing object.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the name of the APIExport.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_GroupVersionResource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GroupVersionResource identifies a resource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "group is the name of an API group; empty for the core group.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the version of the resource.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"resource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resource is the plural name of the resource.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"resource"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_Identity(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Identity names the secret holding the identity of a ClusterCachedResource.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef is a reference to a secret that contains the identity in its \"key\" data item.",
+							Ref:         ref(cachev1alpha1.SecretReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			cachev1alpha1.SecretReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_ResourceCount(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResourceCount is the number of objects that match the label selector, in the workspace and in the cache server.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"cache": {
+						SchemaProps: spec.SchemaProps{
+							Description: "cache counts the copies in the cache server.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"local": {
+						SchemaProps: spec.SchemaProps{
+							Description: "local counts the selected objects in the workspace.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"cache", "local"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_cache_v1alpha1_SecretReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SecretReference names a secret in the workspace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "name is the name of the secret.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "namespace is the namespace of the secret.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
 			},
 		},
 	}

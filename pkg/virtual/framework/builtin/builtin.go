@@ -1,6 +1,7 @@
 // Package builtin assembles the project's virtual workspaces — the
-// APIExport view, the APIResourceSchema view and the initializing and
-// terminating workspaces views —
+// APIExport view, the APIResourceSchema view, the initializing and
+// terminating workspaces views and, given the cache server, the
+// replication view of ClusterCachedResources' copies —
 // for the standalone virtual-workspaces server and for a shard that
 // serves them in-process.
 package builtin
@@ -11,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -19,13 +21,16 @@ import (
 
 	apisv1alpha1 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha1"
 	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/cacheclient"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/virtual/apiexport"
 	"github.com/shardplane/shardplane/pkg/virtual/apiresourceschema"
 	"github.com/shardplane/shardplane/pkg/virtual/framework"
 	"github.com/shardplane/shardplane/pkg/virtual/initializingworkspaces"
+	"github.com/shardplane/shardplane/pkg/virtual/replication"
 	"github.com/shardplane/shardplane/pkg/wildcardinformer"
 )
 
@@ -50,6 +55,9 @@ type Config struct {
 	// APIResourceSchema view reads them from the server of
 	// AuthorizationConfig, or of Shard when that is nil.
 	APIResourceSchemas []*wildcardinformer.Informer
+	// Cache reaches the cache server as a reader; nil: the replication
+	// view of ClusterCachedResources' copies is not served.
+	Cache *rest.Config
 }
 
 // New builds the views.
@@ -77,6 +85,13 @@ func New(c Config) (*framework.Mounted, error) {
 		return nil, err
 	}
 	m.Views[apiresourceschema.Name] = schemas
+	if c.Cache != nil {
+		view, err := newReplicationView(c)
+		if err != nil {
+			return nil, err
+		}
+		m.Views[replication.Name] = view
+	}
 	for _, lifecycle := range []initializingworkspaces.Lifecycle{initializingworkspaces.Initializing, initializingworkspaces.Terminating} {
 		lc := initializingworkspaces.Config{ShardConfig: c.Shard, Lifecycle: lifecycle, AuthorizationConfig: c.AuthorizationConfig}
 		if c.AuthorizationConfig == nil {
@@ -89,6 +104,29 @@ func New(c Config) (*framework.Mounted, error) {
 		m.Views[lifecycle.ServiceName()] = h
 	}
 	return m, nil
+}
+
+// newReplicationView builds the view of the copies ClusterCachedResources
+// of the shard published, read from the cache server.
+func newReplicationView(c Config) (*replication.View, error) {
+	client, err := kcpclient.New(c.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("%s view: %w", replication.Name, err)
+	}
+	copies, err := cacheclient.NewCachedObjectClient(c.Cache)
+	if err != nil {
+		return nil, fmt.Errorf("%s view: %w", replication.Name, err)
+	}
+	return replication.New(replication.Config{
+		CachedResource: func(ctx context.Context, cluster logicalcluster.Name, name string) (*cachev1alpha1.ClusterCachedResource, error) {
+			out := &cachev1alpha1.ClusterCachedResource{}
+			return out, client.Get(ctx, cluster, kcpclient.ClusterCachedResources, name, out)
+		},
+		Copies: func(ctx context.Context, cluster logicalcluster.Name, name string) ([]unstructured.Unstructured, error) {
+			return copies.List(ctx, cacheclient.WildcardShard, cluster, name)
+		},
+		Authorizer: c.Authorizer,
+	})
 }
 
 // newSchemaView builds the APIResourceSchema view over the shard's

@@ -1,0 +1,89 @@
+// Package clustercachedresource stores
+// ClusterCachedResources, which replicate the objects of a resource of their workspace into the cache server.
+package clustercachedresource
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
+	"github.com/shardplane/shardplane/pkg/registry/kcpstrategy"
+)
+
+// Strategy creates, updates and deletes ClusterCachedResources, which are
+// cluster-scoped.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+	kcpstrategy.ClusterScoped
+}
+
+// NewStrategy returns the strategy; typer must know the topology.kcp.io
+// types.
+func NewStrategy(typer runtime.ObjectTyper) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+}
+
+// GetResetFields returns the fields that a write of the main resource does
+// not change: the status.
+func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return kcpstrategy.ResetFields(cachev1alpha1.SchemeGroupVersion, "status")
+}
+
+// PrepareForCreate clears the status but the phase, Initializing as kcp's
+// schema defaults it.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	o := obj.(*cachev1alpha1.ClusterCachedResource)
+	o.Status = cachev1alpha1.ClusterCachedResourceStatus{Phase: cachev1alpha1.ClusterCachedResourcePhaseInitializing}
+	o.Generation = 1
+}
+
+// PrepareForUpdate keeps the status, which only the status subresource
+// changes, and bumps the generation when the spec changes.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newObj, oldObj := obj.(*cachev1alpha1.ClusterCachedResource), old.(*cachev1alpha1.ClusterCachedResource)
+	newObj.Status = oldObj.Status
+	kcpstrategy.BumpGenerationOnSpecChange(&newObj.ObjectMeta, &oldObj.ObjectMeta, newObj.Spec, oldObj.Spec)
+}
+
+// Validate validates a new ClusterCachedResource.
+func (Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return cachev1alpha1.ValidateClusterCachedResource(obj.(*cachev1alpha1.ClusterCachedResource))
+}
+
+// ValidateUpdate validates an update of a ClusterCachedResource.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return cachev1alpha1.ValidateClusterCachedResourceUpdate(obj.(*cachev1alpha1.ClusterCachedResource), old.(*cachev1alpha1.ClusterCachedResource))
+}
+
+// StatusStrategy updates the status subresource of ClusterCachedResources.
+type StatusStrategy struct {
+	Strategy
+}
+
+// NewStatusStrategy returns the status strategy belonging to s.
+func NewStatusStrategy(s Strategy) StatusStrategy {
+	return StatusStrategy{s}
+}
+
+// GetResetFields returns the fields that a status update does not change:
+// metadata and spec.
+func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return kcpstrategy.ResetFields(cachev1alpha1.SchemeGroupVersion, "metadata", "spec")
+}
+
+// PrepareForUpdate keeps everything but the status.
+func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newObj, oldObj := obj.(*cachev1alpha1.ClusterCachedResource), old.(*cachev1alpha1.ClusterCachedResource)
+	kcpstrategy.KeepOldMetadata(&newObj.ObjectMeta, &oldObj.ObjectMeta)
+	newObj.Spec = oldObj.Spec
+}
+
+// ValidateUpdate validates a status update of a ClusterCachedResource.
+func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return cachev1alpha1.ValidateClusterCachedResourceStatusUpdate(obj.(*cachev1alpha1.ClusterCachedResource), old.(*cachev1alpha1.ClusterCachedResource))
+}
