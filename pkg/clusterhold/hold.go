@@ -71,11 +71,14 @@ func (r *Registry) Hold(cluster logicalcluster.Name) <-chan struct{} {
 
 // MovedIn tells that cluster moved to this shard, whose etcd revision was
 // above every resource version the origin issued from the first revision
-// at on: watches resuming from below it are told 410 Gone.
+// at on: watches resuming from below it are told 410 Gone. A hold left
+// from an earlier move away ends.
 func (r *Registry) MovedIn(cluster logicalcluster.Name, at uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.movedIn[cluster] = at
+	// Held here when it moved away before: it lives here again.
+	delete(r.held, cluster)
 }
 
 func (r *Registry) movedInAt(cluster logicalcluster.Name) uint64 {

@@ -251,6 +251,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 	}
 	if live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+		// Also after a restart the origin holds what moved away: a
+		// front-proxy still routing here is answered 429, not 403.
+		if moved := logicalcluster.Name(live.Spec.LogicalCluster); live.Status.OriginShard == c.cfg.ShardName && c.logicalCluster(moved) == nil {
+			c.origin.hold(moved)
+		}
 		return c.repointWorkspaces(ctx, live)
 	}
 	if live.Annotations[migrationv1alpha1.WithChildrenAnnotationKey] == "true" && c.origin.isOrigin(live) &&
