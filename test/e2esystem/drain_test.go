@@ -73,27 +73,31 @@ func TestDrainMovesEveryWorkspaceOffACordonedShard(t *testing.T) {
 	eventuallyShardCondition(t, "shard-1", corev1alpha1.ShardDrained, corev1.ConditionTrue, "", "")
 
 	admin := kcp(t, sys.AdminConfig(t, ""))
-	migrations := &migrationv1alpha1.LogicalClusterMigrationList{}
-	if err := admin.List(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, migrations); err != nil {
-		t.Fatal(err)
-	}
 	for _, ws := range moving {
 		cluster := logicalcluster.Name(ws.Spec.Cluster)
 		// A move whose copy changed under verification is tried again
-		// (drain-shard-1-<cluster>-2, ...): one of them Completed.
-		completed := false
-		for _, m := range migrations.Items {
-			if m.Spec.LogicalCluster != ws.Spec.Cluster {
-				continue
+		// (drain-shard-1-<cluster>-2, ...): one of them Completed. Drained
+		// comes once shard-1 is clean; the destination may still finalize.
+		framework.Eventually(t, func(ctx context.Context) error {
+			migrations := &migrationv1alpha1.LogicalClusterMigrationList{}
+			if err := admin.List(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, migrations); err != nil {
+				return err
 			}
-			if m.Labels[drain.ShardLabel] != "shard-1" || m.Spec.DestinationShard != corev1alpha1.RootShard {
-				t.Errorf("migration %s: labels %v, destination %q; want shard-1's, to root", m.Name, m.Labels, m.Spec.DestinationShard)
+			var phases []string
+			for _, m := range migrations.Items {
+				if m.Spec.LogicalCluster != ws.Spec.Cluster {
+					continue
+				}
+				if m.Labels[drain.ShardLabel] != "shard-1" || m.Spec.DestinationShard != corev1alpha1.RootShard {
+					t.Errorf("migration %s: labels %v, destination %q; want shard-1's, to root", m.Name, m.Labels, m.Spec.DestinationShard)
+				}
+				if m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+					return nil
+				}
+				phases = append(phases, string(m.Status.Phase))
 			}
-			completed = completed || m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted
-		}
-		if !completed {
-			t.Errorf("no Completed migration of workspace %s in root", ws.Name)
-		}
+			return fmt.Errorf("migrations in phases %v", phases)
+		}, "a Completed migration of workspace %s in root", ws.Name)
 		framework.Eventually(t, func(ctx context.Context) error {
 			got := &tenancyv1alpha1.Workspace{}
 			if err := admin.Get(ctx, logicalcluster.Name(org.Spec.Cluster), workspacesGVR, ws.Name, got); err != nil {

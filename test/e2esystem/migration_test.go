@@ -2,6 +2,7 @@ package e2esystem
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -782,11 +783,13 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := testContext(t)
-	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-verify"), "organization", "")
+	// The migration lives on the destination, beside the copy: the stray
+	// writer below sees in that etcd when the move has ended.
+	const destination = "shard-1"
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-verify"), "organization", destination)
 	orgCluster := logicalcluster.Name(org.Spec.Cluster)
 	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "tampered", "", "root")
 	cluster := logicalcluster.Name(ws.Spec.Cluster)
-	const destination = "shard-1"
 	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
 	for i := range 20 {
 		framework.Eventually(t, func(ctx context.Context) error {
@@ -811,25 +814,36 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 	}, "create the migration")
 
 	// The stray writer adds a ConfigMap of the cluster to the destination's
-	// copy whenever the copy is there, until the move has failed: the final
+	// copy whenever the copy is there, until the move has ended: the final
 	// copy's sync removes those it saw, but not those written meanwhile.
+	// Each write is conditional on the migration being unchanged since it
+	// was read unended, so that none lands after the failed move's clean-up.
 	lcKey := "/registry/" + kstorage.ResourcePrefix(corev1alpha1.Resource("logicalclusters")) + "/" + string(cluster) + "/" + corev1alpha1.LogicalClusterName
-	var intruders int
-	var final *migrationv1alpha1.LogicalClusterMigration
+	migrationKey := "/registry/" + kstorage.ResourcePrefix(migrationv1alpha1.Resource("logicalclustermigrations")) + "/" + string(orgCluster) + "/" + m.Name
+	intruders := 0
 	framework.EventuallyEvery(t, time.Millisecond, framework.EventuallyTimeout, func(ctx context.Context) error {
-		got, err := migrationOf(ctx, t, orgCluster, m.Name)
+		stored, err := etcd.Get(ctx, migrationKey)
 		if err != nil {
 			return err
 		}
+		if len(stored.Kvs) != 1 {
+			return fmt.Errorf("no %s in the destination's etcd", migrationKey)
+		}
+		var got migrationv1alpha1.LogicalClusterMigration
+		if err := json.Unmarshal(stored.Kvs[0].Value, &got); err != nil {
+			t.Fatalf("the stored migration is not JSON: %v", err)
+		}
 		if got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
-			final = got
 			return nil
 		}
-		for range 5 {
+		for range 20 {
 			name := fmt.Sprintf("intruder-%d", intruders)
 			value := fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"default","uid":"00000000-0000-0000-0000-%012d","creationTimestamp":"2026-01-01T00:00:00Z"}}`, name, intruders)
 			key := "/registry/core/configmaps/" + string(cluster) + "/default/" + name
-			txn, err := etcd.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(lcKey), ">", 0)).Then(clientv3.OpPut(key, value)).Commit()
+			txn, err := etcd.Txn(ctx).If(
+				clientv3.Compare(clientv3.ModRevision(migrationKey), "=", stored.Kvs[0].ModRevision),
+				clientv3.Compare(clientv3.CreateRevision(lcKey), ">", 0),
+			).Then(clientv3.OpPut(key, value)).Commit()
 			if err != nil {
 				return err
 			}
@@ -840,6 +854,10 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 		return fmt.Errorf("phase %q", got.Status.Phase)
 	}, "the migration never ended")
 	t.Logf("%d objects written into the destination's copy behind its back", intruders)
+	final, err := migrationOf(ctx, t, orgCluster, m.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	cond := final.Status.Conditions.Get(migrationv1alpha1.LCMigrationDataCopied)
 	if final.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseFailed || cond == nil || cond.Reason != "VerificationFailed" ||
