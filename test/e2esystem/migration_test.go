@@ -822,21 +822,21 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 	migrationKey := "/registry/" + kstorage.ResourcePrefix(migrationv1alpha1.Resource("logicalclustermigrations")) + "/" + string(orgCluster) + "/" + m.Name
 	intruders := 0
 	framework.EventuallyEvery(t, time.Millisecond, framework.EventuallyTimeout, func(ctx context.Context) error {
-		stored, err := etcd.Get(ctx, migrationKey)
-		if err != nil {
-			return err
-		}
-		if len(stored.Kvs) != 1 {
-			return fmt.Errorf("no %s in the destination's etcd", migrationKey)
-		}
-		var got migrationv1alpha1.LogicalClusterMigration
-		if err := json.Unmarshal(stored.Kvs[0].Value, &got); err != nil {
-			t.Fatalf("the stored migration is not JSON: %v", err)
-		}
-		if got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
-			return nil
-		}
-		for range 20 {
+		for range 100 {
+			stored, err := etcd.Get(ctx, migrationKey)
+			if err != nil {
+				return err
+			}
+			if len(stored.Kvs) != 1 {
+				return fmt.Errorf("no %s in the destination's etcd", migrationKey)
+			}
+			var got migrationv1alpha1.LogicalClusterMigration
+			if err := json.Unmarshal(stored.Kvs[0].Value, &got); err != nil {
+				t.Fatalf("the stored migration is not JSON: %v", err)
+			}
+			if got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
+				return nil
+			}
 			name := fmt.Sprintf("intruder-%d", intruders)
 			value := fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"default","uid":"00000000-0000-0000-0000-%012d","creationTimestamp":"2026-01-01T00:00:00Z"}}`, name, intruders)
 			key := "/registry/core/configmaps/" + string(cluster) + "/default/" + name
@@ -851,7 +851,7 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 				intruders++
 			}
 		}
-		return fmt.Errorf("phase %q", got.Status.Phase)
+		return fmt.Errorf("the migration has not ended")
 	}, "the migration never ended")
 	t.Logf("%d objects written into the destination's copy behind its back", intruders)
 	final, err := migrationOf(ctx, t, orgCluster, m.Name)
