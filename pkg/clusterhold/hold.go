@@ -70,11 +70,14 @@ func (r *Registry) Hold(cluster logicalcluster.Name) <-chan struct{} {
 
 // MovedIn tells that cluster moved to this shard, whose etcd revision was
 // above every resource version the origin issued from the first revision
-// at on: watches resuming from below it are told 410 Gone.
+// at on: watches resuming from below it are told 410 Gone. A hold left
+// from an earlier move away ends.
 func (r *Registry) MovedIn(cluster logicalcluster.Name, at uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.movedIn[cluster] = at
+	// Held here when it moved away before: it lives here again.
+	delete(r.held, cluster)
 }
 
 func (r *Registry) movedInAt(cluster logicalcluster.Name) uint64 {
@@ -154,15 +157,27 @@ func (r *Registry) trackWatch(ctx context.Context, cluster logicalcluster.Name) 
 
 var writeVerbs = map[string]bool{"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true}
 
+// Marks are what a cluster's stored LogicalCluster says about its move.
+// They survive a restart of the shard; the Registry does not.
+type Marks struct {
+	// ServedElsewhere: another shard serves the cluster (a move's copy
+	// before its cut-over, or the origin's after it).
+	ServedElsewhere bool
+	// WritesHeld: the cluster's cut-over holds its writes here.
+	WritesHeld bool
+	// MovedInAt: the cluster moved in, as Registry.MovedIn tells.
+	MovedInAt uint64
+}
+
 // WithHeldWrites answers writes to held clusters with 429 and
 // Retry-After, counts the writes it lets through and tracks the watches.
-// A cluster whose copy here is served elsewhere (servedElsewhere, may be
-// nil: a move's copy before its cut-over, or the origin's after it) is
-// held the same way, and the system's writes but the move's own are
-// refused (503): this shard's controllers writing to a copy would make it
-// differ from the one that serves. The request's cluster, user and request info are
-// in its context.
-func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer, servedElsewhere func(logicalcluster.Name) bool) http.Handler {
+// A cluster is held by the Registry or by its stored marks (marks may be
+// nil). A cluster whose copy here is served elsewhere is held the same
+// way, and the system's writes but the move's own are refused (503): this
+// shard's controllers writing to a copy would make it differ from the one
+// that serves. The request's cluster, user and request info are in its
+// context.
+func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer, marks func(logicalcluster.Name) Marks) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		cluster, ok := logicalcluster.ClusterFromContext(req.Context())
 		info, infoOK := apirequest.RequestInfoFrom(req.Context())
@@ -172,13 +187,17 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer,
 		}
 		u, hasUser := apirequest.UserFrom(req.Context())
 		system := hasUser && identities.IsShard(u)
-		elsewhere := servedElsewhere != nil && servedElsewhere(cluster)
-		if !system && (elsewhere || r.Held(cluster)) {
+		var m Marks
+		if marks != nil {
+			m = marks(cluster)
+		}
+		elsewhere := m.ServedElsewhere
+		if !system && (elsewhere || m.WritesHeld || r.Held(cluster)) {
 			tooManyRequests(w, req, info, s)
 			return
 		}
 		if info.Verb == "watch" {
-			if at := r.movedInAt(cluster); at > 0 {
+			if at := max(r.movedInAt(cluster), m.MovedInAt); at > 0 {
 				if rv, err := strconv.ParseUint(req.URL.Query().Get("resourceVersion"), 10, 64); err == nil && rv > 0 && rv < at {
 					err := apierrors.NewResourceExpired("the workspace moved to this shard: its resource versions start anew; relist")
 					responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
@@ -206,6 +225,10 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer,
 			return
 		}
 		done, ok := r.beginWrite(cluster)
+		if ok && m.WritesHeld {
+			done()
+			ok = false
+		}
 		if !ok {
 			tooManyRequests(w, req, info, s)
 			return

@@ -125,7 +125,7 @@ func apirequestVerb(req *http.Request) string {
 }
 
 func TestACopyServedElsewhereTakesOnlyTheMovesWrites(t *testing.T) {
-	elsewhere := func(cluster logicalcluster.Name) bool { return cluster == "moving" }
+	elsewhere := func(cluster logicalcluster.Name) Marks { return Marks{ServedElsewhere: cluster == "moving"} }
 	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), New(), scheme.Codecs, elsewhere)
 	move := request("update", user.SystemPrivilegedGroup)
 	info, _ := apirequest.RequestInfoFrom(move.Context())
@@ -149,6 +149,40 @@ func TestACopyServedElsewhereTakesOnlyTheMovesWrites(t *testing.T) {
 		// client-go waits out a Retry-After in the caller; controllers must not.
 		if c.want == 503 && rec.Header().Get("Retry-After") != "" {
 			t.Errorf("%s to a copy served elsewhere has Retry-After", name)
+		}
+	}
+}
+
+// A shard restarted mid-cut-over has an empty Registry: the stored marks
+// alone hold the cluster, and tell watches from before a move-in apart.
+func TestStoredMarksHoldWithoutTheRegistry(t *testing.T) {
+	marks := func(cluster logicalcluster.Name) Marks {
+		if cluster != "moving" {
+			return Marks{}
+		}
+		return Marks{WritesHeld: true, MovedInAt: 100}
+	}
+	h := WithHeldWrites(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), New(), scheme.Codecs, marks)
+	move := request("update", user.SystemPrivilegedGroup)
+	info, _ := apirequest.RequestInfoFrom(move.Context())
+	info.APIGroup, info.Resource = "core.kcp.io", "logicalclusters"
+	oldWatch := request("watch", user.SystemPrivilegedGroup)
+	oldWatch.URL.RawQuery = "watch=true&resourceVersion=99"
+	for name, c := range map[string]struct {
+		req  *http.Request
+		want int
+	}{
+		"a tenant's read":            {request("get"), 429},
+		"a tenant's write":           {request("create"), 429},
+		"a controller's write":       {request("update", user.SystemPrivilegedGroup), 429},
+		"the system's read":          {request("list", user.SystemPrivilegedGroup), 200},
+		"the LogicalCluster's marks": {move, 200},
+		"a watch from before":        {oldWatch, 410},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, c.req)
+		if rec.Code != c.want {
+			t.Errorf("%s to a cluster held by its marks: %d, want %d", name, rec.Code, c.want)
 		}
 	}
 }

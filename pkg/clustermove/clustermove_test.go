@@ -245,3 +245,30 @@ func TestAdvanceRevisionPassesTheOrigins(t *testing.T) {
 		t.Fatalf("AdvanceRevision past an old revision = %d, %v", again, err)
 	}
 }
+
+// A shard killed while it deletes a cluster still has its LogicalCluster,
+// which marks and claims what is left.
+func TestDeleteAllRemovesTheLogicalClusterLast(t *testing.T) {
+	kv := etcdtest.Start(t).Client().KV
+	ctx := context.Background()
+	for _, k := range []string{"apis.kcp.io/apibindings/" + moving + "/b", "core.kcp.io/logicalclusters/" + moving + "/cluster", "core/configmaps/" + moving + "/default/a", "rbac.authorization.k8s.io/rolebindings/" + moving + "/default/r"} {
+		if _, err := kv.Put(ctx, "/registry/"+k, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := kv.Get(ctx, "any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := DeleteAll(ctx, kv, "/registry", moving); err != nil || n != 4 {
+		t.Fatalf("DeleteAll = %d, %v; want 4", n, err)
+	}
+	// The deletions' order is the order of their revisions.
+	lc, err := kv.Get(ctx, "/registry/core.kcp.io/logicalclusters/"+moving+"/cluster", clientv3.WithRev(before.Header.Revision+3))
+	if err != nil || len(lc.Kvs) != 1 {
+		t.Fatalf("after three deletions the LogicalCluster is gone (%v): it was not last", err)
+	}
+	if left, _, _ := DumpAll(ctx, kv, "/registry", moving); len(left) != 0 {
+		t.Fatalf("left %v", keys(left))
+	}
+}

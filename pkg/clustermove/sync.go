@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 )
 
 // SyncResult counts what Sync changed on the destination.
@@ -70,11 +73,18 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 }
 
 // DeleteAll removes every object of cluster below prefix: the origin's
-// clean-up once the destination serves the cluster.
+// clean-up once the destination serves the cluster, the destination's of
+// a failed move. The LogicalCluster goes last: a shard killed midway
+// finds the rest by it (its marks hold the cluster, its claim tells the
+// move to clean on).
 func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name) (int64, error) {
 	entries, _, err := DumpAll(ctx, kv, prefix, cluster)
 	if err != nil {
 		return 0, err
+	}
+	last := slices.IndexFunc(entries, isLogicalCluster)
+	if last >= 0 {
+		entries = append(slices.Delete(slices.Clone(entries), last, last+1), entries[last])
 	}
 	root := normalizePrefix(prefix)
 	var n int64
@@ -85,6 +95,12 @@ func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logic
 		n++
 	}
 	return n, nil
+}
+
+// isLogicalCluster tells whether an entry is its cluster's LogicalCluster.
+func isLogicalCluster(e Entry) bool {
+	k, ok := kstorage.SplitClusterKey(e.Key)
+	return ok && k.Resource == kstorage.ResourcePrefix(corev1alpha1.Resource("logicalclusters")) && k.Object == corev1alpha1.LogicalClusterName
 }
 
 // revisionKey is written to move a destination's etcd revision forward;

@@ -455,6 +455,15 @@ func (h workspaceHandler) set(obj interface{}, deleted bool) {
 	}
 	h.x.mu.Lock()
 	defer h.x.mu.Unlock()
+	// During a move two shards hold the parent's Workspaces: the copy of
+	// the shard that does not serve the parent neither replaces the entry
+	// nor, when it goes (the origin's clean-up, a failed move's copy),
+	// removes it.
+	if owner, routed := h.x.clusters[parent]; routed && owner != h.shard {
+		if _, known := h.x.children[parent][ws.Name]; known || deleted {
+			return
+		}
+	}
 	// A workspace being deleted is routed until it is gone, which is after
 	// its LogicalCluster: terminators and clients work in it meanwhile.
 	if deleted {

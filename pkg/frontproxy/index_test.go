@@ -150,3 +150,28 @@ func TestIndexRoutesAMovingClusterToOneShardAtATime(t *testing.T) {
 		t.Fatalf("after the destination shard is gone %v (%v), want the origin", target, result)
 	}
 }
+
+// A moved parent's Workspaces are on both shards for a while: the
+// origin's copy going away (its clean-up) leaves its children routed.
+func TestIndexKeepsTheChildrenOfAMovedParent(t *testing.T) {
+	x := testIndex(t)
+	origin, destination := logicalClusterHandler{x: x, shard: "root"}, logicalClusterHandler{x: x, shard: "beta"}
+	originWS, destinationWS := workspaceHandler{x: x, shard: "root"}, workspaceHandler{x: x, shard: "beta"}
+	origin.OnAdd(movingLC("movingparent", false))
+	origin.OnAdd(movingLC("childcluster", false))
+	originWS.OnAdd(workspace("movingparent", "child", "childcluster"))
+	destination.OnAdd(movingLC("movingparent", true))
+	destinationWS.OnAdd(workspace("movingparent", "child", "childcluster"))
+	destination.OnUpdate(nil, movingLC("movingparent", false))
+	origin.OnUpdate(nil, movingLC("movingparent", true))
+	originWS.OnUpdate(nil, workspace("movingparent", "child", "childcluster"))
+	originWS.OnDelete(workspace("movingparent", "child", "childcluster"))
+	if target, result := x.Resolve("movingparent:child"); result != Found || target.Cluster != "childcluster" {
+		t.Fatalf("the child of a moved parent resolves to %v (%v) after the origin's clean-up", target, result)
+	}
+	// Deleted where the parent is served, it goes.
+	destinationWS.OnDelete(workspace("movingparent", "child", "childcluster"))
+	if _, result := x.Resolve("movingparent:child"); result == Found {
+		t.Fatal("a deleted child is still routed")
+	}
+}

@@ -348,7 +348,16 @@ func (c *Config) completeInformers(loopbackConfig *rest.Config) error {
 func (c *Config) configureAuthorization(genericConfig *genericapiserver.Config) (authorizer.Authorizer, error) {
 	informers := c.Informers
 	rbacAuthorizer := clusterrbac.New(informers.rbac)
-	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer)
+	// Moved away: held by the registry, or, after a restart, by the marks
+	// of a handed-over origin (a destination's copy is not held).
+	movedAway := func(cluster logicalcluster.Name) bool {
+		if c.holds.Held(cluster) {
+			return true
+		}
+		lc := informers.kcp.logicalCluster(cluster)
+		return lc != nil && lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" && lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != ""
+	}
+	content := workspacecontent.New(informers.kcp.logicalCluster, rbacAuthorizer, movedAway)
 	maxPermission, err := maximalpermission.NewForInformers(informers.kcp.apiBindings, informers.kcp.apiExports, rbacAuthorizer, informers.globals().apiExports)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"net/http"
+	"strconv"
 
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kubernetes/pkg/api/legacyscheme"
@@ -47,12 +48,21 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	// system:masters (the views' process) asks kcp's deep reviews by header.
 	apiHandler = workspacecontent.WithDeepSubjectAccessReviews(apiHandler)
 	inner := clusterpath.WithUnresolvedPaths(clusterpath.WithWildcardVerbs(apiHandler, gc.Serializer), gc.Serializer)
-	// A logical cluster moving away holds writes for its cut-over.
-	servedElsewhere := func(cluster logicalcluster.Name) bool {
+	// A logical cluster moving away holds writes for its cut-over; what
+	// its stored LogicalCluster says holds them also after a restart.
+	marks := func(cluster logicalcluster.Name) clusterhold.Marks {
 		lc := c.Informers.kcp.logicalCluster(cluster)
-		return lc != nil && lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != ""
+		if lc == nil {
+			return clusterhold.Marks{}
+		}
+		at, _ := strconv.ParseUint(lc.Annotations[migrationv1alpha1.MovedInAtAnnotationKey], 10, 64)
+		return clusterhold.Marks{
+			ServedElsewhere: lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "",
+			WritesHeld:      lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != "",
+			MovedInAt:       at,
+		}
 	}
-	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer, servedElsewhere)
+	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer, marks)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)
 	// A workspace's limits of watches per user and of request bodies.

@@ -2,11 +2,15 @@ package e2esystem
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +33,10 @@ import (
 	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	tenancyv1alpha1 "github.com/shardplane/shardplane/pkg/apis/tenancy/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/cacheclient"
+	"github.com/shardplane/shardplane/pkg/clustermove"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
+	kstorage "github.com/shardplane/shardplane/pkg/storage"
 	"github.com/shardplane/shardplane/test/framework"
 )
 
@@ -761,4 +767,141 @@ func TestMigrationWithChildrenMovesTheSubtree(t *testing.T) {
 			t.Errorf("workspace %s by its path %s after the move: %v", s.ws.Name, s.path, err)
 		}
 	}
+}
+
+// TestMigrationFailsVerificationAndLeavesTheOriginServing: while a
+// workspace moves, something else writes objects of its logical cluster
+// straight into the destination's etcd, as a stray writer of the shared
+// storage would; the cut-over's final copy then differs from the origin
+// when it is verified. The move fails with DataCopied False, reason
+// VerificationFailed; the origin serves reads and writes through the
+// front-proxy as before, with everything written before; the destination
+// holds nothing of the cluster. Ours: kcp verifies no copy.
+func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
+	if shards < 2 {
+		t.Skip("needs a second shard (SHARDPLANE_E2E_SYSTEM_SHARDS >= 2)")
+	}
+	t.Parallel()
+	ctx := testContext(t)
+	// The migration lives on the destination, beside the copy: the stray
+	// writer below sees in that etcd when the move has ended.
+	const destination = "shard-1"
+	org := readyWorkspace(ctx, t, "root", uniqueName("migrate-verify"), "organization", destination)
+	orgCluster := logicalcluster.Name(org.Spec.Cluster)
+	ws := readyWorkspace(ctx, t, org.Spec.Cluster, "tampered", "", "root")
+	cluster := logicalcluster.Name(ws.Spec.Cluster)
+	cms := kube(t, sys.AdminConfig(t, ws.Spec.Cluster)).CoreV1().ConfigMaps("default")
+	for i := range 20 {
+		framework.Eventually(t, func(ctx context.Context) error {
+			_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("before-%d", i)}}, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return nil
+			}
+			return err
+		}, "create a configmap in %s", cluster)
+	}
+	bindMigrationAPI(ctx, t, orgCluster)
+
+	etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{sys.ShardEtcdURL(t, destination)}, DialTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	admin := kcp(t, sys.AdminConfig(t, ""))
+	m := newMigration("tampered", string(cluster), destination)
+	framework.Eventually(t, func(ctx context.Context) error {
+		return admin.Create(ctx, orgCluster, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{})
+	}, "create the migration")
+
+	// The stray writer adds a ConfigMap of the cluster to the destination's
+	// copy whenever the copy is there, until the move has ended: the final
+	// copy's sync removes those it saw, but not those written meanwhile.
+	// Each write is conditional on the migration being unchanged since it
+	// was read unended, so that none lands after the failed move's clean-up.
+	lcKey := "/registry/" + kstorage.ResourcePrefix(corev1alpha1.Resource("logicalclusters")) + "/" + string(cluster) + "/" + corev1alpha1.LogicalClusterName
+	migrationKey := "/registry/" + kstorage.ResourcePrefix(migrationv1alpha1.Resource("logicalclustermigrations")) + "/" + string(orgCluster) + "/" + m.Name
+	intruders := 0
+	framework.EventuallyEvery(t, time.Millisecond, framework.EventuallyTimeout, func(ctx context.Context) error {
+		for range 100 {
+			stored, err := etcd.Get(ctx, migrationKey)
+			if err != nil {
+				return err
+			}
+			if len(stored.Kvs) != 1 {
+				return fmt.Errorf("no %s in the destination's etcd", migrationKey)
+			}
+			var got migrationv1alpha1.LogicalClusterMigration
+			if err := json.Unmarshal(stored.Kvs[0].Value, &got); err != nil {
+				t.Fatalf("the stored migration is not JSON: %v", err)
+			}
+			if got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
+				return nil
+			}
+			name := fmt.Sprintf("intruder-%d", intruders)
+			value := fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"default","uid":"00000000-0000-0000-0000-%012d","creationTimestamp":"2026-01-01T00:00:00Z"}}`, name, intruders)
+			key := "/registry/core/configmaps/" + string(cluster) + "/default/" + name
+			txn, err := etcd.Txn(ctx).If(
+				clientv3.Compare(clientv3.ModRevision(migrationKey), "=", stored.Kvs[0].ModRevision),
+				clientv3.Compare(clientv3.CreateRevision(lcKey), ">", 0),
+			).Then(clientv3.OpPut(key, value)).Commit()
+			if err != nil {
+				return err
+			}
+			if txn.Succeeded {
+				intruders++
+			}
+		}
+		return fmt.Errorf("the migration has not ended")
+	}, "the migration never ended")
+	t.Logf("%d objects written into the destination's copy behind its back", intruders)
+	final, err := migrationOf(ctx, t, orgCluster, m.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cond := final.Status.Conditions.Get(migrationv1alpha1.LCMigrationDataCopied)
+	if final.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseFailed || cond == nil || cond.Reason != "VerificationFailed" ||
+		!strings.Contains(cond.Message, "core/configmaps") {
+		t.Fatalf("the move of a copy that differs: %+v, want Failed with DataCopied False, reason VerificationFailed, naming core/configmaps", final.Status)
+	}
+
+	// The origin serves as before, through the front-proxy.
+	framework.Eventually(t, func(ctx context.Context) error {
+		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-the-failed-move"}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}, "write to %s after the failed move", cluster)
+	list, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, cm := range list.Items {
+		names[cm.Name] = true
+	}
+	for i := range 20 {
+		if !names[fmt.Sprintf("before-%d", i)] {
+			t.Errorf("before-%d is gone after the failed move", i)
+		}
+	}
+	for name := range names {
+		if strings.HasPrefix(name, "intruder-") {
+			t.Errorf("the origin serves %s, written only into the destination's copy", name)
+		}
+	}
+	if got, err := claimOf(ctx, t, cluster); err != nil || got != "" {
+		t.Errorf("the failed move's claim is still there: %q, %v", got, err)
+	}
+	framework.Eventually(t, func(ctx context.Context) error {
+		left, _, err := clustermove.DumpAll(ctx, etcd, "/registry", cluster)
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%d keys, the first %s", len(left), left[0].Key)
+		}
+		return nil
+	}, "the destination still holds objects of %s", cluster)
 }

@@ -159,6 +159,16 @@ func (s *System) ShardURL(t testing.TB, name string) string {
 	return fmt.Sprintf("https://127.0.0.1:%d", p[0])
 }
 
+// ShardEtcdURL is the client URL of a shard's embedded etcd (plain HTTP
+// on loopback), for tests that write behind the shard's back.
+func (s *System) ShardEtcdURL(t testing.TB, name string) string {
+	p, ok := s.ports(t).Shards[name]
+	if !ok {
+		t.Fatalf("no shard %s in the system", name)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d", p[1])
+}
+
 // AdminConfig is kcp-admin through the front-proxy, in a workspace (a
 // path or a logical cluster name; "" for the base URL).
 func (s *System) AdminConfig(t testing.TB, cluster string) *rest.Config {

@@ -78,11 +78,16 @@ type Authorizer struct {
 	getLogicalCluster LogicalClusterGetter
 	// rbac answers the "access" check inside the cluster.
 	rbac authorizer.Authorizer
+	// movedAway tells whether a cluster moved to another shard and this
+	// shard holds its requests (pkg/clusterhold); may be nil. Only a
+	// cluster whose LogicalCluster is gone or served elsewhere counts.
+	movedAway func(logicalcluster.Name) bool
 }
 
-// New returns the authorizer.
-func New(get LogicalClusterGetter, rbac authorizer.Authorizer) *Authorizer {
-	return &Authorizer{getLogicalCluster: get, rbac: rbac}
+// New returns the authorizer. movedAway (may be nil) names the clusters
+// that moved to another shard and whose requests this shard holds.
+func New(get LogicalClusterGetter, rbac authorizer.Authorizer, movedAway func(logicalcluster.Name) bool) *Authorizer {
+	return &Authorizer{getLogicalCluster: get, rbac: rbac, movedAway: movedAway}
 }
 
 func hasGroup(u user.Info, group string) bool {
@@ -133,6 +138,13 @@ func (a *Authorizer) Authorize(ctx context.Context, attr authorizer.Attributes) 
 		return authorizer.DecisionAllow, "", nil
 	}
 	lc := a.getLogicalCluster(cluster)
+	// A client routed here by a front-proxy that has not yet seen the
+	// cluster move away is answered by the hold (429, retry), not told 403
+	// by what the clean-up left or removed.
+	if (lc == nil || lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "") &&
+		a.movedAway != nil && attr.IsResourceRequest() && a.movedAway(cluster) {
+		return authorizer.DecisionAllow, "", nil
+	}
 	if lc == nil {
 		return authorizer.DecisionDeny, DenyReason, nil
 	}

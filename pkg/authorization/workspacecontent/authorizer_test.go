@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
+	migrationv1alpha1 "github.com/shardplane/shardplane/pkg/apis/migration/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/identities"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
 	"github.com/shardplane/shardplane/pkg/scope"
@@ -35,8 +36,10 @@ func TestAuthorizeEntry(t *testing.T) {
 	otherInitializer := &user.DefaultInfo{Name: "init", Groups: []string{InitializerGroup("root:other")}}
 	terminator := &user.DefaultInfo{Name: "term", Groups: []string{TerminatorGroup("root:mine")}}
 	clusters := map[logicalcluster.Name]*corev1alpha1.LogicalCluster{
-		"open":    {},
-		"guarded": {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1alpha1.RequiredGroupsAnnotationKey: "a,b;c"}}},
+		"open":         {},
+		"cutting-over": {},
+		"handed-over":  {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{migrationv1alpha1.ServedElsewhereAnnotationKey: "true"}}},
+		"guarded":      {ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1alpha1.RequiredGroupsAnnotationKey: "a,b;c"}}},
 		"initializing": {Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseInitializing,
 			Initializers: []corev1alpha1.LogicalClusterInitializer{"root:mine"}, Terminators: []corev1alpha1.LogicalClusterTerminator{"root:mine"}}},
 		"initialized": {Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseReady,
@@ -46,7 +49,7 @@ func TestAuthorizeEntry(t *testing.T) {
 		"released": {ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1alpha1.LogicalClusterStatus{Phase: corev1alpha1.LogicalClusterPhaseDeleting}},
 	}
 	a := New(func(n logicalcluster.Name) *corev1alpha1.LogicalCluster { return clusters[n] },
-		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}})
+		fakeRBAC{allow: map[string]bool{"alice": true, "carol": true, "bob": true}}, func(n logicalcluster.Name) bool { return n == "moved" || n == "cutting-over" || n == "handed-over" })
 	ownSA := &user.DefaultInfo{Name: "system:serviceaccount:ns:sa", Extra: map[string][]string{scope.ServiceAccountClusterExtraKey: {"guarded"}}}
 	for _, tc := range []struct {
 		name    string
@@ -56,6 +59,10 @@ func TestAuthorizeEntry(t *testing.T) {
 		want    authorizer.Decision
 	}{
 		{"missing cluster is denied", "nope", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
+		{"a cluster moved away is left to the hold", "moved", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{ResourceRequest: true, Resource: "configmaps", Verb: "create"}, authorizer.DecisionAllow},
+		{"a cluster moved away serves no other path", "moved", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{Path: "/version"}, authorizer.DecisionDeny},
+		{"a handed-over cluster is left to the hold", "handed-over", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{ResourceRequest: true, Resource: "configmaps", Verb: "get"}, authorizer.DecisionAllow},
+		{"a cluster held for its cut-over is judged as ever", "cutting-over", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{ResourceRequest: true, Resource: "configmaps", Verb: "get"}, authorizer.DecisionDeny},
 		{"access granted passes on", "open", &user.DefaultInfo{Name: "alice"}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
 		{"no access is denied", "open", &user.DefaultInfo{Name: "mallory"}, authorizer.AttributesRecord{}, authorizer.DecisionDeny},
 		{"kcp admin needs no access binding", "open", &user.DefaultInfo{Name: "x", Groups: []string{identities.KCPAdminGroup}}, authorizer.AttributesRecord{}, authorizer.DecisionNoOpinion},
@@ -92,7 +99,7 @@ func TestAuthorizeEntry(t *testing.T) {
 // TestDeepSARNeedsNoAccess: a check another workspace makes on a user's
 // behalf (kcp's deep SubjectAccessReview) is left to the target's RBAC.
 func TestDeepSARNeedsNoAccess(t *testing.T) {
-	a := New(func(logicalcluster.Name) *corev1alpha1.LogicalCluster { return &corev1alpha1.LogicalCluster{} }, fakeRBAC{allow: map[string]bool{}})
+	a := New(func(logicalcluster.Name) *corev1alpha1.LogicalCluster { return &corev1alpha1.LogicalCluster{} }, fakeRBAC{allow: map[string]bool{}}, nil)
 	attr := authorizer.AttributesRecord{User: &user.DefaultInfo{Name: "mallory"}, Verb: "bind", Resource: "apiexports", ResourceRequest: true}
 	ctx := logicalcluster.WithCluster(context.Background(), "provider")
 	if got, _, _ := a.Authorize(ctx, attr); got != authorizer.DecisionDeny {

@@ -149,7 +149,9 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 }
 
 // residents are the logical clusters a drain moves: this shard's, but
-// root, the system's and copies of clusters another shard serves.
+// root, the system's and copies of clusters moving in. A cluster that
+// moved away but is not cleaned up yet is still here, leaving: the shard
+// must run until its clean-up is done.
 func (c *Controller) residents() []resident {
 	var out []resident
 	for _, obj := range c.cfg.LogicalClusters.Indexer().List() {
@@ -158,10 +160,16 @@ func (c *Controller) residents() []resident {
 			continue
 		}
 		cluster, ok := logicalcluster.ObjectCluster(lc.Annotations)
-		if !ok || cluster == logicalcluster.Root || cluster.IsSystem() || lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" {
+		if !ok || cluster == logicalcluster.Root || cluster.IsSystem() {
 			continue
 		}
-		out = append(out, resident{cluster: cluster, deleting: lc.DeletionTimestamp != nil})
+		// The origin's handed-over copy keeps its hold mark; a copy moving
+		// in has none.
+		leaving := lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" && lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != ""
+		if lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" && !leaving {
+			continue
+		}
+		out = append(out, resident{cluster: cluster, deleting: lc.DeletionTimestamp != nil, leaving: leaving})
 	}
 	return out
 }

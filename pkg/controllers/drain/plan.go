@@ -47,6 +47,8 @@ func attemptOf(m *migrationv1alpha1.LogicalClusterMigration) int {
 type resident struct {
 	cluster  logicalcluster.Name
 	deleting bool
+	// leaving: moved away, its clean-up under way.
+	leaving bool
 }
 
 // plan decides the next moves of a drain of shard: for each resident
@@ -80,6 +82,8 @@ func plan(shard string, residents []resident, migrations []*migrationv1alpha1.Lo
 	for _, r := range residents {
 		m := byCluster[r.cluster]
 		switch {
+		case r.leaving:
+			running++
 		case r.deleting && (m == nil || m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed):
 			// A cluster being deleted cannot move; it leaves by itself.
 			deleting++

@@ -124,3 +124,13 @@ func TestDrainCountsMovesUnderWayAgainstTheDestinationsHardLimit(t *testing.T) {
 		t.Errorf("moves %v, want c3 and c4 onto c", moves)
 	}
 }
+
+// A shard is not drained while a cluster that moved away waits for its
+// clean-up there: removing the shard then would strand the move.
+func TestDrainWaitsForTheCleanUpOfWhatMovedAway(t *testing.T) {
+	shards := []*corev1alpha1.Shard{shardWith("a", 1, nil), shardWith("b", 0, nil)}
+	moves, cond := plan("a", []resident{{cluster: "c1", leaving: true}}, nil, shards, 4)
+	if len(moves) != 0 || cond.Status == corev1.ConditionTrue || !strings.Contains(cond.Message, "1 moving") {
+		t.Errorf("moves %v, condition %+v; want none, not Drained, the leaving cluster counted as moving", moves, cond)
+	}
+}

@@ -28,6 +28,13 @@
 // switches), ends the cluster's watches, answers 429 to whatever still
 // reaches it and deletes the cluster from its etcd (OriginCleaned,
 // DestinationFinalize); the destination drops the claim (Completed).
+//
+// Every step is resumed from what is stored, so that any of the shards may
+// be killed at any phase: the origin's hold is marked on its LogicalCluster
+// (internal.shardplane.io/writes-held) before WritesHeld is reported, and a
+// restarted shard holds from the mark before it serves; the destination
+// stores where its own resource versions start with the unmarking of its
+// copy, and does not copy again over a copy that serves.
 package migration
 
 import (
@@ -107,9 +114,7 @@ func New(cfg Config) (*Controller, error) {
 	c.origin = &originReconciler{
 		shardName:         cfg.ShardName,
 		getLogicalCluster: c.logicalCluster,
-		setMigrating: func(ctx context.Context, cluster logicalcluster.Name, value string) error {
-			return c.setAnnotation(ctx, cluster, migrationv1alpha1.MigratingAnnotationKey, value)
-		},
+		setAnnotations:    c.setAnnotations,
 		setServedElsewhere: func(ctx context.Context, cluster logicalcluster.Name) error {
 			return c.setAnnotation(ctx, cluster, migrationv1alpha1.ServedElsewhereAnnotationKey, "true")
 		},
@@ -138,7 +143,7 @@ func New(cfg Config) (*Controller, error) {
 			entries, _, err := clustermove.DumpAllAt(ctx, cfg.Etcd, cfg.EtcdPrefix, cluster, revision)
 			return entries, err
 		},
-		setAnnotation: c.setAnnotation,
+		setAnnotations: c.setAnnotations,
 		advanceRevision: func(ctx context.Context, above int64) (int64, error) {
 			return clustermove.AdvanceRevision(ctx, cfg.Etcd, cfg.EtcdPrefix, above)
 		},
@@ -246,6 +251,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) error {
 		}
 	}
 	if live.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted {
+		// Also after a restart the origin holds what moved away: a
+		// front-proxy still routing here is answered 429, not 403.
+		if moved := logicalcluster.Name(live.Spec.LogicalCluster); live.Status.OriginShard == c.cfg.ShardName && c.logicalCluster(moved) == nil {
+			c.origin.hold(moved)
+		}
 		return c.repointWorkspaces(ctx, live)
 	}
 	if live.Annotations[migrationv1alpha1.WithChildrenAnnotationKey] == "true" && c.origin.isOrigin(live) &&
@@ -426,11 +436,21 @@ func (c *Controller) logicalCluster(cluster logicalcluster.Name) *corev1alpha1.L
 // setAnnotation patches an annotation of a LogicalCluster of this shard;
 // "" removes it.
 func (c *Controller) setAnnotation(ctx context.Context, cluster logicalcluster.Name, key, value string) error {
-	var v any
-	if value != "" {
-		v = value
+	return c.setAnnotations(ctx, cluster, map[string]string{key: value})
+}
+
+// setAnnotations patches annotations of a LogicalCluster of this shard in
+// one write; a value "" removes its key.
+func (c *Controller) setAnnotations(ctx context.Context, cluster logicalcluster.Name, values map[string]string) error {
+	annotations := make(map[string]any, len(values))
+	for k, v := range values {
+		if v == "" {
+			annotations[k] = nil
+		} else {
+			annotations[k] = v
+		}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}

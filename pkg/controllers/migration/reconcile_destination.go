@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,9 +45,9 @@ type destinationReconciler struct {
 	// readAt reads the cluster's objects from this shard's etcd at a
 	// revision.
 	readAt func(ctx context.Context, cluster logicalcluster.Name, revision int64) ([]clustermove.Entry, error)
-	// setAnnotation sets (value "") or removes an annotation of the
-	// cluster's LogicalCluster on this shard.
-	setAnnotation func(ctx context.Context, cluster logicalcluster.Name, key, value string) error
+	// setAnnotations sets annotations of the cluster's LogicalCluster on
+	// this shard in one write; a value "" removes its key.
+	setAnnotations func(ctx context.Context, cluster logicalcluster.Name, values map[string]string) error
 	// deleteAll removes the cluster's objects from this shard's etcd.
 	deleteAll         func(ctx context.Context, cluster logicalcluster.Name) error
 	getLogicalCluster func(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster
@@ -64,7 +65,7 @@ func (r *destinationReconciler) reconcile(ctx context.Context, claim string, m *
 			if !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationWritesHeld) || m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationDataCopied) {
 				return nil
 			}
-			return r.cutOver(ctx, cluster, m)
+			return r.cutOver(ctx, claim, cluster, m)
 		}
 		entries, _, err := r.dumpAll(ctx, m.Status.OriginShard, cluster)
 		if err == nil {
@@ -87,7 +88,7 @@ func (r *destinationReconciler) reconcile(ctx context.Context, claim string, m *
 
 	case migrationv1alpha1.LogicalClusterMigrationPhaseDestinationFinalize:
 		// The origin is clean: the claim has done its work.
-		if err := r.setAnnotation(ctx, cluster, migrationv1alpha1.MigratingAnnotationKey, ""); err != nil {
+		if err := r.setAnnotations(ctx, cluster, map[string]string{migrationv1alpha1.MigratingAnnotationKey: ""}); err != nil {
 			return fmt.Errorf("finalize logical cluster %s: %w", cluster, err)
 		}
 		conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationCompleted, Status: corev1.ConditionTrue})
@@ -103,7 +104,16 @@ func (r *destinationReconciler) reconcile(ctx context.Context, claim string, m *
 // cutOver takes the final copy while the origin holds the writes,
 // verifies it (object count and content hash per resource), and lets the
 // copy serve: a mismatch fails the move and the origin serves on.
-func (r *destinationReconciler) cutOver(ctx context.Context, cluster logicalcluster.Name, m *migrationv1alpha1.LogicalClusterMigration) error {
+func (r *destinationReconciler) cutOver(ctx context.Context, claim string, cluster logicalcluster.Name, m *migrationv1alpha1.LogicalClusterMigration) error {
+	// A copy that serves was verified before it was let serve, by this
+	// shard before it restarted: copying again could undo what was
+	// written to it since.
+	if lc := r.getLogicalCluster(cluster); lc != nil && lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] == claim &&
+		lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] == "" && lc.Annotations[migrationv1alpha1.MovedInAtAnnotationKey] != "" {
+		conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationDataCopied, Status: corev1.ConditionTrue})
+		m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup
+		return nil
+	}
 	entries, originRevision, err := r.dumpAll(ctx, m.Status.OriginShard, cluster)
 	if err != nil {
 		return err
@@ -138,8 +148,13 @@ func (r *destinationReconciler) cutOver(ctx context.Context, cluster logicalclus
 	if _, err := r.advanceRevision(ctx, originRevision); err != nil {
 		return err
 	}
+	// Stored with the unmarking: a restarted destination still tells
+	// the origin's resource versions apart.
 	r.movedIn(cluster, uint64(originRevision)+1)
-	if err := r.setAnnotation(ctx, cluster, migrationv1alpha1.ServedElsewhereAnnotationKey, ""); err != nil {
+	if err := r.setAnnotations(ctx, cluster, map[string]string{
+		migrationv1alpha1.ServedElsewhereAnnotationKey: "",
+		migrationv1alpha1.MovedInAtAnnotationKey:       strconv.FormatInt(originRevision+1, 10),
+	}); err != nil {
 		return fmt.Errorf("let the copy of logical cluster %s serve: %w", cluster, err)
 	}
 	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationDataCopied, Status: corev1.ConditionTrue})
@@ -197,7 +212,9 @@ func (r *destinationReconciler) release(ctx context.Context, claim string, clust
 }
 
 // markServedElsewhere marks the copied LogicalCluster, which is stored as
-// JSON, so that nothing routes to the destination before the cut-over.
+// JSON, so that nothing routes to the destination before the cut-over,
+// and drops the origin's marks of its own moves (its hold, an earlier
+// move-in), which are not the copy's.
 func markServedElsewhere(e clustermove.Entry) ([]byte, error) {
 	k, ok := kstorage.SplitClusterKey(e.Key)
 	if !ok || k.Resource != kstorage.ResourcePrefix(corev1alpha1.Resource("logicalclusters")) || k.Object != corev1alpha1.LogicalClusterName {
@@ -218,5 +235,7 @@ func markServedElsewhere(e clustermove.Entry) ([]byte, error) {
 		meta["annotations"] = annotations
 	}
 	annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] = "true"
+	delete(annotations, migrationv1alpha1.WritesHeldAnnotationKey)
+	delete(annotations, migrationv1alpha1.MovedInAtAnnotationKey)
 	return json.Marshal(obj)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,8 +58,10 @@ func fakeDestination(pages [][]clustermove.Entry, dumpErr error) (*destinationRe
 			}
 			return written, nil
 		},
-		setAnnotation: func(_ context.Context, _ logicalcluster.Name, key, value string) error {
-			annotations[key] = value
+		setAnnotations: func(_ context.Context, _ logicalcluster.Name, values map[string]string) error {
+			for k, v := range values {
+				annotations[k] = v
+			}
 			return nil
 		},
 		deleteAll: func(context.Context, logicalcluster.Name) error { deleted = true; return nil },
@@ -122,8 +125,13 @@ func TestCutOverVerifiesTheFinalCopyAndLetsItServe(t *testing.T) {
 	var movedInAt uint64
 	r.movedIn = func(_ logicalcluster.Name, at uint64) { movedInAt = at }
 	var set []string
-	r.setAnnotation = func(_ context.Context, _ logicalcluster.Name, key, value string) error {
-		set = append(set, key+"="+value)
+	r.setAnnotations = func(_ context.Context, _ logicalcluster.Name, values map[string]string) error {
+		var write []string
+		for k, v := range values {
+			write = append(write, k+"="+v)
+		}
+		slices.Sort(write)
+		set = append(set, strings.Join(write, ","))
 		return nil
 	}
 	m := migrating()
@@ -135,8 +143,9 @@ func TestCutOverVerifiesTheFinalCopyAndLetsItServe(t *testing.T) {
 	if m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationDataCopied) {
 		t.Fatalf("status %+v, want OriginCleanup with DataCopied", m.Status)
 	}
-	if len(set) != 1 || set[0] != migrationv1alpha1.ServedElsewhereAnnotationKey+"=" {
-		t.Fatalf("annotations set %v, want the copy unmarked", set)
+	// Unmarked with where its own resource versions start, in one write.
+	if want := migrationv1alpha1.MovedInAtAnnotationKey + "=43," + migrationv1alpha1.ServedElsewhereAnnotationKey + "="; len(set) != 1 || set[0] != want {
+		t.Fatalf("annotations set %v, want [%s]", set, want)
 	}
 	if movedInAt != 43 {
 		t.Fatalf("watches are told to relist below %d, want above the origin's revision 42", movedInAt)
@@ -160,7 +169,7 @@ func TestCutOverFailsWhenTheCopyDiffers(t *testing.T) {
 		return []clustermove.Entry{{Key: "core/configmaps/movingcluster/default/a", Value: []byte("tampered")}}, nil
 	}
 	unmarked := false
-	r.setAnnotation = func(context.Context, logicalcluster.Name, string, string) error { unmarked = true; return nil }
+	r.setAnnotations = func(context.Context, logicalcluster.Name, map[string]string) error { unmarked = true; return nil }
 	m := migrating()
 	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationStarted, Status: corev1.ConditionTrue})
 	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationWritesHeld, Status: corev1.ConditionTrue})
@@ -200,5 +209,45 @@ func TestDestinationReportsACopyFailureAndCleansUpWhenTheMoveFails(t *testing.T)
 	}
 	if err := r.release(context.Background(), claim, "movingcluster"); err != nil || *deleted {
 		t.Fatalf("a serving cluster was removed: %v", err)
+	}
+}
+
+// A destination that restarted after it let its verified copy serve, but
+// before it reported so, does not copy over it again.
+func TestCutOverResumesWithoutCopyingOverAServingCopy(t *testing.T) {
+	r, _, _ := fakeDestination(nil, errors.New("the origin holds the writes: no need to dump"))
+	r.getLogicalCluster = func(logicalcluster.Name) *corev1alpha1.LogicalCluster {
+		lc := readyLC()
+		lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = claim
+		lc.Annotations[migrationv1alpha1.MovedInAtAnnotationKey] = "43"
+		return lc
+	}
+	r.sync = func(context.Context, logicalcluster.Name, []clustermove.Entry, func(clustermove.Entry) ([]byte, error)) (int64, error) {
+		return 0, errors.New("copied over a serving copy")
+	}
+	m := migrating()
+	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationStarted, Status: corev1.ConditionTrue})
+	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationWritesHeld, Status: corev1.ConditionTrue})
+	if err := r.reconcile(context.Background(), claim, m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status.Phase != migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationDataCopied) {
+		t.Fatalf("status %+v, want OriginCleanup with DataCopied", m.Status)
+	}
+}
+
+func TestTheCopyLeavesTheOriginsOwnMarksBehind(t *testing.T) {
+	lc := `{"metadata":{"name":"cluster","annotations":{"` + migrationv1alpha1.WritesHeldAnnotationKey + `":"a:b","` + migrationv1alpha1.MovedInAtAnnotationKey + `":"7","kcp.io/path":"root:org"}}}`
+	out, err := markServedElsewhere(clustermove.Entry{Key: "core.kcp.io/logicalclusters/movingcluster/cluster", Value: []byte(lc)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got corev1alpha1.LogicalCluster
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	a := got.Annotations
+	if a[migrationv1alpha1.WritesHeldAnnotationKey] != "" || a[migrationv1alpha1.MovedInAtAnnotationKey] != "" || a["kcp.io/path"] != "root:org" || a[migrationv1alpha1.ServedElsewhereAnnotationKey] == "" {
+		t.Fatalf("annotations of the copy %v", a)
 	}
 }

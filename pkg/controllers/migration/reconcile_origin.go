@@ -31,9 +31,9 @@ type originReconciler struct {
 	// getLogicalCluster returns the LogicalCluster of a cluster this
 	// shard hosts, nil when it hosts none.
 	getLogicalCluster func(cluster logicalcluster.Name) *corev1alpha1.LogicalCluster
-	// setMigrating sets the migrating annotation of the cluster's
-	// LogicalCluster to value, or removes it for "".
-	setMigrating func(ctx context.Context, cluster logicalcluster.Name, value string) error
+	// setAnnotations sets annotations of the cluster's LogicalCluster in
+	// one write; a value "" removes its key.
+	setAnnotations func(ctx context.Context, cluster logicalcluster.Name, values map[string]string) error
 	// setServedElsewhere marks the cluster's LogicalCluster served
 	// elsewhere: the front-proxy switches to the destination.
 	setServedElsewhere func(ctx context.Context, cluster logicalcluster.Name) error
@@ -103,7 +103,7 @@ func (r *originReconciler) reconcile(ctx context.Context, claim string, m *migra
 			return nil
 		}
 		if lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] != claim {
-			if err := r.setMigrating(ctx, cluster, claim); err != nil {
+			if err := r.setAnnotations(ctx, cluster, map[string]string{migrationv1alpha1.MigratingAnnotationKey: claim}); err != nil {
 				return fmt.Errorf("claim logical cluster %s: %w", cluster, err)
 			}
 		}
@@ -121,9 +121,17 @@ func (r *originReconciler) reconcile(ctx context.Context, claim string, m *migra
 			}
 			return nil
 		}
-		// The bulk copy is done: hold the writes for the final one.
+		// The bulk copy is done: hold the writes for the final one, and
+		// mark the hold in storage before the destination relies on it: a
+		// restarted shard holds from what is stored.
+		drained := r.hold(cluster)
+		if lc := r.getLogicalCluster(cluster); lc == nil || lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != claim {
+			if err := r.setAnnotations(ctx, cluster, map[string]string{migrationv1alpha1.WritesHeldAnnotationKey: claim}); err != nil {
+				return fmt.Errorf("mark the writes of logical cluster %s held: %w", cluster, err)
+			}
+		}
 		select {
-		case <-r.hold(cluster):
+		case <-drained:
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(drainTimeout):
@@ -174,10 +182,12 @@ func (r *originReconciler) release(ctx context.Context, claim string, cluster lo
 		lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] != "" {
 		return nil
 	}
-	r.releaseHold(cluster)
-	if err := r.setMigrating(ctx, cluster, ""); err != nil {
+	// Claim and mark go in one write: a mark without its claim would hold
+	// the cluster for good.
+	if err := r.setAnnotations(ctx, cluster, map[string]string{migrationv1alpha1.MigratingAnnotationKey: "", migrationv1alpha1.WritesHeldAnnotationKey: ""}); err != nil {
 		return fmt.Errorf("release logical cluster %s: %w", cluster, err)
 	}
+	r.releaseHold(cluster)
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 const claim = "orgcluster:move"
 
 // fakeOrigin is an origin shard "root" hosting lc, whose annotations
-// setMigrating changes.
+// setAnnotations changes.
 func fakeOrigin(lc *corev1alpha1.LogicalCluster) (*originReconciler, *int) {
 	writes := 0
 	holds := clusterhold.New()
@@ -36,12 +36,14 @@ func fakeOrigin(lc *corev1alpha1.LogicalCluster) (*originReconciler, *int) {
 			}
 			return lc
 		},
-		setMigrating: func(_ context.Context, _ logicalcluster.Name, value string) error {
+		setAnnotations: func(_ context.Context, _ logicalcluster.Name, values map[string]string) error {
 			writes++
-			if value == "" {
-				delete(lc.Annotations, migrationv1alpha1.MigratingAnnotationKey)
-			} else {
-				lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = value
+			for k, v := range values {
+				if v == "" {
+					delete(lc.Annotations, k)
+				} else {
+					lc.Annotations[k] = v
+				}
 			}
 			return nil
 		},
@@ -158,7 +160,8 @@ func TestOriginRefusesWhatCannotMove(t *testing.T) {
 func TestAFailedOrCancelledMoveGivesTheClusterBack(t *testing.T) {
 	lc := readyLC()
 	lc.Annotations[migrationv1alpha1.MigratingAnnotationKey] = claim
-	r, _ := fakeOrigin(lc)
+	lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] = claim
+	r, writes := fakeOrigin(lc)
 	m := moveTo("shard-1")
 	m.Status.Phase, m.Status.OriginShard = migrationv1alpha1.LogicalClusterMigrationPhaseFailed, "root"
 	if err := r.reconcile(context.Background(), claim, m); err != nil {
@@ -166,6 +169,9 @@ func TestAFailedOrCancelledMoveGivesTheClusterBack(t *testing.T) {
 	}
 	if _, ok := lc.Annotations[migrationv1alpha1.MigratingAnnotationKey]; ok {
 		t.Fatal("a failed move left its claim")
+	}
+	if _, ok := lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey]; ok || *writes != 1 {
+		t.Fatalf("a failed move left its stored hold, or removed it apart from its claim (%d writes)", *writes)
 	}
 
 	// Cancelled: the migration is gone, its claim goes.
@@ -207,6 +213,10 @@ func TestOriginHoldsWritesThenSwitchesAndCleansUp(t *testing.T) {
 	}
 	if !held["movingcluster"] || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationWritesHeld) {
 		t.Fatalf("after the bulk copy: held %v, conditions %+v", held, m.Status.Conditions)
+	}
+	// Held in storage too: a restarted origin holds from it.
+	if lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != claim {
+		t.Fatalf("the hold is not stored: %v", lc.Annotations)
 	}
 
 	m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup

@@ -19,6 +19,19 @@ const MigratingAnnotationKey = "internal.kcp.io/migrating"
 // Ours: kcp bars access to a moving cluster instead.
 const ServedElsewhereAnnotationKey = "internal.shardplane.io/served-elsewhere"
 
+// WritesHeldAnnotationKey on the origin's LogicalCluster names the
+// migration whose cut-over holds the cluster's writes. The shard holds
+// them while it is set, from its start on, so that an origin restarted
+// mid-cut-over admits no write its destination's final copy misses.
+// Ours: kcp bars the cluster for the whole move instead.
+const WritesHeldAnnotationKey = "internal.shardplane.io/writes-held"
+
+// MovedInAtAnnotationKey on the destination's LogicalCluster is the first
+// etcd revision of the destination's own resource versions of the cluster:
+// a watch resuming from one below, the origin's, is told to relist, also
+// after the destination restarted.
+const MovedInAtAnnotationKey = "internal.shardplane.io/moved-in-at"
+
 // WithChildrenAnnotationKey "true" on a LogicalClusterMigration moves the
 // child workspaces of its logical cluster along, each by a migration of
 // its own (<name>-<child workspace>) to the same destination that carries
