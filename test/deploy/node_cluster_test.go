@@ -156,7 +156,7 @@ func (n *node) buildBinaries(t *testing.T) {
 	t.Helper()
 	run(t, repoPath(t, "."), "bash", "hack/cluster/build-kube.sh", n.bins)
 	out := filepath.Join(n.dir, "image")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out+"/",
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", out+"/",
 		"./cmd/shard", "./cmd/cache-server", "./cmd/front-proxy", "./cmd/virtual-workspaces",
 		"./test/deploy/etcd", "./hack/cluster/pause", "./hack/cluster/ociimage")
 	cmd.Dir = repoPath(t, ".")
@@ -608,6 +608,7 @@ func (n *node) stop(t *testing.T) {
 		}
 	}
 	unmountUnder(t, n.dir)
+	removeKubeletCgroups(t)
 	if err := os.RemoveAll(n.dir); err != nil {
 		t.Logf("remove %s: %v", n.dir, err)
 	}
@@ -636,6 +637,27 @@ func (n *node) drain(t *testing.T) {
 	})
 	if err != nil {
 		t.Logf("drain: containers still running: %v", err)
+	}
+}
+
+// removeKubeletCgroups removes the kubepods cgroups the kubelet made in
+// every controller, deepest first; it leaves them behind when it stops.
+func removeKubeletCgroups(t *testing.T) {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*/kubepods")
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, d := range dirs {
+			if err := syscall.Rmdir(d); err != nil {
+				t.Logf("remove cgroup %s: %v", d, err)
+			}
+		}
 	}
 }
 
