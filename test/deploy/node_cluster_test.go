@@ -486,7 +486,7 @@ func (n *node) kubeProxy(t *testing.T) {
 		"--kubeconfig="+n.kubeconfig, "--proxy-mode=iptables", "--hostname-override="+nodeName,
 		"--cluster-cidr="+podSubnet, "--conntrack-max-per-core=0",
 		fmt.Sprintf("--healthz-bind-address=127.0.0.1:%d", healthz), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
-		"--nodeport-addresses=127.0.0.1/32", "--v=1")
+		"--iptables-localhost-nodeports=false", "--v=1")
 }
 
 // kubelet runs the kubelet on the node's containerd, with the cluster DNS
