@@ -33,7 +33,7 @@ FUZZ_TARGETS = \
 	./pkg/apiextensions:FuzzCustomResourceDecoder \
 	./pkg/authentication/serviceaccount:FuzzClusterAuthenticator
 
-.PHONY: all build run run-system test test-unit test-e2e fuzz bench generate lint vet fmt install-plugins image chart-check test-faults
+.PHONY: all build run run-system test test-unit test-e2e fuzz bench generate lint vet fmt install-plugins image chart-check test-faults test-cluster
 
 all: build
 
@@ -68,6 +68,17 @@ image:
 # rendered commands of every component started for real.
 chart-check:
 	$(GO) test -vet=off $(GOFLAGS_TEST) ./test/deploy
+
+# The chart on a real single-node Kubernetes this machine runs (root
+# needed): containerd, runc and the CNI plugins from apt-get if absent,
+# kube-apiserver, controller manager, scheduler, kube-proxy and kubelet
+# built once into .cache/cluster-bin from the pinned k8s.io/kubernetes, the
+# images built without docker and imported; then helm install, use through
+# the front-proxy, upgrade from the previous chart under writes, a shard
+# pod deleted, helm uninstall. Heavy: not part of `make test`.
+test-cluster:
+	bash hack/cluster/build-kube.sh
+	$(GO) test -vet=off -tags cluster -count=1 -timeout=60m -v -run '^TestChartOnARealNode$$' ./test/deploy
 
 # go test re-vets every dependency; vet once, then test with -vet=off.
 vet:
