@@ -98,8 +98,10 @@ func startNode(t *testing.T) *node {
 	n.containerd(t)
 	n.importImages(t)
 	startClusterDNS(t, n)
-	n.kubeProxy(t)
+	// kube-proxy exits when its Node's addresses change: it starts once
+	// the kubelet has registered the Node with its address.
 	n.kubelet(t)
+	n.kubeProxy(t)
 	n.storage(t)
 	return n
 }
