@@ -252,6 +252,7 @@ type frontProxy struct {
 	config     *rest.Config
 	http       *http.Client
 	external   string // the external URL status fields start with
+	serverName string // the name the serving certificate carries
 }
 
 func newFrontProxyClient(t *testing.T, n *node, secrets map[string]map[string][]byte) *frontProxy {
@@ -262,6 +263,7 @@ func newFrontProxyClient(t *testing.T, n *node, secrets map[string]map[string][]
 	}
 	fp := &frontProxy{base: fmt.Sprintf("https://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), external: "https://shardplane.test:443"}
 	serverName := fullname + "-front-proxy." + namespace + ".svc"
+	fp.serverName = serverName
 	ca := secrets[fullname+"-front-proxy-tls"]["ca.crt"]
 	admin := secrets[fullname+"-admin-client-tls"]
 	fp.config = &rest.Config{Host: fp.base, TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertData: admin["tls.crt"], KeyData: admin["tls.key"], ServerName: serverName}, QPS: 50, Burst: 100, Timeout: 10 * time.Second}
@@ -286,7 +288,8 @@ func newFrontProxyClient(t *testing.T, n *node, secrets map[string]map[string][]
 // kubectl runs kubectl through the front-proxy in a workspace path.
 func (fp *frontProxy) kubectl(t *testing.T, path, stdin string, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", fp.kubeconfig, "--server", fp.base + "/clusters/" + path}, args...)...)
+	// kubectl forgets the kubeconfig's tls-server-name once --server is given.
+	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", fp.kubeconfig, "--server", fp.base + "/clusters/" + path, "--tls-server-name", fp.serverName}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -529,6 +529,7 @@ serializeImagePulls: false
 		t.Fatal(err)
 	}
 	n.atEnd(func() { unmountUnder(t, root) })
+	n.atEnd(removeKubeletChains)
 	n.process(t, "kubelet", filepath.Join(n.bins, "kubelet"), fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz),
 		"--config="+configFile, "--kubeconfig="+n.kubeconfig, "--root-dir="+root,
 		"--hostname-override="+nodeName, "--node-ip="+gatewayIP, "--v=1")
@@ -613,6 +614,21 @@ func (n *node) stop(t *testing.T) {
 	removeKubeletCgroups(t)
 	if err := os.RemoveAll(n.dir); err != nil {
 		t.Logf("remove %s: %v", n.dir, err)
+	}
+}
+
+// removeKubeletChains removes the iptables chains the kubelet makes
+// (kube-proxy --cleanup leaves them): the jumps to them first.
+func removeKubeletChains() {
+	for _, cmd := range []string{"iptables", "ip6tables"} {
+		for _, jump := range [][]string{{"filter", "INPUT"}, {"filter", "OUTPUT"}} {
+			_ = exec.Command(cmd, "-t", jump[0], "-D", jump[1], "-j", "KUBE-FIREWALL").Run()
+		}
+		for _, chain := range [][]string{{"filter", "KUBE-FIREWALL"}, {"filter", "KUBE-KUBELET-CANARY"}, {"nat", "KUBE-KUBELET-CANARY"},
+			{"mangle", "KUBE-KUBELET-CANARY"}, {"mangle", "KUBE-IPTABLES-HINT"}} {
+			_ = exec.Command(cmd, "-t", chain[0], "-F", chain[1]).Run()
+			_ = exec.Command(cmd, "-t", chain[0], "-X", chain[1]).Run()
+		}
 	}
 }
 
