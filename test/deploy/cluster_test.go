@@ -261,7 +261,7 @@ func newFrontProxyClient(t *testing.T, n *node, secrets map[string]map[string][]
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp := &frontProxy{base: fmt.Sprintf("https://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), external: "https://shardplane.test:443"}
+	fp := &frontProxy{base: fmt.Sprintf("https://%s:%d", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), external: "https://shardplane.test"}
 	serverName := fullname + "-front-proxy." + namespace + ".svc"
 	fp.serverName = serverName
 	ca := secrets[fullname+"-front-proxy-tls"]["ca.crt"]
