@@ -10,8 +10,6 @@ package apiexport
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,13 +98,7 @@ func New(cfg Config) *Controller {
 				secret.APIVersion, secret.Kind = "v1", "Secret"
 				return core.Post().AbsPath(cluster.RequestPath(), "api/v1/namespaces", secret.Namespace, "secrets").Body(secret).Do(ctx).Error()
 			},
-			newKey: func() (string, error) {
-				key := make([]byte, 32)
-				if _, err := rand.Read(key); err != nil {
-					return "", err
-				}
-				return hex.EncodeToString(key), nil
-			},
+			newKey: NewIdentityKey,
 		},
 	}
 	c.loop = loop.New("apiexport", c.reconcile)

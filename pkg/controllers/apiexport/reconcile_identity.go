@@ -2,6 +2,7 @@ package apiexport
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -26,6 +27,16 @@ const recheckInvalidIdentity = 10 * time.Second
 func IdentityHash(key []byte) string {
 	sum := sha256.Sum256(key)
 	return hex.EncodeToString(sum[:])
+}
+
+// NewIdentityKey is a new random identity key, as the default identity
+// secrets hold it: 32 random bytes, hex-encoded.
+func NewIdentityKey() (string, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(key), nil
 }
 
 // identityReconciler sets status.identityHash and IdentityValid from the

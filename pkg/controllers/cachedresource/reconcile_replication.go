@@ -2,8 +2,6 @@ package cachedresource
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -173,14 +171,14 @@ func createIdentitySecret(ctx context.Context, kube kubernetes.Interface, namesp
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
+	key, err := apiexport.NewIdentityKey()
+	if err != nil {
 		return nil, err
 	}
 	secret, err := kube.CoreV1().Secrets(namespace).Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{identityKey: []byte(hex.EncodeToString(key))},
+		Data:       map[string][]byte{identityKey: []byte(key)},
 	}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
