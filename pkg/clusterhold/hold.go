@@ -224,11 +224,11 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer,
 			responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 			return
 		}
-		done, ok := r.beginWrite(cluster)
-		if ok && m.WritesHeld {
-			done()
-			ok = false
+		if m.WritesHeld {
+			tooManyRequests(w, req, info, s)
+			return
 		}
+		done, ok := r.beginWrite(cluster)
 		if !ok {
 			tooManyRequests(w, req, info, s)
 			return
