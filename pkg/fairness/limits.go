@@ -2,10 +2,13 @@ package fairness
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,24 +22,44 @@ import (
 )
 
 // Limits bounds the watches each user of a workspace holds open on the
-// shard and the bodies its requests send: the shard's defaults, or its
-// LogicalCluster's annotations (corev1alpha1.MaxWatchesPerUserAnnotationKey,
-// MaxRequestBodyBytesAnnotationKey), which only the system and kcp-admin
-// may set. System identities are not
-// bounded. Past a limit: 429 with Retry-After for a watch (client-go
-// retries it), 413 for a body (as kube-apiserver answers one over
-// --max-request-body-bytes); both name the limit.
+// shard, the bodies its requests send and the requests it runs at once:
+// the shard's defaults, or its LogicalCluster's annotations
+// (corev1alpha1.MaxWatchesPerUserAnnotationKey,
+// MaxRequestBodyBytesAnnotationKey, MaxRequestsInFlightAnnotationKey),
+// which only the system and kcp-admin may set. System identities are not
+// bounded. Past a limit: 429 with Retry-After for a watch or a request
+// that waited its turn too long (client-go retries both), 413 for a body
+// (as kube-apiserver answers one over --max-request-body-bytes); each
+// names the limit.
 type Limits struct {
-	// MaxWatchesPerUser and MaxRequestBodyBytes are the shard's defaults
-	// (<= 0: none).
-	MaxWatchesPerUser, MaxRequestBodyBytes int64
+	// MaxWatchesPerUser, MaxRequestBodyBytes and MaxRequestsInFlight are
+	// the shard's defaults (<= 0: none).
+	MaxWatchesPerUser, MaxRequestBodyBytes, MaxRequestsInFlight int64
+	// MaxWait is how long a request waits for its workspace's turn before
+	// it is answered 429 (0: DefaultMaxWait); MaxWaiting how many may wait
+	// (0: DefaultMaxWaiting), as the requests waiting hold their seats of
+	// priority and fairness.
+	MaxWait    time.Duration
+	MaxWaiting int64
+	// LongRunning tells the requests MaxRequestsInFlight does not count
+	// (watches, streams); nil: only watches.
+	LongRunning func(*http.Request, *request.RequestInfo) bool
 	// Annotations returns the annotations of a logical cluster's
 	// LogicalCluster (nil when unknown).
 	Annotations func(logicalcluster.Name) map[string]string
 	Codecs      runtime.NegotiatedSerializer
 
 	watches Open[watcher]
+	running Slots[logicalcluster.Name]
 }
+
+// DefaultMaxWait and DefaultMaxWaiting bound the requests waiting for
+// their workspace's turn as APF's queues bound theirs: a quarter of the
+// request timeout, and upstream's queue length.
+const (
+	DefaultMaxWait    = 15 * time.Second
+	DefaultMaxWaiting = 50
+)
 
 type watcher struct {
 	cluster logicalcluster.Name
@@ -104,6 +127,41 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 				req.Body = io.NopCloser(bytes.NewReader(body))
 			}
 		}
+		if !l.longRunning(req, info) {
+			if max := l.limit(cluster, corev1alpha1.MaxRequestsInFlightAnnotationKey, l.MaxRequestsInFlight); max > 0 {
+				wait, waiting := l.MaxWait, l.MaxWaiting
+				if wait <= 0 {
+					wait = DefaultMaxWait
+				}
+				if waiting <= 0 {
+					waiting = DefaultMaxWaiting
+				}
+				waitCtx, cancel := context.WithTimeout(ctx, wait)
+				release, err := l.running.Acquire(waitCtx, cluster, max, waiting)
+				cancel()
+				if err != nil {
+					if ctx.Err() != nil {
+						// The client went away while it waited.
+						return
+					}
+					why := fmt.Sprintf("waited %s for its turn", wait)
+					if errors.Is(err, ErrTooManyWaiting) {
+						why = fmt.Sprintf("found %d waiting already", waiting)
+					}
+					fail(apierrors.NewTooManyRequests(fmt.Sprintf(
+						"workspace %q runs the %d requests at once it may (%s) and this one %s; retry", cluster, max, corev1alpha1.MaxRequestsInFlightAnnotationKey, why), 1))
+					return
+				}
+				defer release()
+			}
+		}
 		h.ServeHTTP(w, req)
 	})
+}
+
+func (l *Limits) longRunning(req *http.Request, info *request.RequestInfo) bool {
+	if l.LongRunning != nil {
+		return l.LongRunning(req, info)
+	}
+	return info.Verb == "watch"
 }

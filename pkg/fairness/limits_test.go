@@ -1,10 +1,12 @@
 package fairness
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -85,4 +87,156 @@ func TestWorkspaceLimitsBoundWatchesPerUserAndBodies(t *testing.T) {
 	if rec := do("default", alice, "create", http.MethodPost, strings.Repeat("x", 1000)); rec.Code != http.StatusOK {
 		t.Errorf("a body where no limit applies: %d, want 200", rec.Code)
 	}
+}
+
+func TestWorkspaceRequestsInFlightWaitTheirTurn(t *testing.T) {
+	annotations := map[logicalcluster.Name]map[string]string{"one": {corev1alpha1.MaxRequestsInFlightAnnotationKey: "1"}}
+	l := &Limits{MaxRequestsInFlight: 2, MaxWait: 200 * time.Millisecond, MaxWaiting: 1, Codecs: scheme.Codecs,
+		Annotations: func(c logicalcluster.Name) map[string]string { return annotations[c] }}
+	release := make(chan struct{})
+	entered := make(chan string, 10)
+	h := l.WithLimits(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		entered <- req.URL.Query().Get("n")
+		if req.URL.Query().Get("block") != "" {
+			<-release
+		}
+	}))
+	do := func(cluster logicalcluster.Name, u user.Info, verb, query string) chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			req := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps?"+query, nil)
+			ctx := logicalcluster.WithCluster(req.Context(), cluster)
+			ctx = request.WithUser(ctx, u)
+			ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req.WithContext(ctx))
+			done <- rec
+		}()
+		return done
+	}
+	alice := &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
+	system := &user.DefaultInfo{Name: "system:kcp:controller", Groups: []string{"system:masters"}}
+
+	// "one" runs one request at once: the second waits, and runs when the
+	// first ends.
+	first := do("one", alice, "list", "n=1&block=1")
+	if n := <-entered; n != "1" {
+		t.Fatalf("entered %q first", n)
+	}
+	second := do("one", alice, "get", "n=2")
+	// Other workspaces, watches and the system are not held by it.
+	for _, done := range []chan *httptest.ResponseRecorder{
+		do("other", alice, "get", "n=3"), do("one", alice, "watch", "n=4"), do("one", system, "get", "n=5"),
+	} {
+		if rec := <-done; rec.Code != http.StatusOK {
+			t.Errorf("a request the bound does not hold: %d", rec.Code)
+		}
+		<-entered
+	}
+	select {
+	case n := <-entered:
+		t.Fatalf("request %s ran beside the one running in its workspace", n)
+	default:
+	}
+	close(release)
+	if rec := <-first; rec.Code != http.StatusOK {
+		t.Errorf("first: %d", rec.Code)
+	}
+	if rec := <-second; rec.Code != http.StatusOK || <-entered != "2" {
+		t.Errorf("second after the first ended: %d", rec.Code)
+	}
+
+	// Past MaxWait: 429 with Retry-After naming the limit; the waiting
+	// request never ran.
+	release = make(chan struct{})
+	blocking := do("one", alice, "list", "n=6&block=1")
+	<-entered
+	rec := <-do("one", alice, "get", "n=7")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" ||
+		!strings.Contains(rec.Body.String(), corev1alpha1.MaxRequestsInFlightAnnotationKey) {
+		t.Errorf("a request that waited past MaxWait: %d %q, want 429 with Retry-After naming the limit", rec.Code, rec.Body.String())
+	}
+	// The shard's default of 2 where no annotation says otherwise; past
+	// MaxWaiting waiting, refused at once.
+	twoA, twoB := do("default", alice, "get", "n=8&block=1"), do("default", alice, "get", "n=9&block=1")
+	<-entered
+	<-entered
+	third := do("default", alice, "get", "n=10&block=1")
+	for waiting(&l.running, "default") < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if rec := <-do("default", alice, "get", "n=11"); rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), "waiting already") {
+		t.Errorf("a fourth request under the default of 2 with one waiting: %d %q, want 429 at once", rec.Code, rec.Body.String())
+	}
+	close(release)
+	if rec := <-third; rec.Code != http.StatusOK || <-entered != "10" {
+		t.Errorf("the third, which waited: %d", rec.Code)
+	}
+	for _, done := range []chan *httptest.ResponseRecorder{blocking, twoA, twoB} {
+		if rec := <-done; rec.Code != http.StatusOK {
+			t.Errorf("a request within the bound: %d", rec.Code)
+		}
+	}
+	select {
+	case n := <-entered:
+		t.Errorf("request %s ran after it was refused", n)
+	default:
+	}
+}
+
+func TestSlotsHandTurnsOnInOrder(t *testing.T) {
+	var s Slots[string]
+	ctx := context.Background()
+	release, err := s.Acquire(ctx, "k", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order := make(chan int, 3)
+	for i := 1; i <= 3; i++ {
+		go func() {
+			r, err := s.Acquire(ctx, "k", 1, 0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			r()
+		}()
+		// Each waits before the next arrives.
+		for waiting(&s, "k") < i {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// A waiter that gives up leaves its place.
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { _, err := s.Acquire(cctx, "k", 1, 0); gaveUp <- err }()
+	for waiting(&s, "k") < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Error("a cancelled wait took a slot")
+	}
+	release()
+	release() // once only
+	for want := 1; want <= 3; want++ {
+		if got := <-order; got != want {
+			t.Errorf("turn %d went to waiter %d", want, got)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.keys) != 0 {
+		t.Errorf("slots left after every release: %v", s.keys)
+	}
+}
+
+func waiting[K comparable](s *Slots[K], key K) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.keys[key]; k != nil {
+		return len(k.waiting)
+	}
+	return 0
 }

@@ -93,6 +93,11 @@ type Options struct {
 	// open on the shard (0: none); a LogicalCluster's
 	// limits.shardplane.io/max-watches-per-user overrides it.
 	MaxWatchesPerUser int64
+	// MaxRequestsInFlightPerWorkspace bounds the requests of one workspace
+	// running at once on the shard, watches aside (0: none); a
+	// LogicalCluster's limits.shardplane.io/max-requests-in-flight
+	// overrides it.
+	MaxRequestsInFlightPerWorkspace int64
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -180,6 +185,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"YAML file {identities: [{export: <name>, identity: <key>}]} with the identity keys of root's APIExports (e.g. tenancy.kcp.io), used when root is bootstrapped and the export has no identity yet; as kcp's.")
 	fs.Int64Var(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser,
 		"Watches one user of a workspace may hold open on this shard; more are answered 429 with Retry-After. A workspace's LogicalCluster annotation "+corev1alpha1.MaxWatchesPerUserAnnotationKey+" overrides it. 0: no bound.")
+	fs.Int64Var(&o.MaxRequestsInFlightPerWorkspace, "max-requests-in-flight-per-workspace", o.MaxRequestsInFlightPerWorkspace,
+		"Requests of one workspace that run at once on this shard (watches and other long-running requests aside); more wait their turn in order and are answered 429 with Retry-After after 15s. A workspace's LogicalCluster annotation "+corev1alpha1.MaxRequestsInFlightAnnotationKey+" overrides it. 0: no bound.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.kcpStart.addFlags(fs)
 	o.home.addFlags(fs)

@@ -344,7 +344,8 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	}
 	shardArgs := strings.Fields(o.noisy.shardArgs)
 	if !fair {
-		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false")
+		// Without fairness no workspace waits its turn either.
+		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false", "--max-requests-in-flight-per-workspace=0")
 	}
 	run.step(fmt.Sprintf("starting one shard (%s) and the front-proxy", strings.Join(shardArgs, " ")))
 	run.sys, err = system.Start(ctx, system.Options{Dir: filepath.Join(dir, "system"), Shards: 1, FrontProxies: 1, TokenAuthFile: tokenFile,

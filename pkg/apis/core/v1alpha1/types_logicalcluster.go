@@ -33,11 +33,14 @@ const (
 	// cluster may hold.
 	MaxTotalObjectsAnnotationKey = "core.kcp.io/max-total-objects"
 
-	// MaxWatchesPerUserAnnotationKey and MaxRequestBodyBytesAnnotationKey
-	// bound the watches one user of a logical cluster holds open and the
-	// body of a request to it (pkg/fairness); shardplane's, not kcp's.
+	// MaxWatchesPerUserAnnotationKey, MaxRequestBodyBytesAnnotationKey and
+	// MaxRequestsInFlightAnnotationKey bound the watches one user of a
+	// logical cluster holds open, the body of a request to it and the
+	// requests to it running at once on its shard (pkg/fairness);
+	// shardplane's, not kcp's.
 	MaxWatchesPerUserAnnotationKey   = "limits.shardplane.io/max-watches-per-user"
 	MaxRequestBodyBytesAnnotationKey = "limits.shardplane.io/max-request-body-bytes"
+	MaxRequestsInFlightAnnotationKey = "limits.shardplane.io/max-requests-in-flight"
 
 	// ShardAnnotationKey names the shard a Workspace was scheduled to; kcp's
 	// client libraries read it.
