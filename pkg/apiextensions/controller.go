@@ -168,17 +168,6 @@ func (c *crdController) calculateNames(cluster logicalcluster.Name, in *apiexten
 		usedResources.Insert(n.ShortNames...)
 		usedKinds.Insert(n.Kind, n.ListKind)
 	}
-	// What the cluster's APIBindings serve is taken too, as kcp's binding
-	// conflict checker keeps a CRD from shadowing it.
-	for _, br := range c.crds.boundServed(cluster) {
-		if br.CRD.Spec.Group != in.Spec.Group {
-			continue
-		}
-		n := br.CRD.Status.AcceptedNames
-		usedResources.Insert(n.Plural, n.Singular)
-		usedResources.Insert(n.ShortNames...)
-		usedKinds.Insert(n.Kind, n.ListKind)
-	}
 	cond := apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionUnknown}
 	conflict := func(reason string, err error) {
 		cond.Status, cond.Reason, cond.Message = apiextensionsv1.ConditionFalse, reason, err.Error()

@@ -140,11 +140,6 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 
 	crd := h.crds.get(cluster, crdName(info.APIGroup, info.Resource))
-	// A CRD whose names were not accepted (a binding has them) serves nothing.
-	if crd != nil && !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) &&
-		!apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
-		crd = nil
-	}
 	if crd == nil {
 		if h.bound != nil && !h.crds.nativeAPIs().serves(info.APIGroup, info.Resource) {
 			if br, ok := h.bound.Get(cluster, info.APIGroup, info.Resource); ok {
@@ -160,6 +155,11 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if !servable(crd, info) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	if !apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.NamesAccepted) &&
+		!apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established) {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -267,25 +267,14 @@ func equalJSON(a, b map[string]interface{}) bool {
 	return string(aj) == string(bj)
 }
 
-// RequireConflictingCRDNotAccepted creates the instances CRD in a
-// workspace that binds instances (config) and waits until its names are
-// not accepted, as kcp's test requires of a bound resource's name.
-func RequireConflictingCRDNotAccepted(ctx context.Context, t testing.TB, config *rest.Config) {
+// RequireConflictingCRDRefused creates the instances CRD in a workspace
+// that binds instances (config): kcp creates it and leaves its names not
+// accepted; here the create is refused, naming the binding.
+func RequireConflictingCRDRefused(ctx context.Context, t testing.TB, config *rest.Config) {
 	t.Helper()
 	crds := apiextensionsclient.NewForConfigOrDie(config).ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, InstancesCRD(), metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create conflicting CRD: %v", err)
+	_, err := crds.Create(ctx, InstancesCRD(), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "APIBinding cached-instances") {
+		t.Errorf("create a CRD of the bound instances: %v, want 422 naming the binding", err)
 	}
-	Eventually(t, func(ctx context.Context) error {
-		crd, err := crds.Get(ctx, InstancesCRD().Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse {
-				return nil
-			}
-		}
-		return fmt.Errorf("conditions %+v", crd.Status.Conditions)
-	}, "the conflicting CRD's names are not accepted")
 }
