@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/user"
 	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 
@@ -55,6 +56,10 @@ func virtualResources(bindings, localExports, globalExports *wildcardinformer.In
 			if v.Reference.APIGroup != nil && *v.Reference.APIGroup == cachev1alpha1.GroupName && v.Reference.Kind == "ClusterCachedResourceEndpointSlice" {
 				slice = v.Reference.Name
 			}
+		}
+		// The name goes into the view's path: nothing but a name.
+		if len(validation.IsDNS1123Subdomain(slice)) > 0 {
+			slice = ""
 		}
 		if slice == "" {
 			unavailable(fmt.Sprintf("error resolving resource %s.%s; please contact APIExport owner to resolve", info.Resource, info.APIGroup))
