@@ -60,7 +60,9 @@ func TestVirtualResourceServesClusterCachedResourceCopiesToConsumers(t *testing.
 		framework.Eventually(t, func(context.Context) error { return watches[c.cluster()].Saw(watch.Added, "instances-1", cluster) },
 			"the watch in %s sees the instance", c.path())
 		framework.RequireVirtualInstance(t, e.config(t, kcpAdmin, c.path()), cluster, one)
-		framework.Eventually(t, func(context.Context) error { return watches["view:"+c.cluster()].Saw(watch.Added, "instances-1", cluster) },
+		framework.Eventually(t, func(context.Context) error {
+			return watches["view:"+c.cluster()].Saw(watch.Added, "instances-1", cluster)
+		},
 			"the watch in %s through the APIExport's view sees the instance", c.path())
 		framework.RequireVirtualInstance(t, exportView(t, e, provider, c), cluster, one)
 	}
