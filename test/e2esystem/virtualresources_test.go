@@ -62,6 +62,9 @@ func TestVirtualResourcesReachConsumersOnEveryShard(t *testing.T) {
 	if !strings.Contains(out, "instance."+framework.InstancesGVR.Group+"/instances-1") {
 		t.Errorf("kubectl get instances in the consumer: %q, want instances-1", out)
 	}
+	if out := kubectl(ctx, t, sys.URL(t)+"/clusters/"+consumers[0], "get", "instances."+framework.InstancesGVR.Group); !strings.Contains(out, "instances-1") {
+		t.Errorf("kubectl get instances in the consumer, as a table: %q, want instances-1", out)
+	}
 
 	consumer := dynamic.NewForConfigOrDie(sys.AdminConfig(t, consumers[0])).Resource(framework.InstancesGVR)
 	if _, err := consumer.Create(ctx, framework.Instance("forged", "basic", nil), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
