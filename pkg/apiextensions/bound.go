@@ -44,6 +44,26 @@ type BoundResource struct {
 	Terminating bool
 	// Binding is the name of the APIBinding that serves the resource.
 	Binding string
+	// Virtual is set for a resource its APIExport serves from another
+	// endpoint (spec.resources[].storage.virtual): nothing is stored here,
+	// and requests go to VirtualHandler.
+	Virtual bool
+}
+
+// VirtualHandler serves a request for br, a virtual resource bound in
+// cluster, after the shard authenticated and authorized it.
+type VirtualHandler func(w http.ResponseWriter, req *http.Request, cluster logicalcluster.Name, br BoundResource)
+
+// SchemaStorageAnnotation marks a bound CRD whose resource is virtual with
+// a value starting with VirtualStoragePrefix, as kcp's bound CRDs are.
+const (
+	SchemaStorageAnnotation = "apis.kcp.io/schema-storage"
+	VirtualStoragePrefix    = "virtual:"
+)
+
+// isVirtual tells whether crd is a bound CRD of a virtual resource.
+func isVirtual(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return strings.HasPrefix(crd.Annotations[SchemaStorageAnnotation], VirtualStoragePrefix)
 }
 
 // BoundAPIs tells which resources APIBindings serve.
@@ -113,7 +133,7 @@ func (h *crHandler) serveIdentityWildcard(w http.ResponseWriter, req *http.Reque
 		return
 	}
 	br, ok := h.bound.ForIdentity(info.APIGroup, resource, identity)
-	if !ok {
+	if !ok || br.Virtual {
 		h.notFound.ServeHTTP(w, req)
 		return
 	}

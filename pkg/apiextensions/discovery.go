@@ -16,6 +16,9 @@ var (
 	allVerbs         = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 	terminatingVerbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "watch"}
 	subresourceVerbs = metav1.Verbs{"get", "patch", "update"}
+	// A virtual resource is what its read-only view serves.
+	virtualVerbs            = metav1.Verbs{"get", "list", "watch"}
+	virtualSubresourceVerbs = metav1.Verbs{"get"}
 )
 
 // groupDiscovery is the discovery of one API group made of CRDs.
@@ -42,8 +45,12 @@ func discoveryFor(crds []*apiextensionsv1.CustomResourceDefinition) []groupDisco
 		names := crd.Status.AcceptedNames
 		namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
 		verbs := allVerbs
+		subVerbs := subresourceVerbs
 		if apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
 			verbs = terminatingVerbs
+		}
+		if isVirtual(crd) {
+			verbs, subVerbs = virtualVerbs, virtualSubresourceVerbs
 		}
 		var storageVersionHash string
 		for _, v := range crd.Spec.Versions {
@@ -92,20 +99,20 @@ func discoveryFor(crds []*apiextensionsv1.CustomResourceDefinition) []groupDisco
 			sub, _ := apiextensionshelpers.GetSubresourcesForVersion(crd, v.Name)
 			if sub != nil && sub.Status != nil {
 				vd.resources = append(vd.resources, metav1.APIResource{
-					Name: names.Plural + "/status", Namespaced: namespaced, Kind: names.Kind, Verbs: subresourceVerbs,
+					Name: names.Plural + "/status", Namespaced: namespaced, Kind: names.Kind, Verbs: subVerbs,
 				})
 				agg.Subresources = append(agg.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-					Subresource: "status", ResponseKind: gvk, Verbs: subresourceVerbs,
+					Subresource: "status", ResponseKind: gvk, Verbs: subVerbs,
 				})
 			}
 			if sub != nil && sub.Scale != nil {
 				vd.resources = append(vd.resources, metav1.APIResource{
-					Name: names.Plural + "/scale", Namespaced: namespaced, Group: autoscalingv1.GroupName, Version: "v1", Kind: "Scale", Verbs: subresourceVerbs,
+					Name: names.Plural + "/scale", Namespaced: namespaced, Group: autoscalingv1.GroupName, Version: "v1", Kind: "Scale", Verbs: subVerbs,
 				})
 				agg.Subresources = append(agg.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 					Subresource:  "scale",
 					ResponseKind: &metav1.GroupVersionKind{Group: autoscalingv1.GroupName, Version: "v1", Kind: "Scale"},
-					Verbs:        subresourceVerbs,
+					Verbs:        subVerbs,
 				})
 			}
 			vd.aggregated = append(vd.aggregated, agg)

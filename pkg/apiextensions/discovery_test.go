@@ -55,3 +55,23 @@ func TestDiscoveryForListsEstablishedCRDsByGroupWithPreferredVersionFirst(t *tes
 		t.Errorf("aggregated form = %+v", agg)
 	}
 }
+
+func TestDiscoveryForListsVirtualResourcesReadOnly(t *testing.T) {
+	crd := testCRD("wildwest.dev", "sheriffs", []string{"v1alpha1"}, apiextensionsv1.Established)
+	crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+	crd.Annotations = map[string]string{SchemaStorageAnnotation: VirtualStoragePrefix + "hash"}
+	groups := discoveryFor([]*apiextensionsv1.CustomResourceDefinition{crd})
+	resources := groups[0].versions[0].resources
+	if len(resources) != 2 || resources[0].Name != "sheriffs" || resources[1].Name != "sheriffs/status" {
+		t.Fatalf("resources %+v, want sheriffs and sheriffs/status", resources)
+	}
+	if got := resources[0].Verbs.String(); got != "[get list watch]" {
+		t.Errorf("verbs of a virtual resource %s, want [get list watch]", got)
+	}
+	if got := resources[1].Verbs.String(); got != "[get]" {
+		t.Errorf("verbs of its status %s, want [get]", got)
+	}
+	if got := groups[0].versions[0].aggregated[0].Verbs; len(got) != 3 {
+		t.Errorf("aggregated verbs %v, want get, list, watch", got)
+	}
+}

@@ -68,6 +68,8 @@ type crHandler struct {
 	build func(target servingTarget, crd *apiextensionsv1.CustomResourceDefinition) (*servingInfo, error)
 	// bound tells which resources APIBindings serve; nil serves none.
 	bound BoundAPIs
+	// virtual serves the virtual bound resources; nil: 404.
+	virtual VirtualHandler
 
 	// builds runs one build per CRD (and resource version) at a time;
 	// builds of different CRDs run in parallel, and no lock is held while
@@ -141,6 +143,10 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if crd == nil {
 		if h.bound != nil && !h.crds.nativeAPIs().serves(info.APIGroup, info.Resource) {
 			if br, ok := h.bound.Get(cluster, info.APIGroup, info.Resource); ok {
+				if br.Virtual {
+					h.serveVirtual(w, req, info, cluster, br)
+					return
+				}
 				h.serveBound(w, req, info, br)
 				return
 			}
@@ -175,6 +181,15 @@ func (h *crHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	h.serve(w, req, info, si, terminating)
+}
+
+// serveVirtual hands a request for a virtual resource to h.virtual.
+func (h *crHandler) serveVirtual(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, cluster logicalcluster.Name, br BoundResource) {
+	if h.virtual == nil || !servable(br.CRD, info) {
+		h.notFound.ServeHTTP(w, req)
+		return
+	}
+	h.virtual(w, req, cluster, br)
 }
 
 // serve dispatches to the upstream REST handlers.

@@ -48,6 +48,9 @@ type Config struct {
 	CRDs *wildcardinformer.Informer
 	// Bound tells which resources APIBindings serve; nil serves none.
 	Bound BoundAPIs
+	// Virtual serves the bound resources that are virtual; nil: they are
+	// listed in discovery but answer 404.
+	Virtual VirtualHandler
 	// EtcdClient, if set and talking to Etcd's servers, is the etcd client
 	// of all the shard's storages; else custom resources share a client
 	// dialed to Etcd's servers, which the server closes when it stops.
@@ -131,6 +134,7 @@ func New(c Config) (*Server, error) {
 		},
 	})
 	s.handler.bound = c.Bound
+	s.handler.virtual = c.Virtual
 	s.handler.notFound = notfoundhandler.New(c.Generic.Serializer, genericapifilters.NoMuxAndDiscoveryIncompleteKey)
 	s.handler.admission = func() admission.Interface { return c.Generic.AdmissionControl }
 	s.handler.minRequestTimeout = time.Duration(c.Generic.MinRequestTimeout) * time.Second

@@ -76,6 +76,8 @@ type Index struct {
 	// crds are the schemas as CRDs, by schema UID.
 	mu   sync.RWMutex
 	crds map[types.UID]*apiextensionsv1.CustomResourceDefinition
+	// virtual are the CRDs of virtual resources, by schemaKey.
+	virtual map[string]*apiextensionsv1.CustomResourceDefinition
 }
 
 // New indexes bindings (APIBindings of all clusters) and reads schemas
@@ -95,7 +97,7 @@ func New(bindings *wildcardinformer.Informer, schemas ...*wildcardinformer.Infor
 	}); err != nil {
 		return nil, err
 	}
-	return &Index{bindings: bindings, schemas: schemas, crds: map[types.UID]*apiextensionsv1.CustomResourceDefinition{}}, nil
+	return &Index{bindings: bindings, schemas: schemas, crds: map[types.UID]*apiextensionsv1.CustomResourceDefinition{}, virtual: map[string]*apiextensionsv1.CustomResourceDefinition{}}, nil
 }
 
 var _ apiextensions.BoundAPIs = (*Index)(nil)
@@ -246,12 +248,39 @@ func (x *Index) resolve(b *apisv1alpha2.APIBinding, br apisv1alpha2.BoundAPIReso
 	if crd == nil {
 		return apiextensions.BoundResource{}, false
 	}
+	// A virtual resource has no storage versions, as in kcp.
+	virtual := len(br.StorageVersions) == 0
+	if virtual {
+		crd = x.virtualCRD(crd, br.Schema.IdentityHash)
+	}
 	return apiextensions.BoundResource{
 		CRD:          crd,
 		IdentityHash: br.Schema.IdentityHash,
 		Terminating:  b.DeletionTimestamp != nil,
 		Binding:      b.Name,
+		Virtual:      virtual,
 	}, true
+}
+
+// virtualCRD returns crd marked as serving a virtual resource of the
+// export with identity, made once per schema and identity.
+func (x *Index) virtualCRD(crd *apiextensionsv1.CustomResourceDefinition, identity string) *apiextensionsv1.CustomResourceDefinition {
+	key := schemaKey(string(crd.UID), identity)
+	x.mu.RLock()
+	v := x.virtual[key]
+	x.mu.RUnlock()
+	if v != nil {
+		return v
+	}
+	v = crd.DeepCopy()
+	v.Annotations[apiextensions.SchemaStorageAnnotation] = apiextensions.VirtualStoragePrefix + identity
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if existing := x.virtual[key]; existing != nil {
+		return existing
+	}
+	x.virtual[key] = v
+	return v
 }
 
 // crdFor returns the CRD of a bound schema, converting it on first use.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -56,4 +57,26 @@ func (c *CachedObjectClient) List(ctx context.Context, shard Shard, cluster logi
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// Replica returns the replica of object name of kind in cluster, from
+// whichever shard replicated it; a NotFound error when none did.
+func (c *CachedObjectClient) Replica(ctx context.Context, kind Kind, cluster logicalcluster.Name, name string) (*unstructured.Unstructured, error) {
+	cfg := rest.CopyConfig(c.config)
+	cfg.Host = URL(c.config.Host, WildcardShard, cluster)
+	d, err := dynamic.NewForConfigAndClient(cfg, c.httpClient)
+	if err != nil {
+		return nil, err
+	}
+	// The wildcard shard is list-only.
+	list, err := d.Resource(kind.Resource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range list.Items {
+		if list.Items[i].GetName() == name {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(kind.Resource.GroupResource(), name)
 }

@@ -52,6 +52,10 @@ var Kinds = []Kind{
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}, Kind: "ValidatingAdmissionPolicyBinding", Singular: "validatingadmissionpolicybinding"},
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}, Kind: "MutatingAdmissionPolicy", Singular: "mutatingadmissionpolicy"},
 	{Resource: schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}, Kind: "MutatingAdmissionPolicyBinding", Singular: "mutatingadmissionpolicybinding"},
+	// ClusterCachedResources and their endpoint slices: the replication
+	// view of any shard serves the copies a workspace on another publishes.
+	{Resource: schema.GroupVersionResource{Group: "cache.kcp.io", Version: "v1alpha1", Resource: "clustercachedresources"}, Kind: "ClusterCachedResource", Singular: "clustercachedresource"},
+	{Resource: schema.GroupVersionResource{Group: "cache.kcp.io", Version: "v1alpha1", Resource: "clustercachedresourceendpointslices"}, Kind: "ClusterCachedResourceEndpointSlice", Singular: "clustercachedresourceendpointslice"},
 	CachedObjects,
 }
 
@@ -77,4 +81,14 @@ const (
 // ClusterCachedResource cachedResource.
 func CachedObjectName(cachedResource, name string) string {
 	return cachedResource + "." + name
+}
+
+// KindOf returns the kind of Kinds with gvr's group and resource.
+func KindOf(gvr schema.GroupVersionResource) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Resource.GroupResource() == gvr.GroupResource() {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }

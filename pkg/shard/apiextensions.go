@@ -40,6 +40,7 @@ func newAPIExtensions(c *Config) (*apiExtensions, error) {
 		Etcd:    c.Options.ControlPlane.Etcd,
 		CRDs:    crds,
 		Bound:   bound,
+		Virtual: virtualResources(c.Informers.kcp.apiBindings, c.Informers.kcp.apiExports, c.Informers.global.APIExports, c.views),
 		// Custom resources share the storages' client.
 		EtcdClient: c.Options.etcdClient,
 	})

@@ -89,6 +89,9 @@ type Config struct {
 	// virtualWorkspaces serves the views in-process; nil when they are
 	// turned off.
 	virtualWorkspaces http.Handler
+	// views serves the views as the user in the request's context (no
+	// authentication), for requests the shard itself sends there.
+	views http.Handler
 	// holds are the writes held to logical clusters moving away.
 	holds *clusterhold.Registry
 	// rootCA is the bundle every namespace's kube-root-ca.crt and each
@@ -249,7 +252,7 @@ func NewConfig(o CompletedOptions) (*Config, error) {
 	if config.embeddedCache, err = newEmbeddedCache(o, genericConfig); err != nil {
 		return nil, err
 	}
-	if config.virtualWorkspaces, err = newVirtualWorkspaces(o, genericConfig, config.Informers); err != nil {
+	if config.virtualWorkspaces, config.views, err = newVirtualWorkspaces(o, genericConfig, config.Informers); err != nil {
 		return nil, err
 	}
 	if config.apiExtensions, err = newAPIExtensions(config); err != nil {

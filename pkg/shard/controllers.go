@@ -286,9 +286,10 @@ func (c *Server) installCachedResourceController(gs *genericapiserver.GenericAPI
 	ctrl, err := cachedresource.New(cachedresource.Config{
 		ShardName: c.Options.ShardName, CachedResources: c.Informers.kcp.clusterCachedResources, EndpointSlices: c.Informers.kcp.clusterCachedResourceEndpointSlices,
 		KCP: cl.kcp, Loopback: cl.loopback, Cache: cacheConfig,
-		ViewURL: func(cluster logicalcluster.Name, name string) string {
-			return viewurl.ReplicationURL(viewBase, cluster, name)
+		ViewURL: func(cluster logicalcluster.Name, slice string) string {
+			return viewurl.ReplicationURL(viewBase, cluster, slice)
 		},
+		APIExports: []*wildcardinformer.Informer{c.Informers.kcp.apiExports, c.Informers.global.APIExports},
 	})
 	if err != nil {
 		return err

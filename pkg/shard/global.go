@@ -271,7 +271,8 @@ func (c *Config) readAdmissionReplicas(perCluster *percluster.Config) error {
 // newReplication returns the controller that replicates this shard's
 // APIExports, APIResourceSchemas, WorkspaceTypes, Shards,
 // LogicalClusterMigrations (as kcp: every shard a move concerns reads it
-// there), marked RBAC and
+// there), ClusterCachedResources and their endpoint slices (with CacheAPIs),
+// marked RBAC and
 // the admission configuration of export workspaces to the cache server, and the labeler that marks the RBAC other shards need.
 func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller, *replication.Labeler, error) {
 	kind := func(resource string) cacheclient.Kind {
@@ -293,6 +294,11 @@ func (c *Server) newReplication(loopback *rest.Config) (*replication.Controller,
 		{Kind: kind("logicalclustermigrations"), Informer: i.kcp.logicalClusterMigrations},
 		{Kind: kind("clusterroles"), Informer: i.rbac.ClusterRoles, Filter: replication.MarkedForReplication},
 		{Kind: kind("clusterrolebindings"), Informer: i.rbac.ClusterRoleBindings, Filter: replication.MarkedForReplication},
+	}
+	if i.kcp.clusterCachedResources != nil {
+		sources = append(sources,
+			replication.Source{Kind: kind("clustercachedresources"), Informer: i.kcp.clusterCachedResources},
+			replication.Source{Kind: kind("clustercachedresourceendpointslices"), Informer: i.kcp.clusterCachedResourceEndpointSlices})
 	}
 	inExportWorkspace := replication.InExportWorkspace(i.kcp.apiExports)
 	for n, inf := range i.admission.All() {

@@ -87,22 +87,22 @@ func (v *virtualWorkspacesOptions) validate(baseURL string) []error {
 // in-process views, with the shard's authenticator, its authorizer (with
 // the replicated RBAC of workspaces on other shards) and informers, and its
 // loopback client as the views' privileged credential; or, with the views
-// turned off, the forwarder to the virtual-workspaces server.
-func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, informers wildcardInformers) (http.Handler, error) {
+// turned off, the forwarder to the virtual-workspaces server. asContextUser
+// is the same without authentication, for the shard's own requests.
+func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, informers wildcardInformers) (served, asContextUser http.Handler, err error) {
 	if !o.virtual.Run {
 		forward, err := o.virtual.forwarder()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return framework.WithAuthentication(forward, gc.Authentication.Authenticator), nil
+		return framework.WithAuthentication(forward, gc.Authentication.Authenticator), forward, nil
 	}
 	// The copies of ClusterCachedResources are viewed with kcp's
 	// CacheAPIs gate only.
 	var cache *rest.Config
 	if features.Enabled(features.CacheAPIs) {
-		var err error
 		if cache, err = cacheClientConfig(o, gc.LoopbackClientConfig); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	// The views check permissions in other workspaces as kcp's deep reviews.
@@ -117,9 +117,9 @@ func newVirtualWorkspaces(o CompletedOptions, gc *genericapiserver.Config, infor
 		Cache:              cache,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return framework.WithAuthentication(mounted.Views, gc.Authentication.Authenticator), nil
+	return framework.WithAuthentication(mounted.Views, gc.Authentication.Authenticator), mounted.Views, nil
 }
 
 // forwarder sends /services/ on to the virtual-workspaces server as the

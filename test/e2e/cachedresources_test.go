@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,8 +54,9 @@ func TestCacheAPIsAreNotServedWithoutTheirGate(t *testing.T) {
 // its identity hash, the three conditions and 7 local and 7 cached
 // objects; the copies are in the cache server below the shard and the
 // workspace; changes and deletions follow (5 after two deletions); an
-// endpoint slice publishes the view URL, where the copies are read and
-// writes refused; the default identity secret is kcp-system/<name>; a
+// endpoint slice publishes the view URL, where the copies are read by who
+// has the verb on apiexports/content of the slice's export and writes are
+// refused; the default identity secret is kcp-system/<name>; a
 // namespaced resource is not ResourceValid; and once the
 // ClusterCachedResource is deleted its copies are gone.
 func TestClusterCachedResourceReplicatesItsWorkspacesObjects(t *testing.T) {
@@ -173,8 +175,22 @@ func TestClusterCachedResourceReplicatesItsWorkspacesObjects(t *testing.T) {
 	if _, err := view.Create(ctx, framework.Instance("forged", "basic", selected), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("create through the view: %v, want 403", err)
 	}
-	if _, err := viewClient(t, e.config(t, "user-1", org.path()), wantURL).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+	user1View := viewClient(t, e.config(t, "user-1", org.path()), wantURL)
+	if _, err := user1View.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list through the view by a user without access: %v, want 403", err)
+	}
+	// As kcp's, the view asks for the verb on apiexports/content of the
+	// slice's export, in the export's workspace; nothing else.
+	createClusterRole(ctx, t, kube, "compute-content", rbacv1.PolicyRule{
+		APIGroups: []string{"apis.kcp.io"}, Resources: []string{"apiexports/content"}, ResourceNames: []string{"compute"}, Verbs: []string{"list"},
+	})
+	bindClusterRole(ctx, t, kube, "compute-content", "compute-content", rbacv1.Subject{Kind: rbacv1.UserKind, Name: "user-1"})
+	framework.EventuallyEvery(t, wsPoll, wsTimeout, func(ctx context.Context) error {
+		_, err := user1View.List(ctx, metav1.ListOptions{})
+		return err
+	}, "user-1 lists through the view with list on apiexports/content compute")
+	if _, err := user1View.Get(ctx, "web-server-1", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get through the view by a user who may only list the export's content: %v, want 403", err)
 	}
 
 	// An update reaches the copy; deletions remove copies.

@@ -132,11 +132,16 @@ func (r *bindingReconciler) reconcile(_ context.Context, cluster logicalcluster.
 					res.Schema, groupResource(schema.Spec.Group, schema.Spec.Names.Plural), path.Join(ref.Name), groupResource(res.Group, res.Name)))
 			return export, nil
 		}
-		candidates = append(candidates, candidate{schema: schema, resource: apisv1alpha2.BoundAPIResource{
+		br := apisv1alpha2.BoundAPIResource{
 			Group: schema.Spec.Group, Resource: schema.Spec.Names.Plural,
-			Schema:          apisv1alpha2.BoundAPIResourceSchema{Name: schema.Name, UID: string(schema.UID), IdentityHash: export.Status.IdentityHash},
-			StorageVersions: storageVersions(schema, b.Status.BoundResources),
-		}})
+			Schema: apisv1alpha2.BoundAPIResourceSchema{Name: schema.Name, UID: string(schema.UID), IdentityHash: export.Status.IdentityHash},
+		}
+		// A virtual resource stores nothing here: no storage versions,
+		// which is how servers tell it, as in kcp.
+		if res.Storage.Virtual == nil {
+			br.StorageVersions = storageVersions(schema, b.Status.BoundResources)
+		}
+		candidates = append(candidates, candidate{schema: schema, resource: br})
 	}
 	setTrue(b, apisv1alpha2.APIExportValid)
 	b.Status.APIExportClusterName = string(exportCluster)

@@ -324,6 +324,21 @@ func TestReconcileBinding(t *testing.T) {
 			},
 		},
 		{
+			name: "a virtual resource is bound without storage versions",
+			world: func() *world {
+				w := happyWorld()
+				w.exports["provider|widgets"].Spec.Resources[0].Storage = apisv1alpha2.ResourceSchemaStorage{Virtual: &apisv1alpha2.ResourceSchemaStorageVirtual{
+					Reference: apisv1alpha2.TypedLocalObjectReference{Kind: "ClusterCachedResourceEndpointSlice", Name: "widgets"},
+				}}
+				return w
+			},
+			check: func(t *testing.T, b *apisv1alpha2.APIBinding) {
+				if b.Status.Phase != apisv1alpha2.APIBindingPhaseBound || len(b.Status.BoundResources) != 1 || b.Status.BoundResources[0].StorageVersions != nil {
+					t.Errorf("phase %q, bound %+v, want Bound without storage versions", b.Status.Phase, b.Status.BoundResources)
+				}
+			},
+		},
+		{
 			name: "empty path binds the export of the binding's own workspace",
 			world: func() *world {
 				w := happyWorld()

@@ -46,9 +46,11 @@ type Config struct {
 	Loopback *rest.Config
 	// Cache is the cache server's base URL with a writer's credentials.
 	Cache *rest.Config
-	// ViewURL returns the URL of the view of the copies of a
-	// ClusterCachedResource, for its endpoint slices.
-	ViewURL func(cluster logicalcluster.Name, name string) string
+	// ViewURL returns the URL of the view of an endpoint slice's copies.
+	ViewURL func(cluster logicalcluster.Name, slice string) string
+	// APIExports are the shard's APIExports, then the cache server's
+	// replicas, which slices' spec.export names; nil: not checked.
+	APIExports []*wildcardinformer.Informer
 }
 
 // Controller reconciles the ClusterCachedResources and their endpoint
@@ -87,6 +89,18 @@ func New(cfg Config) (*Controller, error) {
 		}
 		return "", false
 	}))
+	// A slice names its APIExport: look again when an export of its
+	// workspace changes.
+	if len(cfg.APIExports) > 0 && cfg.APIExports[0] != nil {
+		cfg.APIExports[0].AddHandler(c.slices.Handler(func(obj interface{}) (string, bool) {
+			if m, ok := obj.(interface{ GetAnnotations() map[string]string }); ok {
+				if cluster, ok := logicalcluster.ObjectCluster(m.GetAnnotations()); ok {
+					c.enqueueSlicesOf(cluster)
+				}
+			}
+			return "", false
+		}))
+	}
 	return c, nil
 }
 

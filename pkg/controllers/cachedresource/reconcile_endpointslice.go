@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	apisv1alpha2 "github.com/shardplane/shardplane/pkg/apis/apis/v1alpha2"
 	cachev1alpha1 "github.com/shardplane/shardplane/pkg/apis/cache/v1alpha1"
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/kcpclient"
@@ -50,7 +51,14 @@ func (c *Controller) reconcileSlice(ctx context.Context, key string) error {
 			break
 		}
 		setSliceCondition(slice, cachev1alpha1.ClusterCachedResourceValid, corev1.ConditionTrue, "", "")
-		slice.Status.ClusterCachedResourceEndpoints = []cachev1alpha1.ClusterCachedResourceEndpoint{{URL: c.cfg.ViewURL(cluster, ref.Name)}}
+		slice.Status.ClusterCachedResourceEndpoints = []cachev1alpha1.ClusterCachedResourceEndpoint{{URL: c.cfg.ViewURL(cluster, slice.Name)}}
+	}
+	if len(c.cfg.APIExports) > 0 {
+		if ok, msg := c.exportReferences(cluster, slice); ok {
+			setSliceCondition(slice, cachev1alpha1.APIExportValid, corev1.ConditionTrue, "", "")
+		} else {
+			setSliceCondition(slice, cachev1alpha1.APIExportValid, corev1.ConditionFalse, cachev1alpha1.APIExportInvalidReferenceReason, msg)
+		}
 	}
 	if apiequality.Semantic.DeepEqual(*old, slice.Status) {
 		return nil
@@ -78,4 +86,31 @@ func setSliceCondition(s *cachev1alpha1.ClusterCachedResourceEndpointSlice, t co
 		c.Severity = conditionsv1alpha1.ConditionSeverityError
 	}
 	conditionsv1alpha1.Set(s, c)
+}
+
+// exportReferences tells whether the slice's APIExport exists and serves a
+// virtual resource from the slice, as kcp's APIExportValid requires.
+func (c *Controller) exportReferences(cluster logicalcluster.Name, slice *cachev1alpha1.ClusterCachedResourceEndpointSlice) (bool, string) {
+	ref := slice.Spec.APIExport
+	exportCluster := cluster
+	if ref.Path != "" {
+		name, ok := logicalcluster.Path(ref.Path).Name()
+		if !ok {
+			return false, fmt.Sprintf("APIExport path %q is not a logical cluster name", ref.Path)
+		}
+		exportCluster = name
+	}
+	obj, exists, err := wildcardinformer.First(exportCluster, "", ref.Name, c.cfg.APIExports...)
+	export, ok := obj.(*apisv1alpha2.APIExport)
+	if err != nil || !exists || !ok {
+		return false, fmt.Sprintf("APIExport %s not found", exportCluster.Path().Join(ref.Name))
+	}
+	for _, r := range export.Spec.Resources {
+		v := r.Storage.Virtual
+		if v != nil && v.Reference.APIGroup != nil && *v.Reference.APIGroup == cachev1alpha1.GroupName &&
+			v.Reference.Kind == "ClusterCachedResourceEndpointSlice" && v.Reference.Name == slice.Name && exportCluster == cluster {
+			return true, ""
+		}
+	}
+	return false, fmt.Sprintf("APIExport %s does not reference ClusterCachedResourceEndpointSlice %s", exportCluster.Path().Join(ref.Name), slice.Name)
 }

@@ -74,11 +74,11 @@ func APIExportURL(base string, cluster logicalcluster.Name, export string) strin
 	return strings.TrimSuffix(base, "/") + ServicesPrefix + APIExportView + "/" + string(cluster) + "/" + export
 }
 
-// ReplicationURL is the view of the copies of a ClusterCachedResource on a
-// virtual workspace server whose base URL is base:
-// <base>/services/replication/<cluster>/<name>.
-func ReplicationURL(base string, cluster logicalcluster.Name, name string) string {
-	return strings.TrimSuffix(base, "/") + ServicesPrefix + ReplicationView + "/" + string(cluster) + "/" + name
+// ReplicationURL is the view of the copies a ClusterCachedResourceEndpointSlice
+// of cluster names, on a virtual workspace server whose base URL is base:
+// <base>/services/replication/<cluster>/<slice>.
+func ReplicationURL(base string, cluster logicalcluster.Name, slice string) string {
+	return strings.TrimSuffix(base, "/") + ServicesPrefix + ReplicationView + "/" + string(cluster) + "/" + slice
 }
 
 // ShardServerURL is the base URL of a shard's views, as the URLs of views

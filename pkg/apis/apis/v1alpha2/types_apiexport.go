@@ -123,6 +123,13 @@ type ResourceSchemaStorageCRD struct{}
 type ResourceSchemaStorageVirtual struct {
 	// reference is the object that has the URL.
 	Reference TypedLocalObjectReference `json:"reference"`
+
+	// identityHash is the identity of the virtual resource: for a
+	// ClusterCachedResourceEndpointSlice, its ClusterCachedResource's
+	// status.identityHash.
+	//
+	// +optional
+	IdentityHash string `json:"identityHash,omitempty"`
 }
 
 // Identity refers to the secret holding an APIExport's identity.

@@ -3108,6 +3108,13 @@ func schema_pkg_apis_apis_v1alpha2_ResourceSchemaStorageVirtual(ref common.Refer
 							Ref:         ref(v1alpha2.TypedLocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"identityHash": {
+						SchemaProps: spec.SchemaProps{
+							Description: "identityHash is the identity of the virtual resource: for a ClusterCachedResourceEndpointSlice, its ClusterCachedResource's status.identityHash.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"reference"},
 			},

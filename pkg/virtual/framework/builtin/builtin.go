@@ -14,6 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/rest"
@@ -86,7 +90,7 @@ func New(c Config) (*framework.Mounted, error) {
 	}
 	m.Views[apiresourceschema.Name] = schemas
 	if c.Cache != nil {
-		view, err := newReplicationView(c)
+		view, err := newReplicationView(c, bindings)
 		if err != nil {
 			return nil, err
 		}
@@ -107,26 +111,78 @@ func New(c Config) (*framework.Mounted, error) {
 }
 
 // newReplicationView builds the view of the copies ClusterCachedResources
-// of the shard published, read from the cache server.
-func newReplicationView(c Config) (*replication.View, error) {
+// published, read from the cache server. Slices and ClusterCachedResources
+// are the shard's own or, of workspaces on other shards, their replicas in
+// the cache server.
+func newReplicationView(c Config, bindings *wildcardinformer.Informer) (*replication.View, error) {
 	client, err := kcpclient.New(c.Shard)
 	if err != nil {
 		return nil, fmt.Errorf("%s view: %w", replication.Name, err)
 	}
-	copies, err := cacheclient.NewCachedObjectClient(c.Cache)
+	cached, err := cacheclient.NewCachedObjectClient(c.Cache)
 	if err != nil {
 		return nil, fmt.Errorf("%s view: %w", replication.Name, err)
 	}
+	// get reads an object of the shard, else its replica.
+	get := func(ctx context.Context, cluster logicalcluster.Name, gvr schema.GroupVersionResource, name string, out runtime.Object) error {
+		err := client.Get(ctx, cluster, gvr, name, out)
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
+		kind, ok := cacheclient.KindOf(gvr)
+		if !ok {
+			return err
+		}
+		replica, rerr := cached.Replica(ctx, kind, cluster, name)
+		if rerr != nil {
+			return rerr
+		}
+		return runtime.DefaultUnstructuredConverter.FromUnstructured(replica.Object, out)
+	}
 	return replication.New(replication.Config{
+		EndpointSlice: func(ctx context.Context, cluster logicalcluster.Name, name string) (*cachev1alpha1.ClusterCachedResourceEndpointSlice, error) {
+			out := &cachev1alpha1.ClusterCachedResourceEndpointSlice{}
+			return out, get(ctx, cluster, kcpclient.ClusterCachedResourceEndpointSlices, name, out)
+		},
 		CachedResource: func(ctx context.Context, cluster logicalcluster.Name, name string) (*cachev1alpha1.ClusterCachedResource, error) {
 			out := &cachev1alpha1.ClusterCachedResource{}
-			return out, client.Get(ctx, cluster, kcpclient.ClusterCachedResources, name, out)
+			return out, get(ctx, cluster, kcpclient.ClusterCachedResources, name, out)
 		},
-		Copies: func(ctx context.Context, cluster logicalcluster.Name, name string) ([]unstructured.Unstructured, error) {
-			return copies.List(ctx, cacheclient.WildcardShard, cluster, name)
+		Copies: func(ctx context.Context, cluster logicalcluster.Name, name string) (*unstructured.UnstructuredList, error) {
+			copies, err := cached.In(cacheclient.WildcardShard, cluster)
+			if err != nil {
+				return nil, err
+			}
+			return copies.List(ctx, metav1.ListOptions{LabelSelector: labels.Set{cacheclient.CachedResourceLabel: name}.String()})
 		},
-		Authorizer: c.Authorizer,
+		WatchCopies: func(ctx context.Context, cluster logicalcluster.Name, name, resourceVersion string) (watch.Interface, error) {
+			copies, err := cached.In(cacheclient.WildcardShard, cluster)
+			if err != nil {
+				return nil, err
+			}
+			return copies.Watch(ctx, metav1.ListOptions{LabelSelector: labels.Set{cacheclient.CachedResourceLabel: name}.String(), ResourceVersion: resourceVersion})
+		},
+		APIBindings: func(cluster logicalcluster.Name) ([]*apisv1alpha2.APIBinding, error) {
+			return bindingsOf(bindings, cluster)
+		},
+		ResolvePath: c.ResolvePath,
+		Authorizer:  c.Authorizer,
 	})
+}
+
+// bindingsOf returns the APIBindings of a logical cluster.
+func bindingsOf(bindings *wildcardinformer.Informer, cluster logicalcluster.Name) ([]*apisv1alpha2.APIBinding, error) {
+	objs, err := bindings.List(cluster, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apisv1alpha2.APIBinding, 0, len(objs))
+	for _, o := range objs {
+		if b, ok := o.(*apisv1alpha2.APIBinding); ok {
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
 // newSchemaView builds the APIResourceSchema view over the shard's
@@ -169,17 +225,7 @@ func newSchemaView(c Config, bindings *wildcardinformer.Informer) (*apiresources
 		}
 	}
 	list := func(cluster logicalcluster.Name) ([]*apisv1alpha2.APIBinding, error) {
-		objs, err := bindings.List(cluster, "")
-		if err != nil {
-			return nil, err
-		}
-		out := make([]*apisv1alpha2.APIBinding, 0, len(objs))
-		for _, o := range objs {
-			if b, ok := o.(*apisv1alpha2.APIBinding); ok {
-				out = append(out, b)
-			}
-		}
-		return out, nil
+		return bindingsOf(bindings, cluster)
 	}
 	return apiresourceschema.New(apiresourceschema.Config{Bindings: list, Schema: schemaOf, Authorizer: reviews})
 }
