@@ -388,4 +388,30 @@ func testWatchAndBodyLimits(t *testing.T, s *framework.Shard) {
 	if _, err := adminKube.CoreV1().ConfigMaps("default").Create(ctx, big, metav1.CreateOptions{}); err != nil {
 		t.Errorf("kcp-admin's large body: %v (system identities are not bounded)", err)
 	}
+
+	// One request of the workspace runs at once: parallel ones wait their
+	// turn and all succeed, the open watches aside.
+	setLogicalClusterAnnotation(ctx, t, s, ws.path(), corev1alpha1.MaxRequestsInFlightAnnotationKey, "1")
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("turn-%d", i)}}
+			if _, err := tenantKube.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				errs <- err
+				return
+			}
+			_, err := tenantKube.List(ctx, metav1.ListOptions{})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a request waiting its turn under max-requests-in-flight 1: %v", err)
+		}
+	}
 }
