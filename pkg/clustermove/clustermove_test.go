@@ -239,10 +239,14 @@ func TestAdvanceRevisionPassesTheOrigins(t *testing.T) {
 	if entries, _, _ := DumpAll(context.Background(), kv, "/registry", moving); len(entries) != 0 {
 		t.Fatalf("advancing wrote to a cluster: %v", keys(entries))
 	}
-	// Already above: one write.
+	// Already above: no write.
+	now, err := kv.Get(context.Background(), "any")
+	if err != nil {
+		t.Fatal(err)
+	}
 	again, err := AdvanceRevision(context.Background(), kv, "/registry", 1)
-	if err != nil || again <= got {
-		t.Fatalf("AdvanceRevision past an old revision = %d, %v", again, err)
+	if err != nil || again != now.Header.Revision {
+		t.Fatalf("AdvanceRevision past an old revision = %d, %v; want %d, no write", again, err, now.Header.Revision)
 	}
 }
 
@@ -263,10 +267,11 @@ func TestDeleteAllRemovesTheLogicalClusterLast(t *testing.T) {
 	if n, err := DeleteAll(ctx, kv, "/registry", moving); err != nil || n != 4 {
 		t.Fatalf("DeleteAll = %d, %v; want 4", n, err)
 	}
-	// The deletions' order is the order of their revisions.
-	lc, err := kv.Get(ctx, "/registry/core.kcp.io/logicalclusters/"+moving+"/cluster", clientv3.WithRev(before.Header.Revision+3))
-	if err != nil || len(lc.Kvs) != 1 {
-		t.Fatalf("after three deletions the LogicalCluster is gone (%v): it was not last", err)
+	// The deletions' order is the order of their revisions: the rest in
+	// one transaction, then the LogicalCluster.
+	atRest, err := kv.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
+	if err != nil || len(atRest.Kvs) != 1 || !strings.Contains(string(atRest.Kvs[0].Key), "logicalclusters") {
+		t.Fatalf("after the first transaction %d keys are left (%v), want the LogicalCluster alone", len(atRest.Kvs), err)
 	}
 	if left, _, _ := DumpAll(ctx, kv, "/registry", moving); len(left) != 0 {
 		t.Fatalf("left %v", keys(left))

@@ -39,6 +39,7 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 	}
 	root := normalizePrefix(prefix)
 	res := SyncResult{Revision: readAt}
+	b := &batch{kv: kv}
 	wanted := make(map[string]bool, len(want))
 	for _, e := range want {
 		wanted[e.Key] = true
@@ -51,25 +52,70 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		if v, ok := current[e.Key]; ok && bytes.Equal(v, value) {
 			continue
 		}
-		resp, err := kv.Put(ctx, root+e.Key, string(value))
-		if err != nil {
-			return res, fmt.Errorf("write %s: %w", e.Key, err)
+		if err := b.add(ctx, clientv3.OpPut(root+e.Key, string(value)), len(e.Key)+len(value)); err != nil {
+			return res, fmt.Errorf("write: %w", err)
 		}
-		res.Revision = resp.Header.Revision
 		res.Written++
 	}
 	for _, e := range have {
 		if wanted[e.Key] {
 			continue
 		}
-		resp, err := kv.Delete(ctx, root+e.Key)
-		if err != nil {
-			return res, fmt.Errorf("delete %s: %w", e.Key, err)
+		if err := b.add(ctx, clientv3.OpDelete(root+e.Key), len(e.Key)); err != nil {
+			return res, fmt.Errorf("delete: %w", err)
 		}
-		res.Revision = resp.Header.Revision
 		res.Deleted++
 	}
+	if err := b.flush(ctx); err != nil {
+		return res, fmt.Errorf("write: %w", err)
+	}
+	if b.revision > 0 {
+		res.Revision = b.revision
+	}
 	return res, nil
+}
+
+// Limits of one batch of writes: etcd's default --max-txn-ops, and well
+// below its default --max-request-bytes (1.5 MiB).
+const (
+	batchOps   = 128
+	batchBytes = 1 << 20
+)
+
+// batch writes operations in transactions of several: one commit (and
+// one revision) each instead of one per key, which is most of a copy's
+// time. Each transaction is atomic, the whole is not, as one write per
+// key was not.
+type batch struct {
+	kv    clientv3.KV
+	ops   []clientv3.Op
+	bytes int
+	// revision is that of the last transaction.
+	revision int64
+}
+
+func (b *batch) add(ctx context.Context, op clientv3.Op, size int) error {
+	if len(b.ops) > 0 && (len(b.ops) >= batchOps || b.bytes+size > batchBytes) {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+	}
+	b.ops = append(b.ops, op)
+	b.bytes += size
+	return nil
+}
+
+func (b *batch) flush(ctx context.Context) error {
+	if len(b.ops) == 0 {
+		return nil
+	}
+	resp, err := b.kv.Txn(ctx).Then(b.ops...).Commit()
+	if err != nil {
+		return fmt.Errorf("%d keys from %s: %w", len(b.ops), string(b.ops[0].KeyBytes()), err)
+	}
+	b.revision = resp.Header.Revision
+	b.ops, b.bytes = b.ops[:0], 0
+	return nil
 }
 
 // DeleteAll removes every object of cluster below prefix: the origin's
@@ -87,12 +133,22 @@ func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logic
 		entries = append(slices.Delete(slices.Clone(entries), last, last+1), entries[last])
 	}
 	root := normalizePrefix(prefix)
+	b := &batch{kv: kv}
 	var n int64
-	for _, e := range entries {
-		if _, err := kv.Delete(ctx, root+e.Key); err != nil {
-			return n, fmt.Errorf("delete %s: %w", e.Key, err)
+	for i, e := range entries {
+		if i == len(entries)-1 && last >= 0 {
+			// Alone, after everything else is gone.
+			if err := b.flush(ctx); err != nil {
+				return n, fmt.Errorf("delete: %w", err)
+			}
+		}
+		if err := b.add(ctx, clientv3.OpDelete(root+e.Key), len(e.Key)); err != nil {
+			return n, fmt.Errorf("delete: %w", err)
 		}
 		n++
+	}
+	if err := b.flush(ctx); err != nil {
+		return n, fmt.Errorf("delete: %w", err)
 	}
 	return n, nil
 }
@@ -113,6 +169,12 @@ const revisionKey = "shardplane.io/migration-revision"
 // issued, so that a watch resuming from one of the origin's is told apart.
 func AdvanceRevision(ctx context.Context, kv clientv3.KV, prefix string, above int64) (int64, error) {
 	key := normalizePrefix(prefix) + revisionKey
+	// Often there already, when the revision was advanced before.
+	if resp, err := kv.Get(ctx, key, clientv3.WithCountOnly()); err != nil {
+		return 0, fmt.Errorf("advance the revision: %w", err)
+	} else if resp.Header.Revision > above {
+		return resp.Header.Revision, nil
+	}
 	const writers = 32
 	var (
 		mu   sync.Mutex
