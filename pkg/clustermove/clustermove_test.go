@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -239,10 +240,17 @@ func TestAdvanceRevisionPassesTheOrigins(t *testing.T) {
 	if entries, _, _ := DumpAll(context.Background(), kv, "/registry", moving); len(entries) != 0 {
 		t.Fatalf("advancing wrote to a cluster: %v", keys(entries))
 	}
-	// Already above: no write.
-	now, err := kv.Get(context.Background(), "any")
-	if err != nil {
-		t.Fatal(err)
+	// Already above: no write. Puts the advance cancelled may still land
+	// after it returned: wait for the revision to settle.
+	var now *clientv3.GetResponse
+	for prev := int64(-1); ; time.Sleep(50 * time.Millisecond) {
+		if now, err = kv.Get(context.Background(), "any"); err != nil {
+			t.Fatal(err)
+		}
+		if now.Header.Revision == prev {
+			break
+		}
+		prev = now.Header.Revision
 	}
 	again, err := AdvanceRevision(context.Background(), kv, "/registry", 1)
 	if err != nil || again != now.Header.Revision {
@@ -275,5 +283,34 @@ func TestDeleteAllRemovesTheLogicalClusterLast(t *testing.T) {
 	}
 	if left, _, _ := DumpAll(ctx, kv, "/registry", moving); len(left) != 0 {
 		t.Fatalf("left %v", keys(left))
+	}
+}
+
+// A copy of many keys is written in a few transactions, not one commit per
+// key; a later sync deletes what the origin no longer has.
+func TestSyncWritesInTransactionsOfManyKeys(t *testing.T) {
+	dst := etcdtest.Start(t).Client().KV
+	ctx := context.Background()
+	var entries []Entry
+	for i := range 300 {
+		entries = append(entries, Entry{Key: fmt.Sprintf("core/configmaps/%s/default/cm-%03d", moving, i), Value: []byte("v")})
+	}
+	before, err := dst.Get(ctx, "any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Sync(ctx, dst, "/registry", moving, entries, nil)
+	if err != nil || res.Written != 300 {
+		t.Fatalf("Sync = %+v, %v; want 300 written", res, err)
+	}
+	if commits := res.Revision - before.Header.Revision; commits > 3 {
+		t.Errorf("300 keys took %d commits, want 3", commits)
+	}
+	res, err = Sync(ctx, dst, "/registry", moving, entries[:100], nil)
+	if err != nil || res.Written != 0 || res.Deleted != 200 {
+		t.Fatalf("second Sync = %+v, %v; want 200 deleted", res, err)
+	}
+	if left, _, _ := DumpAll(ctx, dst, "/registry", moving); len(left) != 100 {
+		t.Fatalf("%d keys left, want 100", len(left))
 	}
 }
