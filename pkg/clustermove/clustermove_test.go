@@ -275,36 +275,44 @@ func TestDeleteAllRemovesTheLogicalClusterLast(t *testing.T) {
 	if n, err := DeleteAll(ctx, kv, "/registry", moving); err != nil || n != 4 {
 		t.Fatalf("DeleteAll = %d, %v; want 4", n, err)
 	}
-	// The deletions' order is the order of their revisions: the rest in
-	// one transaction, then the LogicalCluster.
-	atRest, err := kv.Get(ctx, "/registry/", clientv3.WithPrefix(), clientv3.WithRev(before.Header.Revision+1))
-	if err != nil || len(atRest.Kvs) != 1 || !strings.Contains(string(atRest.Kvs[0].Key), "logicalclusters") {
-		t.Fatalf("after the first transaction %d keys are left (%v), want the LogicalCluster alone", len(atRest.Kvs), err)
+	// The deletions' order is the order of their revisions.
+	lc, err := kv.Get(ctx, "/registry/core.kcp.io/logicalclusters/"+moving+"/cluster", clientv3.WithRev(before.Header.Revision+3))
+	if err != nil || len(lc.Kvs) != 1 {
+		t.Fatalf("after three deletions the LogicalCluster is gone (%v): it was not last", err)
 	}
 	if left, _, _ := DumpAll(ctx, kv, "/registry", moving); len(left) != 0 {
 		t.Fatalf("left %v", keys(left))
 	}
 }
 
-// A copy of many keys is written in a few transactions, not one commit per
-// key; a later sync deletes what the origin no longer has.
-func TestSyncWritesInTransactionsOfManyKeys(t *testing.T) {
+// A copy of many keys is written several keys at a time, each at a
+// revision of its own (a watch resuming from an object's resource version
+// would skip the rest of a revision of several); a later sync deletes what
+// the origin no longer has.
+func TestSyncWritesEveryKeyAtItsOwnRevision(t *testing.T) {
 	dst := etcdtest.Start(t).Client().KV
 	ctx := context.Background()
 	var entries []Entry
 	for i := range 300 {
 		entries = append(entries, Entry{Key: fmt.Sprintf("core/configmaps/%s/default/cm-%03d", moving, i), Value: []byte("v")})
 	}
-	before, err := dst.Get(ctx, "any")
-	if err != nil {
-		t.Fatal(err)
-	}
 	res, err := Sync(ctx, dst, "/registry", moving, entries, nil)
 	if err != nil || res.Written != 300 {
 		t.Fatalf("Sync = %+v, %v; want 300 written", res, err)
 	}
-	if commits := res.Revision - before.Header.Revision; commits > 3 {
-		t.Errorf("300 keys took %d commits, want 3", commits)
+	got, err := dst.Get(ctx, "/registry/", clientv3.WithPrefix())
+	if err != nil || len(got.Kvs) != 300 {
+		t.Fatalf("%d keys written (%v), want 300", len(got.Kvs), err)
+	}
+	revisions := map[int64]bool{}
+	for _, kv := range got.Kvs {
+		revisions[kv.ModRevision] = true
+		if kv.ModRevision > res.Revision {
+			t.Errorf("%s written at %d, after the sync's revision %d", kv.Key, kv.ModRevision, res.Revision)
+		}
+	}
+	if len(revisions) != 300 {
+		t.Errorf("300 keys written at %d revisions, want one each", len(revisions))
 	}
 	res, err = Sync(ctx, dst, "/registry", moving, entries[:100], nil)
 	if err != nil || res.Written != 0 || res.Deleted != 200 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,7 +38,7 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 	}
 	root := normalizePrefix(prefix)
 	res := SyncResult{Revision: readAt}
-	b := &batch{kv: kv}
+	var ops []clientv3.Op
 	wanted := make(map[string]bool, len(want))
 	for _, e := range want {
 		wanted[e.Key] = true
@@ -52,70 +51,80 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		if v, ok := current[e.Key]; ok && bytes.Equal(v, value) {
 			continue
 		}
-		if err := b.add(ctx, clientv3.OpPut(root+e.Key, string(value)), len(e.Key)+len(value)); err != nil {
-			return res, fmt.Errorf("write: %w", err)
-		}
+		ops = append(ops, clientv3.OpPut(root+e.Key, string(value)))
 		res.Written++
 	}
 	for _, e := range have {
-		if wanted[e.Key] {
-			continue
+		if !wanted[e.Key] {
+			ops = append(ops, clientv3.OpDelete(root+e.Key))
+			res.Deleted++
 		}
-		if err := b.add(ctx, clientv3.OpDelete(root+e.Key), len(e.Key)); err != nil {
-			return res, fmt.Errorf("delete: %w", err)
-		}
-		res.Deleted++
 	}
-	if err := b.flush(ctx); err != nil {
-		return res, fmt.Errorf("write: %w", err)
+	revision, err := writeConcurrently(ctx, kv, ops)
+	if err != nil {
+		return res, err
 	}
-	if b.revision > 0 {
-		res.Revision = b.revision
-	}
+	res.Revision = max(res.Revision, revision)
 	return res, nil
 }
 
-// Limits of one batch of writes: etcd's default --max-txn-ops, and well
-// below its default --max-request-bytes (1.5 MiB).
-const (
-	batchOps   = 128
-	batchBytes = 1 << 20
-)
+// writers is how many of a copy's writes are in flight at once.
+const writers = 64
 
-// batch writes operations in transactions of several: one commit (and
-// one revision) each instead of one per key, which is most of a copy's
-// time. Each transaction is atomic, the whole is not, as one write per
-// key was not.
-type batch struct {
-	kv    clientv3.KV
-	ops   []clientv3.Op
-	bytes int
-	// revision is that of the last transaction.
-	revision int64
-}
-
-func (b *batch) add(ctx context.Context, op clientv3.Op, size int) error {
-	if len(b.ops) > 0 && (len(b.ops) >= batchOps || b.bytes+size > batchBytes) {
-		if err := b.flush(ctx); err != nil {
-			return err
+// writeConcurrently applies ops, each on its own, several at a time, and
+// returns the highest revision they were written at. etcd commits writes
+// in flight together, so that a copy does not wait for one commit per
+// key; each key still gets a revision of its own, as the API server's
+// writes do (a watch resumes from an object's resource version, and
+// would skip the rest of a transaction of several objects).
+func writeConcurrently(ctx context.Context, kv clientv3.KV, ops []clientv3.Op) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		revision int64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan clientv3.Op)
+	for range min(writers, len(ops)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for op := range next {
+				resp, err := kv.Do(ctx, op)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("write %s: %w", op.KeyBytes(), err)
+					cancel()
+				}
+				if err == nil {
+					var rev int64
+					if p := resp.Put(); p != nil {
+						rev = p.Header.Revision
+					} else if d := resp.Del(); d != nil {
+						rev = d.Header.Revision
+					}
+					revision = max(revision, rev)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, op := range ops {
+		select {
+		case next <- op:
+		case <-ctx.Done():
+			break feed
 		}
 	}
-	b.ops = append(b.ops, op)
-	b.bytes += size
-	return nil
-}
-
-func (b *batch) flush(ctx context.Context) error {
-	if len(b.ops) == 0 {
-		return nil
+	close(next)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
 	}
-	resp, err := b.kv.Txn(ctx).Then(b.ops...).Commit()
-	if err != nil {
-		return fmt.Errorf("%d keys from %s: %w", len(b.ops), string(b.ops[0].KeyBytes()), err)
-	}
-	b.revision = resp.Header.Revision
-	b.ops, b.bytes = b.ops[:0], 0
-	return nil
+	return revision, firstErr
 }
 
 // DeleteAll removes every object of cluster below prefix: the origin's
@@ -128,29 +137,24 @@ func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logic
 	if err != nil {
 		return 0, err
 	}
-	last := slices.IndexFunc(entries, isLogicalCluster)
-	if last >= 0 {
-		entries = append(slices.Delete(slices.Clone(entries), last, last+1), entries[last])
-	}
 	root := normalizePrefix(prefix)
-	b := &batch{kv: kv}
-	var n int64
-	for i, e := range entries {
-		if i == len(entries)-1 && last >= 0 {
-			// Alone, after everything else is gone.
-			if err := b.flush(ctx); err != nil {
-				return n, fmt.Errorf("delete: %w", err)
-			}
+	ops := make([]clientv3.Op, 0, len(entries))
+	var lc []clientv3.Op
+	for _, e := range entries {
+		if isLogicalCluster(e) {
+			lc = append(lc, clientv3.OpDelete(root+e.Key))
+			continue
 		}
-		if err := b.add(ctx, clientv3.OpDelete(root+e.Key), len(e.Key)); err != nil {
-			return n, fmt.Errorf("delete: %w", err)
-		}
-		n++
+		ops = append(ops, clientv3.OpDelete(root+e.Key))
 	}
-	if err := b.flush(ctx); err != nil {
-		return n, fmt.Errorf("delete: %w", err)
+	if _, err := writeConcurrently(ctx, kv, ops); err != nil {
+		return 0, fmt.Errorf("delete: %w", err)
 	}
-	return n, nil
+	// Alone, after everything else is gone.
+	if _, err := writeConcurrently(ctx, kv, lc); err != nil {
+		return int64(len(ops)), fmt.Errorf("delete: %w", err)
+	}
+	return int64(len(entries)), nil
 }
 
 // isLogicalCluster tells whether an entry is its cluster's LogicalCluster.
