@@ -30,6 +30,12 @@ import (
 // RetryAfterSeconds is what a held write is told to wait.
 const RetryAfterSeconds = 1
 
+// HoldHeader marks the 429 of a hold, which the front-proxy keeps from
+// the client and sends again once the cluster is served (pkg/frontproxy).
+// A response header, not the Status: a tenant's admission webhook can
+// answer any Status, but sets no header of the shard's response.
+const HoldHeader = "X-Shardplane-Cut-Over-Hold"
+
 // Registry knows the held clusters, the writes in flight and the watches
 // open in each.
 type Registry struct {
@@ -241,5 +247,6 @@ func WithHeldWrites(h http.Handler, r *Registry, s runtime.NegotiatedSerializer,
 func tooManyRequests(w http.ResponseWriter, req *http.Request, info *apirequest.RequestInfo, s runtime.NegotiatedSerializer) {
 	err := apierrors.NewTooManyRequests("the workspace is moving to another shard; retry", RetryAfterSeconds)
 	w.Header().Set("Retry-After", strconv.Itoa(RetryAfterSeconds))
+	w.Header().Set(HoldHeader, "true")
 	responsewriters.ErrorNegotiated(err, s, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 }

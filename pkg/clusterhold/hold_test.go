@@ -59,6 +59,10 @@ func TestHeldWritesAre429WithRetryAfterAndDrainFirst(t *testing.T) {
 		if want == 429 && rec.Header().Get("Retry-After") != "1" {
 			t.Errorf("%s while held has Retry-After %q", verb, rec.Header().Get("Retry-After"))
 		}
+		// The front-proxy keeps what carries the mark.
+		if want == 429 && rec.Header().Get(HoldHeader) == "" {
+			t.Errorf("%s while held has no %s", verb, HoldHeader)
+		}
 	}
 	// The system may read, and write what the move itself writes; its
 	// controllers' other writes wait as everyone's.

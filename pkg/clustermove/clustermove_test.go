@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -239,10 +240,21 @@ func TestAdvanceRevisionPassesTheOrigins(t *testing.T) {
 	if entries, _, _ := DumpAll(context.Background(), kv, "/registry", moving); len(entries) != 0 {
 		t.Fatalf("advancing wrote to a cluster: %v", keys(entries))
 	}
-	// Already above: one write.
+	// Already above: no write. Puts the advance cancelled may still land
+	// after it returned: wait for the revision to settle.
+	var now *clientv3.GetResponse
+	for prev := int64(-1); ; time.Sleep(50 * time.Millisecond) {
+		if now, err = kv.Get(context.Background(), "any"); err != nil {
+			t.Fatal(err)
+		}
+		if now.Header.Revision == prev {
+			break
+		}
+		prev = now.Header.Revision
+	}
 	again, err := AdvanceRevision(context.Background(), kv, "/registry", 1)
-	if err != nil || again <= got {
-		t.Fatalf("AdvanceRevision past an old revision = %d, %v", again, err)
+	if err != nil || again != now.Header.Revision {
+		t.Fatalf("AdvanceRevision past an old revision = %d, %v; want %d, no write", again, err, now.Header.Revision)
 	}
 }
 
@@ -270,5 +282,43 @@ func TestDeleteAllRemovesTheLogicalClusterLast(t *testing.T) {
 	}
 	if left, _, _ := DumpAll(ctx, kv, "/registry", moving); len(left) != 0 {
 		t.Fatalf("left %v", keys(left))
+	}
+}
+
+// A copy of many keys is written several keys at a time, each at a
+// revision of its own (a watch resuming from an object's resource version
+// would skip the rest of a revision of several); a later sync deletes what
+// the origin no longer has.
+func TestSyncWritesEveryKeyAtItsOwnRevision(t *testing.T) {
+	dst := etcdtest.Start(t).Client().KV
+	ctx := context.Background()
+	var entries []Entry
+	for i := range 300 {
+		entries = append(entries, Entry{Key: fmt.Sprintf("core/configmaps/%s/default/cm-%03d", moving, i), Value: []byte("v")})
+	}
+	res, err := Sync(ctx, dst, "/registry", moving, entries, nil)
+	if err != nil || res.Written != 300 {
+		t.Fatalf("Sync = %+v, %v; want 300 written", res, err)
+	}
+	got, err := dst.Get(ctx, "/registry/", clientv3.WithPrefix())
+	if err != nil || len(got.Kvs) != 300 {
+		t.Fatalf("%d keys written (%v), want 300", len(got.Kvs), err)
+	}
+	revisions := map[int64]bool{}
+	for _, kv := range got.Kvs {
+		revisions[kv.ModRevision] = true
+		if kv.ModRevision > res.Revision {
+			t.Errorf("%s written at %d, after the sync's revision %d", kv.Key, kv.ModRevision, res.Revision)
+		}
+	}
+	if len(revisions) != 300 {
+		t.Errorf("300 keys written at %d revisions, want one each", len(revisions))
+	}
+	res, err = Sync(ctx, dst, "/registry", moving, entries[:100], nil)
+	if err != nil || res.Written != 0 || res.Deleted != 200 {
+		t.Fatalf("second Sync = %+v, %v; want 200 deleted", res, err)
+	}
+	if left, _, _ := DumpAll(ctx, dst, "/registry", moving); len(left) != 100 {
+		t.Fatalf("%d keys left, want 100", len(left))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -39,6 +38,7 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 	}
 	root := normalizePrefix(prefix)
 	res := SyncResult{Revision: readAt}
+	var ops []clientv3.Op
 	wanted := make(map[string]bool, len(want))
 	for _, e := range want {
 		wanted[e.Key] = true
@@ -51,25 +51,80 @@ func Sync(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		if v, ok := current[e.Key]; ok && bytes.Equal(v, value) {
 			continue
 		}
-		resp, err := kv.Put(ctx, root+e.Key, string(value))
-		if err != nil {
-			return res, fmt.Errorf("write %s: %w", e.Key, err)
-		}
-		res.Revision = resp.Header.Revision
+		ops = append(ops, clientv3.OpPut(root+e.Key, string(value)))
 		res.Written++
 	}
 	for _, e := range have {
-		if wanted[e.Key] {
-			continue
+		if !wanted[e.Key] {
+			ops = append(ops, clientv3.OpDelete(root+e.Key))
+			res.Deleted++
 		}
-		resp, err := kv.Delete(ctx, root+e.Key)
-		if err != nil {
-			return res, fmt.Errorf("delete %s: %w", e.Key, err)
-		}
-		res.Revision = resp.Header.Revision
-		res.Deleted++
 	}
+	revision, err := writeConcurrently(ctx, kv, ops)
+	if err != nil {
+		return res, err
+	}
+	res.Revision = max(res.Revision, revision)
 	return res, nil
+}
+
+// writers is how many of a copy's writes are in flight at once.
+const writers = 64
+
+// writeConcurrently applies ops, each on its own, several at a time, and
+// returns the highest revision they were written at. etcd commits writes
+// in flight together, so that a copy does not wait for one commit per
+// key; each key still gets a revision of its own, as the API server's
+// writes do (a watch resumes from an object's resource version, and
+// would skip the rest of a transaction of several objects).
+func writeConcurrently(ctx context.Context, kv clientv3.KV, ops []clientv3.Op) (int64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		revision int64
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan clientv3.Op)
+	for range min(writers, len(ops)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for op := range next {
+				resp, err := kv.Do(ctx, op)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = fmt.Errorf("write %s: %w", op.KeyBytes(), err)
+					cancel()
+				}
+				if err == nil {
+					var rev int64
+					if p := resp.Put(); p != nil {
+						rev = p.Header.Revision
+					} else if d := resp.Del(); d != nil {
+						rev = d.Header.Revision
+					}
+					revision = max(revision, rev)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+feed:
+	for _, op := range ops {
+		select {
+		case next <- op:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	return revision, firstErr
 }
 
 // DeleteAll removes every object of cluster below prefix: the origin's
@@ -82,19 +137,24 @@ func DeleteAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logic
 	if err != nil {
 		return 0, err
 	}
-	last := slices.IndexFunc(entries, isLogicalCluster)
-	if last >= 0 {
-		entries = append(slices.Delete(slices.Clone(entries), last, last+1), entries[last])
-	}
 	root := normalizePrefix(prefix)
-	var n int64
+	ops := make([]clientv3.Op, 0, len(entries))
+	var lc []clientv3.Op
 	for _, e := range entries {
-		if _, err := kv.Delete(ctx, root+e.Key); err != nil {
-			return n, fmt.Errorf("delete %s: %w", e.Key, err)
+		if isLogicalCluster(e) {
+			lc = append(lc, clientv3.OpDelete(root+e.Key))
+			continue
 		}
-		n++
+		ops = append(ops, clientv3.OpDelete(root+e.Key))
 	}
-	return n, nil
+	if _, err := writeConcurrently(ctx, kv, ops); err != nil {
+		return 0, fmt.Errorf("delete: %w", err)
+	}
+	// Alone, after everything else is gone.
+	if _, err := writeConcurrently(ctx, kv, lc); err != nil {
+		return int64(len(ops)), fmt.Errorf("delete: %w", err)
+	}
+	return int64(len(entries)), nil
 }
 
 // isLogicalCluster tells whether an entry is its cluster's LogicalCluster.
@@ -113,6 +173,12 @@ const revisionKey = "shardplane.io/migration-revision"
 // issued, so that a watch resuming from one of the origin's is told apart.
 func AdvanceRevision(ctx context.Context, kv clientv3.KV, prefix string, above int64) (int64, error) {
 	key := normalizePrefix(prefix) + revisionKey
+	// Often there already, when the revision was advanced before.
+	if resp, err := kv.Get(ctx, key, clientv3.WithCountOnly()); err != nil {
+		return 0, fmt.Errorf("advance the revision: %w", err)
+	} else if resp.Header.Revision > above {
+		return resp.Header.Revision, nil
+	}
 	const writers = 32
 	var (
 		mu   sync.Mutex

@@ -39,9 +39,11 @@ type Index struct {
 	// clusters maps a hosted logical cluster to the shard that serves it.
 	clusters map[logicalcluster.Name]string
 	// copies are the shards that report a cluster's LogicalCluster, and
-	// whether their copy serves it: during a move two shards have one
-	// (migrationv1alpha1.ServedElsewhereAnnotationKey).
-	copies map[logicalcluster.Name]map[string]bool
+	// what their copy says: during a move two shards have one.
+	copies map[logicalcluster.Name]map[string]clusterCopy
+	// routeChanged are closed when a cluster's route changes, for the
+	// requests the proxy keeps during a cut-over.
+	routeChanged map[logicalcluster.Name]chan struct{}
 	// children maps a parent cluster and workspace name to the workspace.
 	children map[logicalcluster.Name]map[string]child
 	// rootless maps the canonical path of a logical cluster without a
@@ -52,6 +54,30 @@ type Index struct {
 	ctx context.Context
 	// rootSynced tells whether the Shards of root are listed.
 	rootSynced func() bool
+}
+
+// clusterCopy is what the index keeps of a shard's LogicalCluster.
+type clusterCopy struct {
+	// serving: not marked served elsewhere
+	// (migrationv1alpha1.ServedElsewhereAnnotationKey).
+	serving bool
+	// held: the cut-over of a move away holds its requests
+	// (migrationv1alpha1.WritesHeldAnnotationKey).
+	held bool
+}
+
+// rank orders the copies a cluster is routed to: one that serves and is
+// not held, then a held one, never one served elsewhere. During a
+// cut-over the destination's copy serves only once it is verified, so
+// the proxy switches to it without waiting for the origin to hand over.
+func (c clusterCopy) rank() int {
+	switch {
+	case !c.serving:
+		return 0
+	case c.held:
+		return 1
+	}
+	return 2
 }
 
 // child is what the index keeps of a Workspace.
@@ -86,11 +112,12 @@ type shardWatch struct {
 // watch a shard at a base URL with (privileged: wildcard list and watch).
 func NewIndex(shardConfig func(baseURL string) (*rest.Config, error)) *Index {
 	return &Index{
-		shardConfig: shardConfig,
-		shards:      map[string]*shardWatch{},
-		clusters:    map[logicalcluster.Name]string{},
-		copies:      map[logicalcluster.Name]map[string]bool{},
-		children:    map[logicalcluster.Name]map[string]child{},
+		shardConfig:  shardConfig,
+		shards:       map[string]*shardWatch{},
+		clusters:     map[logicalcluster.Name]string{},
+		copies:       map[logicalcluster.Name]map[string]clusterCopy{},
+		routeChanged: map[logicalcluster.Name]chan struct{}{},
+		children:     map[logicalcluster.Name]map[string]child{},
 
 		rootless:      map[logicalcluster.Path]logicalcluster.Name{},
 		rootlessPaths: map[logicalcluster.Name]logicalcluster.Path{},
@@ -337,29 +364,56 @@ func (x *Index) start(segments []string) (logicalcluster.Name, []string) {
 	return first, segments[1:]
 }
 
-// routeLocked picks the shard that serves cluster among the copies: the
-// current one while it serves, else the first (by name) that does. A
-// cluster no copy serves is not routed.
+// routeLocked picks the shard that serves cluster among the copies of
+// the best rank: the current one while it has it, else the first by
+// name. A cluster no copy serves is not routed.
 func (x *Index) routeLocked(cluster logicalcluster.Name) {
 	byShard := x.copies[cluster]
-	if cur, ok := x.clusters[cluster]; ok && byShard[cur] {
-		return
-	}
-	var next string
-	for shard, serving := range byShard {
-		if serving && (next == "" || shard < next) {
-			next = shard
-		}
-	}
 	if len(byShard) == 0 {
 		delete(x.copies, cluster)
 	}
-	if next == "" {
+	best := 0
+	for _, c := range byShard {
+		best = max(best, c.rank())
+	}
+	cur, routed := x.clusters[cluster]
+	if routed && best > 0 && byShard[cur].rank() == best {
+		return
+	}
+	defer x.notifyRouteLocked(cluster)
+	if best == 0 {
 		delete(x.clusters, cluster)
 		x.forgetRootlessLocked(cluster)
 		return
 	}
+	var next string
+	for shard, c := range byShard {
+		if c.rank() == best && (next == "" || shard < next) {
+			next = shard
+		}
+	}
 	x.clusters[cluster] = next
+}
+
+// notifyRouteLocked wakes the requests waiting for cluster's route.
+func (x *Index) notifyRouteLocked(cluster logicalcluster.Name) {
+	if ch, ok := x.routeChanged[cluster]; ok {
+		close(ch)
+		delete(x.routeChanged, cluster)
+	}
+}
+
+// RouteChanged returns a channel that is closed when the shard cluster
+// is routed to changes.
+func (x *Index) RouteChanged(cluster logicalcluster.Name) <-chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ch, ok := x.routeChanged[cluster]
+	if !ok {
+		ch = make(chan struct{})
+		x.routeChanged[cluster] = ch
+	}
+	return ch
 }
 
 // forgetRootlessLocked drops the path of a rootless cluster.
@@ -409,14 +463,14 @@ func (h logicalClusterHandler) set(obj interface{}, deleted bool) {
 	defer h.x.mu.Unlock()
 	byShard := h.x.copies[cluster]
 	if byShard == nil {
-		byShard = map[string]bool{}
+		byShard = map[string]clusterCopy{}
 		h.x.copies[cluster] = byShard
 	}
 	serving := lc.Annotations[migrationv1alpha1.ServedElsewhereAnnotationKey] == ""
 	if deleted {
 		delete(byShard, h.shard)
 	} else {
-		byShard[h.shard] = serving
+		byShard[h.shard] = clusterCopy{serving: serving, held: lc.Annotations[migrationv1alpha1.WritesHeldAnnotationKey] != ""}
 	}
 	h.x.routeLocked(cluster)
 	if deleted || !serving || h.x.clusters[cluster] != h.shard {

@@ -32,11 +32,27 @@ var (
 	}, []string{"event"})
 )
 
+var (
+	cutOverHoldsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "shardplane", Subsystem: "front_proxy", Name: "cut_over_holds_total",
+		Help: "Requests a shard answered with a cut-over's hold, by what the proxy did: forwarded (kept, then sent to where the workspace " +
+			"lives next or again once the hold lifted), timeout (kept until the bound, then the shard's 429 passed on), cancelled (the client " +
+			"went away while kept), passed_on (not kept: a watch, a body too large, not a request to a workspace on a shard).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	cutOverHoldSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Namespace: "shardplane", Subsystem: "front_proxy", Name: "cut_over_hold_seconds",
+		Help:           "How long the proxy kept a request a shard held for a cut-over, forwarded or timed out.",
+		Buckets:        []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
 var registerMetrics sync.Once
 
 func init() {
 	registerMetrics.Do(func() {
-		legacyregistry.MustRegister(requestsTotal, requestDuration, indexLag)
+		legacyregistry.MustRegister(requestsTotal, requestDuration, indexLag, cutOverHoldsTotal, cutOverHoldSeconds)
 		// The lag series exist from the start, so that dashboards find them
 		// before the first workspace is created or deleted.
 		indexLag.WithLabelValues("create")

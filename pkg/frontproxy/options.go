@@ -9,6 +9,7 @@ package frontproxy
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -44,6 +45,13 @@ type Options struct {
 	// MaxWatchesPerUser bounds the watches one user holds open through
 	// this front-proxy; more are answered 429. 0: no bound.
 	MaxWatchesPerUser int
+	// CutOverHoldTimeout bounds how long a request a shard holds for a
+	// move's cut-over is kept before its 429 is passed on; 0: passed on
+	// at once.
+	CutOverHoldTimeout time.Duration
+	// CutOverHoldMaxBody is the largest request body kept to be sent
+	// again after a cut-over's hold.
+	CutOverHoldMaxBody int64
 	// Profiling serves /debug/pprof without authentication, for local
 	// profiling only (off by default).
 	Profiling bool
@@ -79,6 +87,8 @@ func NewOptions() *Options {
 		RootDirectory:  ".shardplane-front-proxy",
 
 		MaxWatchesPerUser:   DefaultMaxWatchesPerUser,
+		CutOverHoldTimeout:  DefaultCutOverHoldTimeout,
+		CutOverHoldMaxBody:  DefaultCutOverHoldMaxBody,
 		ReleaseStartupPages: true,
 	}
 	o.SecureServing.BindPort = 6443
@@ -97,6 +107,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&o.RootKubeconfig, "root-kubeconfig", o.RootKubeconfig, "Kubeconfig of the root shard, whose Shard objects in root list the shards.")
 	fs.StringVar(&o.ShardsKubeconfig, "shards-kubeconfig", o.ShardsKubeconfig, "Kubeconfig with the credentials used to watch Workspaces and LogicalClusters on every shard (its server is replaced by each shard's baseURL). Default: --root-kubeconfig.")
 	fs.IntVar(&o.MaxWatchesPerUser, "max-watches-per-user", o.MaxWatchesPerUser, "Watches one user may hold open through this front-proxy; more are answered 429 with Retry-After. 0: no bound.")
+	fs.DurationVar(&o.CutOverHoldTimeout, "cut-over-hold-timeout", o.CutOverHoldTimeout, "How long a request that a shard holds for the cut-over of a workspace's move is kept, and sent again once the workspace is served, before the shard's 429 with Retry-After is passed on. 0: passed on at once.")
+	fs.Int64Var(&o.CutOverHoldMaxBody, "cut-over-hold-max-body", o.CutOverHoldMaxBody, "Largest request body, in bytes, kept to send a request again after a cut-over's hold; requests with larger bodies get the shard's 429.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go profiles at /debug/pprof/ to anyone who can reach the port (no authentication); for local profiling only.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	fs.StringSliceVar(&o.ServiceAccountKeyFiles, "service-account-key-file", o.ServiceAccountKeyFiles, "Public keys (PEM) of the shards' service account tokens; such tokens are verified and passed on to the shard, which authenticates them. Repeatable.")
@@ -115,6 +127,9 @@ func (o *Options) validateOwn() error {
 	}
 	if o.RootKubeconfig == "" {
 		errs = append(errs, errors.New("--root-kubeconfig is required"))
+	}
+	if o.CutOverHoldTimeout < 0 || o.CutOverHoldMaxBody < 0 {
+		errs = append(errs, errors.New("--cut-over-hold-timeout and --cut-over-hold-max-body must not be negative"))
 	}
 	return errors.Join(errs...)
 }

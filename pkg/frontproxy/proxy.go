@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -85,10 +86,13 @@ type proxy struct {
 	requests, streams map[*route]*httputil.ReverseProxy
 	// watches bounds the watches of one user; nil: no bound.
 	watches *watchLimiter
+	// holds keeps requests a shard holds for a cut-over.
+	holds cutOverHolds
 }
 
 func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *serviceAccountTokens) *proxy {
-	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{}}
+	p := &proxy{routes: routes, index: index, authenticator: authn, serviceAccounts: sa, requests: map[*route]*httputil.ReverseProxy{}, streams: map[*route]*httputil.ReverseProxy{},
+		holds: cutOverHolds{timeout: DefaultCutOverHoldTimeout, maxBody: DefaultCutOverHoldMaxBody, poll: holdPoll}}
 	if index != nil {
 		clients := &reviewClients{index: index}
 		if features.Enabled(features.WorkspaceAuthentication) {
@@ -105,16 +109,18 @@ func newProxy(routes []*route, index *Index, authn authenticator.Request, sa *se
 		// body and end of stream leave in one write instead of three (see
 		// docs/performance.md).
 		p.requests[r] = &httputil.ReverseProxy{
-			Rewrite:      func(*httputil.ProxyRequest) {}, // the target is set on the request before
-			Transport:    http1Only(r.transport),
-			ErrorHandler: p.backendError,
-			BufferPool:   copyBuffers,
+			Rewrite:        func(*httputil.ProxyRequest) {}, // the target is set on the request before
+			Transport:      http1Only(r.transport),
+			ModifyResponse: interceptHold,
+			ErrorHandler:   p.backendError,
+			BufferPool:     copyBuffers,
 		}
 		p.streams[r] = &httputil.ReverseProxy{
-			Rewrite:      func(*httputil.ProxyRequest) {},
-			Transport:    r.transport,
-			ErrorHandler: p.backendError,
-			BufferPool:   copyBuffers,
+			Rewrite:        func(*httputil.ProxyRequest) {},
+			Transport:      r.transport,
+			ModifyResponse: interceptHold,
+			ErrorHandler:   p.backendError,
+			BufferPool:     copyBuffers,
 		}
 	}
 	return p
@@ -138,8 +144,9 @@ func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
 
 // forwarded is what ServeHTTP learned about a request before proxying it.
 type forwarded struct {
-	target *url.URL
-	shard  string
+	target  *url.URL
+	shard   string
+	cluster logicalcluster.Name
 }
 
 type forwardedKey struct{}
@@ -173,6 +180,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	fwd := forwarded{}
 	innerPath := req.URL.Path
+	// hold is set for a request to a logical cluster on a shard, which the
+	// proxy keeps while the shard holds it for a cut-over.
+	var hold *clusterRequest
 	if r.Path == ClustersPath {
 		// Unauthenticated requests learn nothing about workspaces, not
 		// even whether a path exists; a token may still be one of the
@@ -238,6 +248,10 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			http.Error(w, "Not available.", http.StatusServiceUnavailable)
 			return
 		}
+		if target.MountURL == nil {
+			// A mount's server is not ours: only a shard's hold is kept.
+			hold = &clusterRequest{route: r, path: parsed, rest: rest, rawQuery: req.URL.RawQuery, user: u, passToken: passToken}
+		}
 		if passToken {
 			if u, passToken, err = p.serviceAccountAt(req, u, target.Shard); err != nil || u == nil {
 				if err != nil {
@@ -247,7 +261,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				return
 			}
 		}
-		fwd.shard = target.Shard
+		fwd.shard, fwd.cluster = target.Shard, target.Cluster
 		setShardLabel(req.Context(), target.Shard)
 		if target.MountURL != nil {
 			// The mount's URL stands for the workspace: the rest follows it.
@@ -279,16 +293,26 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		defer release()
 	}
 
-	out := req.Clone(context.WithValue(req.Context(), forwardedKey{}, fwd))
-	out.URL = fwd.target
-	out.Host = fwd.target.Host
-	out.RequestURI = ""
-	setIdentity(out.Header, r, u, passToken)
+	if hold != nil && p.holds.timeout > 0 && !streamrequest.Is(req) && !httpstream.IsUpgradeRequest(req) {
+		p.forwardHolding(w, req, *hold, fwd, u, passToken)
+		return
+	}
+	out := p.outgoing(req, r, fwd, u, passToken)
 	if streamrequest.Multiplexed(req) {
 		p.streams[r].ServeHTTP(w, out)
 		return
 	}
 	p.requests[r].ServeHTTP(w, out)
+}
+
+// outgoing is the request to send to fwd's target as u.
+func (p *proxy) outgoing(req *http.Request, r *route, fwd forwarded, u user.Info, passToken bool) *http.Request {
+	out := req.Clone(context.WithValue(req.Context(), forwardedKey{}, fwd))
+	out.URL = fwd.target
+	out.Host = fwd.target.Host
+	out.RequestURI = ""
+	setIdentity(out.Header, r, u, passToken)
+	return out
 }
 
 // viewUser authenticates the bearer token of a request to a view (a route
@@ -480,7 +504,7 @@ func (p *proxy) denyAccess(w http.ResponseWriter, req *http.Request, u user.Info
 // backendError answers when a backend cannot be reached: the shard's
 // workspaces are unavailable, nothing else is.
 func (p *proxy) backendError(w http.ResponseWriter, req *http.Request, err error) {
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, errHeld) {
 		return
 	}
 	fwd, _ := req.Context().Value(forwardedKey{}).(forwarded)

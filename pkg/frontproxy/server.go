@@ -88,6 +88,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	px := newProxy(c.routes, s.index, c.Authenticator, c.serviceAccounts)
 	px.watches = newWatchLimiter(o.MaxWatchesPerUser)
+	px.holds.timeout, px.holds.maxBody = o.CutOverHoldTimeout, o.CutOverHoldMaxBody
 	// In-cluster clients of a workspace's service account send no /clusters/.
 	mux.Handle("/", serviceaccount.WithInClusterRewrite(withRequestMetrics(px)))
 	// No timeout filter moves handlers to a goroutine of their own: one

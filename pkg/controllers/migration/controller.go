@@ -23,9 +23,10 @@
 // and waits for those in flight (WritesHeld); the destination takes a
 // final copy, verifies it against the origin's dump (object count and
 // content hash per resource) and lets its copy serve (DataCopied,
-// OriginCleanup); a mismatch fails the move and the origin serves on. The
-// origin then marks its own copy served elsewhere (the front-proxy
-// switches), ends the cluster's watches, answers 429 to whatever still
+// OriginCleanup), which the front-proxies switch to at once (a copy that
+// serves beats a held one); a mismatch fails the move and the origin
+// serves on. The origin then marks its own copy served elsewhere, ends
+// the cluster's watches, answers 429 to whatever still
 // reaches it and deletes the cluster from its etcd (OriginCleaned,
 // DestinationFinalize); the destination drops the claim (Completed).
 //

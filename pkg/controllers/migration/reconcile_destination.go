@@ -67,9 +67,14 @@ func (r *destinationReconciler) reconcile(ctx context.Context, claim string, m *
 			}
 			return r.cutOver(ctx, claim, cluster, m)
 		}
-		entries, _, err := r.dumpAll(ctx, m.Status.OriginShard, cluster)
+		entries, originRevision, err := r.dumpAll(ctx, m.Status.OriginShard, cluster)
 		if err == nil {
 			_, err = r.sync(ctx, cluster, entries, markServedElsewhere)
+		}
+		if err == nil {
+			// Most of the way now, while writes go on: the cut-over then
+			// advances only past what the origin wrote since.
+			_, err = r.advanceRevision(ctx, originRevision)
 		}
 		if err != nil {
 			conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{
@@ -118,6 +123,42 @@ func (r *destinationReconciler) cutOver(ctx context.Context, claim string, clust
 	if err != nil {
 		return err
 	}
+	// The origin issued no resource version of the cluster above the final
+	// dump's (it holds reads too): from above it on, the versions are ours,
+	// and a watch resuming from below is told to relist. Advanced while the
+	// copy is written and verified.
+	advanced := make(chan error, 1)
+	go func() {
+		_, err := r.advanceRevision(ctx, originRevision)
+		advanced <- err
+	}()
+	if err := r.writeAndVerify(ctx, cluster, entries, m); err != nil {
+		<-advanced
+		return err
+	}
+	if err := <-advanced; err != nil {
+		return err
+	}
+	if m.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
+		return nil
+	}
+	// Stored with the unmarking: a restarted destination still tells
+	// the origin's resource versions apart.
+	r.movedIn(cluster, uint64(originRevision)+1)
+	if err := r.setAnnotations(ctx, cluster, map[string]string{
+		migrationv1alpha1.ServedElsewhereAnnotationKey: "",
+		migrationv1alpha1.MovedInAtAnnotationKey:       strconv.FormatInt(originRevision+1, 10),
+	}); err != nil {
+		return fmt.Errorf("let the copy of logical cluster %s serve: %w", cluster, err)
+	}
+	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationDataCopied, Status: corev1.ConditionTrue})
+	m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup
+	return nil
+}
+
+// writeAndVerify writes the final copy and compares it with the origin's
+// entries; a mismatch fails m.
+func (r *destinationReconciler) writeAndVerify(ctx context.Context, cluster logicalcluster.Name, entries []clustermove.Entry, m *migrationv1alpha1.LogicalClusterMigration) error {
 	revision, err := r.sync(ctx, cluster, entries, markServedElsewhere)
 	if err != nil {
 		return err
@@ -142,23 +183,6 @@ func (r *destinationReconciler) cutOver(ctx context.Context, claim string, clust
 		return nil
 	}
 	m.Status.EntriesCopied = int64(len(entries))
-	// The origin issued no resource version of the cluster above the final
-	// dump's (it holds reads too): from above it on, the versions are ours,
-	// and a watch resuming from below is told to relist.
-	if _, err := r.advanceRevision(ctx, originRevision); err != nil {
-		return err
-	}
-	// Stored with the unmarking: a restarted destination still tells
-	// the origin's resource versions apart.
-	r.movedIn(cluster, uint64(originRevision)+1)
-	if err := r.setAnnotations(ctx, cluster, map[string]string{
-		migrationv1alpha1.ServedElsewhereAnnotationKey: "",
-		migrationv1alpha1.MovedInAtAnnotationKey:       strconv.FormatInt(originRevision+1, 10),
-	}); err != nil {
-		return fmt.Errorf("let the copy of logical cluster %s serve: %w", cluster, err)
-	}
-	conditionsv1alpha1.Set(m, conditionsv1alpha1.Condition{Type: migrationv1alpha1.LCMigrationDataCopied, Status: corev1.ConditionTrue})
-	m.Status.Phase = migrationv1alpha1.LogicalClusterMigrationPhaseOriginCleanup
 	return nil
 }
 

@@ -87,12 +87,19 @@ func TestDestinationCopiesEveryPageWithTheLogicalClusterMarked(t *testing.T) {
 		{{Key: lcKey, Value: []byte(`{"kind":"LogicalCluster","metadata":{"name":"cluster"}}`)}},
 	}
 	r, written, _ := fakeDestination(pages, nil)
+	var advancedPast int64
+	r.advanceRevision = func(_ context.Context, above int64) (int64, error) { advancedPast = above; return above + 1, nil }
 	m := migrating()
 	if !r.isDestination(m) {
 		t.Fatal("shard-1 is not the destination")
 	}
 	if err := r.reconcile(context.Background(), claim, m); err != nil {
 		t.Fatal(err)
+	}
+	// Before the hold, so that the cut-over advances only past what was
+	// written since.
+	if advancedPast != 42 {
+		t.Errorf("the bulk copy advanced the revision past %d, want the dump's 42", advancedPast)
 	}
 	if m.Status.EntriesCopied != 2 || !m.Status.Conditions.IsTrue(migrationv1alpha1.LCMigrationStarted) {
 		t.Fatalf("status %+v, want 2 entries copied and MigrationStarted", m.Status)
