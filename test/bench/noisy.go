@@ -67,6 +67,7 @@ type noisyOptions struct {
 	watches     int
 	watchUsers  int
 	shardArgs   string
+	inFlight    int
 }
 
 func (n *noisyOptions) addFlags(fs *flag.FlagSet) {
@@ -75,6 +76,7 @@ func (n *noisyOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&n.listObjects, "noisy-list-objects", 1000, "configmaps tenant A creates before the flood and LISTs in it (--mode=noisy); the flood has --concurrency clients")
 	fs.IntVar(&n.watches, "noisy-watches", 2000, "watches tenant A holds open through the front-proxy during the flood (--mode=noisy)")
 	fs.IntVar(&n.watchUsers, "noisy-watch-users", 4, "users of workspace A that share the watches: the front-proxy bounds each user at --max-watches-per-user (default 1000)")
+	fs.IntVar(&n.inFlight, "noisy-workspace-in-flight", 1, "--max-requests-in-flight-per-workspace of the shard with fairness on in --mode=noisy (0: none); the shard without fairness has none")
 	fs.StringVar(&n.shardArgs, "noisy-shard-args", "", "extra flags of the shard in --mode=noisy, space separated (e.g. \"--max-requests-inflight=4 --max-mutating-requests-inflight=2\")")
 }
 
@@ -88,6 +90,9 @@ type noisyResults struct {
 	Watches         int     `json:"noisy_watches"`
 	WatchUsers      int     `json:"noisy_watch_users"`
 	ShardArgs       string  `json:"noisy_shard_args"`
+	// WorkspaceInFlight is the shard's bound of a workspace's requests
+	// running at once, with fairness on.
+	WorkspaceInFlight int `json:"noisy_workspace_in_flight"`
 
 	VictimP50AloneMs float64 `json:"noisy_victim_p50_alone_ms"`
 	VictimP99AloneMs float64 `json:"noisy_victim_p99_alone_ms"`
@@ -266,7 +271,7 @@ func runNoisy(ctx context.Context, o options) (results, error) {
 			n.watches, n.watchUsers, per, frontproxy.DefaultMaxWatchesPerUser)
 	}
 	res := &noisyResults{DurationSeconds: n.duration.Seconds(), VictimRate: n.victimRate, FloodClients: o.concurrency,
-		ListObjects: n.listObjects, Watches: n.watches, WatchUsers: n.watchUsers, ShardArgs: n.shardArgs}
+		ListObjects: n.listObjects, Watches: n.watches, WatchUsers: n.watchUsers, ShardArgs: n.shardArgs, WorkspaceInFlight: n.inFlight}
 	r := results{noisyResults: res}
 	for _, fair := range []bool{true, false} {
 		run, err := startNoisyRun(ctx, o, fair)
@@ -343,7 +348,9 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 		return nil, err
 	}
 	shardArgs := strings.Fields(o.noisy.shardArgs)
-	if !fair {
+	if fair {
+		shardArgs = append(shardArgs, fmt.Sprintf("--max-requests-in-flight-per-workspace=%d", o.noisy.inFlight))
+	} else {
 		// Without fairness no workspace waits its turn either.
 		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false", "--max-requests-in-flight-per-workspace=0")
 	}
@@ -761,8 +768,8 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 	if shardArgs == "" {
 		shardArgs = "defaults"
 	}
-	row("noisy setup", fmt.Sprintf("B at %.0f req/s for %.0f s per phase; A: %d clients (LIST of %d, CREATE), %d watches over %d users; shard flags: %s",
-		r.VictimRate, r.DurationSeconds, r.FloodClients, r.ListObjects, r.Watches, r.WatchUsers, shardArgs))
+	row("noisy setup", fmt.Sprintf("B at %.0f req/s for %.0f s per phase; A: %d clients (LIST of %d, CREATE), %d watches over %d users; shard flags: %s; fairness on: %d request(s) of a workspace at once",
+		r.VictimRate, r.DurationSeconds, r.FloodClients, r.ListObjects, r.Watches, r.WatchUsers, shardArgs, r.WorkspaceInFlight))
 	ratio := func(flood, alone float64) string {
 		if alone <= 0 {
 			return "-"
