@@ -88,7 +88,7 @@ func (m *movesOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.joinLimit, "scale-join-limit", 2000, "hard limit of workspaces on the shard that joins in --mode=scale: the drain moves this many onto it, the rest elsewhere (0: none)")
 	fs.StringVar(&m.softLimits, "scale-soft-limits", "", "soft limits of workspaces of the first shards of --mode=scale, comma separated (empty: none, the capacity is equal)")
 	fs.BoolVar(&m.keepDir, "moves-keep-dir", false, "keep the system's directory (logs, kubeconfigs) after the moves modes")
-	fs.StringVar(&m.profileDir, "moves-profile-dir", "", "save CPU profiles of the origin and the destination shard over the first 30 s of the loaded moves of --mode=moves (empty: none)")
+	fs.StringVar(&m.profileDir, "moves-profile-dir", "", "save CPU profiles of the origin and the destination shard over the first 30 s of the loaded moves of --mode=moves, and of every shard over the first 30 s of a drain (empty: none)")
 }
 
 // movesResults are the numbers of the moves modes; keys are prefixed
@@ -863,6 +863,8 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 	}
 	m.step(fmt.Sprintf("cordoning %s and draining its %d workspaces, %d moves at a time", shard, len(clusters), o.moves.maxMoves))
 	start := time.Now()
+	waitProfiles := m.cpuProfiles(ctx, o.moves.profileDir, m.shards...)
+	defer waitProfiles()
 	if err := m.updateShard(ctx, shard, func(s *corev1alpha1.Shard) {
 		s.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey] = "true"
 		s.Annotations[corev1alpha1.ShardDrainAnnotationKey] = "true"
