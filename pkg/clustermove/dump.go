@@ -3,7 +3,9 @@ package clustermove
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -26,12 +28,12 @@ type Page struct {
 	Continue string `json:"continue,omitempty"`
 	// Revision is the etcd revision the whole dump reads at.
 	Revision int64 `json:"revision"`
-	// Scanned counts the keys read for this page, the cluster's and
-	// others'.
+	// Scanned counts the keys read for this page: the cluster's, and one
+	// of each resource prefix to find the next.
 	Scanned int64 `json:"scanned"`
 }
 
-// DefaultPageKeys is how many keys a page scans when the caller sets no
+// DefaultPageKeys is how many keys a page reads when the caller sets no
 // limit.
 const DefaultPageKeys = 2000
 
@@ -41,6 +43,11 @@ const DefaultPageKeys = 2000
 // reads the same snapshot. scanKeys bounds the keys read for a page (0
 // for DefaultPageKeys); a page may hold no entries and still continue.
 // A compacted revision is an error: start again from the beginning.
+//
+// It reads the cluster's range of each resource prefix and, to find the
+// resource prefixes, one key between each known one and the next: what it
+// reads grows with the cluster and the number of resources, not with
+// other clusters.
 func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name, revision int64, continueFrom string, scanKeys int64) (Page, error) {
 	if cluster == "" || cluster.IsWildcard() {
 		return Page{}, fmt.Errorf("dump: no logical cluster")
@@ -49,6 +56,7 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		scanKeys = DefaultPageKeys
 	}
 	root := normalizePrefix(prefix)
+	rootEnd := clientv3.GetPrefixRangeEnd(root)
 	from := root
 	if continueFrom != "" {
 		if !strings.HasPrefix(continueFrom, root) {
@@ -56,27 +64,72 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 		}
 		from = continueFrom
 	}
-	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(root)), clientv3.WithLimit(scanKeys)}
-	if revision > 0 {
-		opts = append(opts, clientv3.WithRev(revision))
-	}
-	resp, err := kv.Get(ctx, from, opts...)
-	if err != nil {
-		return Page{}, fmt.Errorf("dump %s at revision %d: %w", cluster, revision, err)
-	}
-	page := Page{Revision: resp.Header.Revision, Scanned: int64(len(resp.Kvs))}
-	if revision > 0 {
-		page.Revision = revision
-	}
-	for _, kv := range resp.Kvs {
-		rel := strings.TrimPrefix(string(kv.Key), root)
-		if k, ok := kstorage.SplitClusterKey(rel); ok && k.Cluster == cluster {
-			page.Entries = append(page.Entries, Entry{Key: rel, Value: kv.Value})
+	page := Page{Revision: revision}
+	get := func(key, end string, limit int64, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+		opts = append(opts, clientv3.WithRange(end), clientv3.WithLimit(limit))
+		if page.Revision > 0 {
+			opts = append(opts, clientv3.WithRev(page.Revision))
 		}
+		resp, err := kv.Get(ctx, key, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("dump %s at revision %d: %w", cluster, page.Revision, err)
+		}
+		// The first read fixes the snapshot every later one reads.
+		if page.Revision == 0 {
+			page.Revision = resp.Header.Revision
+		}
+		page.Scanned += int64(len(resp.Kvs))
+		return resp, nil
 	}
-	if resp.More && len(resp.Kvs) > 0 {
-		page.Continue = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	known := resourceRootsOf(root)
+	for page.Scanned < scanKeys {
+		resourceRoot := known.next(from)
+		if resourceRoot == "" || from < resourceRoot {
+			// Look for a key before the next known resource prefix: in
+			// the usual case the range is empty and costs etcd nothing,
+			// while a read to the end would count every key after from.
+			end := rootEnd
+			if resourceRoot != "" {
+				end = resourceRoot
+			}
+			next, err := get(from, end, 1, clientv3.WithKeysOnly())
+			if err != nil {
+				return Page{}, err
+			}
+			switch {
+			case len(next.Kvs) > 0:
+				key := string(next.Kvs[0].Key)
+				k, ok := kstorage.SplitClusterKey(strings.TrimPrefix(key, root))
+				if !ok {
+					from = key + "\x00"
+					continue
+				}
+				resourceRoot = root + k.Resource + "/"
+				known.add(resourceRoot)
+			case resourceRoot == "":
+				return page, nil
+			}
+		}
+		clusterPrefix := resourceRoot + string(cluster) + "/"
+		clusterEnd := clientv3.GetPrefixRangeEnd(clusterPrefix)
+		start := max(from, clusterPrefix)
+		if start < clusterEnd {
+			// At least one key, so that every page moves on.
+			objects, err := get(start, clusterEnd, max(scanKeys-page.Scanned, 1))
+			if err != nil {
+				return Page{}, err
+			}
+			for _, kv := range objects.Kvs {
+				page.Entries = append(page.Entries, Entry{Key: strings.TrimPrefix(string(kv.Key), root), Value: kv.Value})
+			}
+			if objects.More {
+				from = string(objects.Kvs[len(objects.Kvs)-1].Key) + "\x00"
+				continue
+			}
+		}
+		from = clientv3.GetPrefixRangeEnd(resourceRoot)
 	}
+	page.Continue = from
 	return page, nil
 }
 
@@ -107,6 +160,47 @@ func DumpAllAt(ctx context.Context, kv clientv3.KV, prefix string, cluster logic
 			return all, revision, nil
 		}
 		next = page.Continue
+	}
+}
+
+// resourceRoots are the resource prefixes (absolute, with a trailing
+// slash) dumps below one etcd prefix have met, in key order. They are
+// hints: a dump still reads between them and learns what is new, and a
+// prefix whose objects are gone costs it one empty read.
+type resourceRoots struct {
+	mu    sync.Mutex
+	roots []string
+}
+
+// knownResourceRoots holds a resourceRoots per etcd prefix, shared by the
+// dumps of a process.
+var knownResourceRoots sync.Map
+
+func resourceRootsOf(root string) *resourceRoots {
+	r, _ := knownResourceRoots.LoadOrStore(root, &resourceRoots{})
+	return r.(*resourceRoots)
+}
+
+// next returns the known resource prefix that holds from or, when none
+// does, the first after it; "" when there is none.
+func (r *resourceRoots) next(from string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i, _ := slices.BinarySearch(r.roots, from)
+	if i > 0 && strings.HasPrefix(from, r.roots[i-1]) {
+		return r.roots[i-1]
+	}
+	if i < len(r.roots) {
+		return r.roots[i]
+	}
+	return ""
+}
+
+func (r *resourceRoots) add(root string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, found := slices.BinarySearch(r.roots, root); !found {
+		r.roots = slices.Insert(r.roots, i, root)
 	}
 }
 

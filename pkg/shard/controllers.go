@@ -318,10 +318,14 @@ func (c *Server) installShardStatusControllers(gs *genericapiserver.GenericAPISe
 		}): 1,
 	}
 	// Each shard drains itself: only it sees its logical clusters.
-	controllers[draincontroller.New(draincontroller.Config{
+	drain, err := draincontroller.New(draincontroller.Config{
 		ShardName: c.Options.ShardName, Shards: c.Informers.shards(), ShardEvents: c.Informers.shardInformer(),
-		LogicalClusters: c.Informers.kcp.logicalClusters, Root: root,
-	})] = 1
+		LogicalClusters: c.Informers.kcp.logicalClusters, Migrations: c.Informers.global.LogicalClusterMigrations, Root: root,
+	})
+	if err != nil {
+		return err
+	}
+	controllers[drain] = 1
 	if c.Informers.hostsRoot {
 		controllers[shardcontroller.NewLiveness(shardcontroller.LivenessConfig{
 			Timeout: c.Options.HeartbeatTimeout, Shards: c.Informers.shards(), Root: cl.kcp,

@@ -31,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,7 +88,7 @@ func (m *movesOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&m.joinLimit, "scale-join-limit", 2000, "hard limit of workspaces on the shard that joins in --mode=scale: the drain moves this many onto it, the rest elsewhere (0: none)")
 	fs.StringVar(&m.softLimits, "scale-soft-limits", "", "soft limits of workspaces of the first shards of --mode=scale, comma separated (empty: none, the capacity is equal)")
 	fs.BoolVar(&m.keepDir, "moves-keep-dir", false, "keep the system's directory (logs, kubeconfigs) after the moves modes")
-	fs.StringVar(&m.profileDir, "moves-profile-dir", "", "save CPU profiles of the origin and the destination shard over the first 30 s of the loaded moves of --mode=moves (empty: none)")
+	fs.StringVar(&m.profileDir, "moves-profile-dir", "", "save CPU profiles of the origin and the destination shard over the first 30 s of the loaded moves of --mode=moves, and of every shard over the first 30 s of a drain (empty: none)")
 }
 
 // movesResults are the numbers of the moves modes; keys are prefixed
@@ -132,11 +133,15 @@ type movesResults struct {
 	DrainPerMinute       float64        `json:"drain_moves_per_minute,omitempty"`
 	DrainRetries         int            `json:"drain_retried_moves,omitempty"`
 	DrainDestination     map[string]int `json:"drain_destinations,omitempty"`
-	RoutingP50Ms         float64        `json:"drain_routing_p50_ms,omitempty"`
-	RoutingP99Ms         float64        `json:"drain_routing_p99_ms,omitempty"`
-	RoutingMaxMs         float64        `json:"drain_routing_max_ms,omitempty"`
-	RoutingSamples       int            `json:"drain_routing_samples,omitempty"`
-	RoutingLate          int            `json:"drain_routing_over_1s,omitempty"`
+	// DrainQuarterPerMinute are the moves per minute of each quarter of
+	// the drain's moves, in the order they ended: whether the rate falls
+	// as the destinations fill.
+	DrainQuarterPerMinute []float64 `json:"drain_quarter_moves_per_minute,omitempty"`
+	RoutingP50Ms          float64   `json:"drain_routing_p50_ms,omitempty"`
+	RoutingP99Ms          float64   `json:"drain_routing_p99_ms,omitempty"`
+	RoutingMaxMs          float64   `json:"drain_routing_max_ms,omitempty"`
+	RoutingSamples        int       `json:"drain_routing_samples,omitempty"`
+	RoutingLate           int       `json:"drain_routing_over_1s,omitempty"`
 
 	ScaleShards      int                `json:"scale_shards,omitempty"`
 	ScaleWorkspaces  int                `json:"scale_workspaces,omitempty"`
@@ -858,6 +863,8 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 	}
 	m.step(fmt.Sprintf("cordoning %s and draining its %d workspaces, %d moves at a time", shard, len(clusters), o.moves.maxMoves))
 	start := time.Now()
+	waitProfiles := m.cpuProfiles(ctx, o.moves.profileDir, m.shards...)
+	defer waitProfiles()
 	if err := m.updateShard(ctx, shard, func(s *corev1alpha1.Shard) {
 		s.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey] = "true"
 		s.Annotations[corev1alpha1.ShardDrainAnnotationKey] = "true"
@@ -884,6 +891,7 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 	m.mw.mu.Lock()
 	m.mw.onEnd = nil
 	mr.DrainDestination = map[string]int{}
+	var ends []time.Time
 	for _, st := range m.mw.byName {
 		if st.origin != shard && st.origin != "" {
 			continue
@@ -891,6 +899,7 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 		switch {
 		case st.phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted:
 			mr.DrainDestination[st.destination]++
+			ends = append(ends, st.ended)
 		case st.phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed:
 			mr.FailedMoves++
 		}
@@ -901,12 +910,33 @@ func (m *movesRun) drainShard(ctx context.Context, o options, mr *movesResults, 
 		}
 	}
 	m.mw.mu.Unlock()
+	mr.DrainQuarterPerMinute = quarterRates(start, ends)
 	rt.report(mr)
 	mr.DrainWorkspaces, mr.DrainMaxMoves = len(clusters), o.moves.maxMoves
 	if mr.DrainAllEndedSeconds > 0 {
 		mr.DrainPerMinute = float64(len(clusters)) / (mr.DrainAllEndedSeconds / 60)
 	}
 	return err
+}
+
+// quarterRates splits the end times of moves begun at start into four
+// quarters by count and returns each one's moves per minute.
+func quarterRates(start time.Time, ends []time.Time) []float64 {
+	if len(ends) < 4 {
+		return nil
+	}
+	slices.SortFunc(ends, func(a, b time.Time) int { return a.Compare(b) })
+	var out []float64
+	from, prev := 0, start
+	for q := 1; q <= 4; q++ {
+		to := len(ends) * q / 4
+		last := ends[to-1]
+		if d := last.Sub(prev); d > 0 {
+			out = append(out, float64(to-from)/d.Minutes())
+		}
+		from, prev = to, last
+	}
+	return out
 }
 
 func (m *movesRun) drain(ctx context.Context, o options, mr *movesResults) error {
@@ -1054,6 +1084,11 @@ func (mr *movesResults) print(tw *tabwriter.Writer) {
 	}
 	if mr.DrainWorkspaces > 0 {
 		row(fmt.Sprintf("drain of %d workspaces, %d moves at once", mr.DrainWorkspaces, mr.DrainMaxMoves), fmt.Sprintf("Drained after %.1f s, last move ended after %.1f s (%.1f moves/min), onto %v, %d retried", mr.DrainSeconds, mr.DrainAllEndedSeconds, mr.DrainPerMinute, mr.DrainDestination, mr.DrainRetries))
+		var quarters []string
+		for _, r := range mr.DrainQuarterPerMinute {
+			quarters = append(quarters, fmt.Sprintf("%.1f", r))
+		}
+		row("moves/min by quarter of the drain", strings.Join(quarters, ", "))
 		row("routing after each move, every front-proxy", fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d samples, %d over 1 s)", mr.RoutingP50Ms, mr.RoutingP99Ms, mr.RoutingMaxMs, mr.RoutingSamples, mr.RoutingLate))
 	}
 	row("failed moves", mr.FailedMoves)

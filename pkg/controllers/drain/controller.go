@@ -20,6 +20,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	conditionsv1alpha1 "github.com/shardplane/shardplane/pkg/apis/conditions/v1alpha1"
@@ -36,9 +37,9 @@ import (
 // does not say.
 const DefaultMaxMoves = 4
 
-// pollInterval is how often a running drain looks at its migrations,
-// whose progress brings it no event.
-const pollInterval = time.Second
+// byShard indexes root's LogicalClusterMigrations by the shard whose drain
+// created them (ShardLabel).
+const byShard = "drain.shardplane.io/shard"
 
 // Config is what the controller needs.
 type Config struct {
@@ -49,6 +50,9 @@ type Config struct {
 	ShardEvents *wildcardinformer.Informer
 	// LogicalClusters are this shard's.
 	LogicalClusters *wildcardinformer.Informer
+	// Migrations are every shard's LogicalClusterMigrations, as the cache
+	// server replicates them (the migration controller's informer).
+	Migrations *wildcardinformer.Informer
 	// Root writes into the root logical cluster on the root shard.
 	Root *kcpclient.Client
 	// MaxMoves is the default of ShardDrainMaxMovesAnnotationKey.
@@ -57,27 +61,55 @@ type Config struct {
 
 // Controller drains its shard on request.
 type Controller struct {
-	cfg  Config
-	loop *loop.Loop
+	cfg     Config
+	loop    *loop.Loop
+	created created
 }
 
-// New returns the controller and registers its handlers; call it before
-// the informers run.
-func New(cfg Config) *Controller {
+// New returns the controller and registers its handlers and index; call
+// it before the informers run.
+func New(cfg Config) (*Controller, error) {
 	if cfg.MaxMoves <= 0 {
 		cfg.MaxMoves = DefaultMaxMoves
 	}
 	c := &Controller{cfg: cfg}
 	c.loop = loop.New("drain", c.reconcile)
+	if err := cfg.Migrations.AddIndexers(cache.Indexers{byShard: drainIndex}); err != nil {
+		return nil, err
+	}
+	// Any shard's change may make room for a move, or take it away.
 	cfg.ShardEvents.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
-		if s, ok := obj.(*corev1alpha1.Shard); ok && shardlookup.InRoot(s) && s.Name == cfg.ShardName {
-			return s.Name, true
+		if s, ok := obj.(*corev1alpha1.Shard); ok && shardlookup.InRoot(s) {
+			return cfg.ShardName, true
 		}
 		return "", false
 	}))
 	// A cluster leaving (or arriving) may end the drain or free a slot.
 	cfg.LogicalClusters.AddHandler(c.loop.Handler(func(interface{}) (string, bool) { return cfg.ShardName, true }))
-	return c
+	// So may a move of this drain that progresses, ends or goes.
+	cfg.Migrations.AddHandler(c.loop.Handler(func(obj interface{}) (string, bool) {
+		if shards, _ := drainIndex(obj); len(shards) == 1 && shards[0] == cfg.ShardName {
+			return cfg.ShardName, true
+		}
+		return "", false
+	}))
+	return c, nil
+}
+
+// drainIndex maps a migration in root to the shard whose drain created it.
+func drainIndex(obj interface{}) ([]string, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(*migrationv1alpha1.LogicalClusterMigration)
+	if !ok {
+		return nil, nil
+	}
+	shard := m.Labels[ShardLabel]
+	if cluster, _ := logicalcluster.ObjectCluster(m.Annotations); cluster != logicalcluster.Root || shard == "" {
+		return nil, nil
+	}
+	return []string{shard}, nil
 }
 
 // Run works the queue until ctx ends.
@@ -93,10 +125,10 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			return nil
 		}
 		// The drain was called off: its report goes; moves under way end.
-		return c.setCondition(ctx, name, nil)
+		return c.setCondition(ctx, shard, nil)
 	}
 	if _, cordoned := shard.Annotations[corev1alpha1.ShardUnschedulableAnnotationKey]; !cordoned {
-		return c.setCondition(ctx, name, &conditionsv1alpha1.Condition{
+		return c.setCondition(ctx, shard, &conditionsv1alpha1.Condition{
 			Type: corev1alpha1.ShardDrained, Status: corev1.ConditionFalse, Severity: conditionsv1alpha1.ConditionSeverityWarning,
 			Reason:  corev1alpha1.ShardReasonDrainNotCordoned,
 			Message: fmt.Sprintf("cordon the shard (annotation %s) to drain it: new workspaces would keep arriving", corev1alpha1.ShardUnschedulableAnnotationKey),
@@ -104,22 +136,21 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 	}
 	maxMoves, err := maxMovesOf(shard, c.cfg.MaxMoves)
 	if err != nil {
-		return c.setCondition(ctx, name, &conditionsv1alpha1.Condition{
+		return c.setCondition(ctx, shard, &conditionsv1alpha1.Condition{
 			Type: corev1alpha1.ShardDrained, Status: corev1.ConditionFalse, Severity: conditionsv1alpha1.ConditionSeverityWarning,
 			Reason: corev1alpha1.ShardReasonDrainBlocked, Message: err.Error(),
 		})
 	}
 
-	list := &migrationv1alpha1.LogicalClusterMigrationList{}
-	if err := c.cfg.Root.List(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, list); err != nil {
-		return fmt.Errorf("list migrations in root: %w", err)
+	objs, err := c.cfg.Migrations.ByIndex(byShard, name)
+	if err != nil {
+		return err
 	}
-	var mine []*migrationv1alpha1.LogicalClusterMigration
-	for i := range list.Items {
-		if list.Items[i].Labels[ShardLabel] == name {
-			mine = append(mine, &list.Items[i])
-		}
+	var seen []*migrationv1alpha1.LogicalClusterMigration
+	for _, obj := range objs {
+		seen = append(seen, obj.(*migrationv1alpha1.LogicalClusterMigration))
 	}
+	mine := c.created.merge(seen, time.Now())
 	shards, err := c.cfg.Shards.List()
 	if err != nil {
 		return err
@@ -134,18 +165,14 @@ func (c *Controller) reconcile(ctx context.Context, name string) error {
 			},
 			Spec: migrationv1alpha1.LogicalClusterMigrationSpec{LogicalCluster: string(mv.cluster), DestinationShard: mv.destination},
 		}
-		if err := c.cfg.Root.Create(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, m, &migrationv1alpha1.LogicalClusterMigration{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		out := &migrationv1alpha1.LogicalClusterMigration{}
+		if err := c.cfg.Root.Create(ctx, logicalcluster.Root, kcpclient.LogicalClusterMigrations, m, out); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create migration %s: %w", m.Name, err)
 		}
+		c.created.add(m, time.Now())
 		klog.FromContext(ctx).Info("Draining: moving a logical cluster", "shard", name, "logicalCluster", mv.cluster, "destination", mv.destination, "attempt", mv.attempt)
 	}
-	if err := c.setCondition(ctx, name, &cond); err != nil {
-		return err
-	}
-	if cond.Status == corev1.ConditionTrue {
-		return nil
-	}
-	return loop.RequeueAfter(pollInterval)
+	return c.setCondition(ctx, shard, &cond)
 }
 
 // residents are the logical clusters a drain moves: this shard's, but
@@ -189,14 +216,29 @@ func maxMovesOf(shard *corev1alpha1.Shard, def int) (int, error) {
 
 // setCondition writes the Drained condition (nil: removes it) on the
 // Shard in root, read fresh: the shard's status reporter writes it too.
-func (c *Controller) setCondition(ctx context.Context, name string, cond *conditionsv1alpha1.Condition) error {
+// Nothing is read or written when the informer's copy, cached, has it
+// already: a later change of the Shard brings the drain back.
+func (c *Controller) setCondition(ctx context.Context, cached *corev1alpha1.Shard, cond *conditionsv1alpha1.Condition) error {
+	if !withDrained(cached.DeepCopy(), cond) {
+		return nil
+	}
 	shard := &corev1alpha1.Shard{}
-	if err := c.cfg.Root.Get(ctx, logicalcluster.Root, kcpclient.Shards, name, shard); err != nil {
+	if err := c.cfg.Root.Get(ctx, logicalcluster.Root, kcpclient.Shards, cached.Name, shard); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return err
 	}
+	if !withDrained(shard, cond) {
+		return nil
+	}
+	shard.APIVersion, shard.Kind = corev1alpha1.SchemeGroupVersion.String(), "Shard"
+	return c.cfg.Root.Update(ctx, logicalcluster.Root, kcpclient.Shards, shard.Name, shard, &corev1alpha1.Shard{}, "status")
+}
+
+// withDrained sets the Drained condition (nil: removes it) on shard and
+// tells whether that changed its status.
+func withDrained(shard *corev1alpha1.Shard, cond *conditionsv1alpha1.Condition) bool {
 	before := shard.Status.DeepCopy()
 	if cond == nil {
 		var kept conditionsv1alpha1.Conditions
@@ -209,9 +251,5 @@ func (c *Controller) setCondition(ctx context.Context, name string, cond *condit
 	} else {
 		conditionsv1alpha1.Set(shard, *cond)
 	}
-	if apiequality.Semantic.DeepEqual(*before, shard.Status) {
-		return nil
-	}
-	shard.APIVersion, shard.Kind = corev1alpha1.SchemeGroupVersion.String(), "Shard"
-	return c.cfg.Root.Update(ctx, logicalcluster.Root, kcpclient.Shards, name, shard, &corev1alpha1.Shard{}, "status")
+	return !apiequality.Semantic.DeepEqual(*before, shard.Status)
 }
