@@ -820,6 +820,7 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 	// was read unended, so that none lands after the failed move's clean-up.
 	lcKey := "/registry/" + kstorage.ResourcePrefix(corev1alpha1.Resource("logicalclusters")) + "/" + string(cluster) + "/" + corev1alpha1.LogicalClusterName
 	migrationKey := "/registry/" + kstorage.ResourcePrefix(migrationv1alpha1.Resource("logicalclustermigrations")) + "/" + string(orgCluster) + "/" + m.Name
+	const intrudersPerWrite = 50
 	intruders := 0
 	framework.EventuallyEvery(t, time.Millisecond, framework.EventuallyTimeout, func(ctx context.Context) error {
 		for range 100 {
@@ -837,18 +838,23 @@ func TestMigrationFailsVerificationAndLeavesTheOriginServing(t *testing.T) {
 			if got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseCompleted || got.Status.Phase == migrationv1alpha1.LogicalClusterMigrationPhaseFailed {
 				return nil
 			}
-			name := fmt.Sprintf("intruder-%d", intruders)
-			value := fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"default","uid":"00000000-0000-0000-0000-%012d","creationTimestamp":"2026-01-01T00:00:00Z"}}`, name, intruders)
-			key := "/registry/core/configmaps/" + string(cluster) + "/default/" + name
+			// Many at once: the final sync then has many to delete, and
+			// writes landing while it does are there when it reads back.
+			var puts []clientv3.Op
+			for i := intruders; i < intruders+intrudersPerWrite; i++ {
+				name := fmt.Sprintf("intruder-%d", i)
+				value := fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"default","uid":"00000000-0000-0000-0000-%012d","creationTimestamp":"2026-01-01T00:00:00Z"}}`, name, i)
+				puts = append(puts, clientv3.OpPut("/registry/core/configmaps/"+string(cluster)+"/default/"+name, value))
+			}
 			txn, err := etcd.Txn(ctx).If(
 				clientv3.Compare(clientv3.ModRevision(migrationKey), "=", stored.Kvs[0].ModRevision),
 				clientv3.Compare(clientv3.CreateRevision(lcKey), ">", 0),
-			).Then(clientv3.OpPut(key, value)).Commit()
+			).Then(puts...).Commit()
 			if err != nil {
 				return err
 			}
 			if txn.Succeeded {
-				intruders++
+				intruders += intrudersPerWrite
 			}
 		}
 		return fmt.Errorf("the migration has not ended")
