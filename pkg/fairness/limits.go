@@ -49,7 +49,7 @@ type Limits struct {
 	Annotations func(logicalcluster.Name) map[string]string
 	Codecs      runtime.NegotiatedSerializer
 
-	watches Open[watcher]
+	watches Slots[watcher]
 	running Slots[logicalcluster.Name]
 }
 
@@ -94,7 +94,7 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		if info.Verb == "watch" {
 			max := l.limit(cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey, l.MaxWatchesPerUser)
 			if max > 0 {
-				release, ok := l.watches.Acquire(watcher{cluster, u.GetName()}, max)
+				release, ok := l.watches.TryAcquire(watcher{cluster, u.GetName()}, max)
 				if !ok {
 					err := apierrors.NewTooManyRequests(fmt.Sprintf(
 						"user %q holds the %d watches workspace %q allows each user (%s); close one and retry", u.GetName(), max, cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey), 1)

@@ -9,8 +9,10 @@ import (
 // ErrTooManyWaiting is Acquire's answer when maxWaiting wait already.
 var ErrTooManyWaiting = errors.New("too many requests wait already")
 
-// Slots bounds how many requests of each key run at once; the others wait
-// their turn in order of arrival. The zero value is ready to use.
+// Slots bounds what each key holds at once: the requests of a workspace
+// running on a shard, which wait their turn in order of arrival
+// (Acquire), or the watches of a user, refused past the bound
+// (TryAcquire). The zero value is ready to use.
 type Slots[K comparable] struct {
 	mu   sync.Mutex
 	keys map[K]*keySlots
@@ -26,26 +28,16 @@ type keySlots struct {
 // does not wait (ErrTooManyWaiting). release gives the slot back once.
 func (s *Slots[K]) Acquire(ctx context.Context, key K, max, maxWaiting int64) (release func(), err error) {
 	s.mu.Lock()
-	if s.keys == nil {
-		s.keys = map[K]*keySlots{}
-	}
-	k := s.keys[key]
-	if k == nil {
-		k = &keySlots{}
-		s.keys[key] = k
-	}
-	if k.running < max && len(k.waiting) == 0 {
-		k.running++
+	if s.free(key, max) {
+		s.entry(key).running++
 		s.mu.Unlock()
 		return s.releaser(key), nil
 	}
-	if maxWaiting > 0 && int64(len(k.waiting)) >= maxWaiting {
-		if k.running == 0 {
-			delete(s.keys, key)
-		}
+	if k := s.keys[key]; maxWaiting > 0 && k != nil && int64(len(k.waiting)) >= maxWaiting {
 		s.mu.Unlock()
 		return nil, ErrTooManyWaiting
 	}
+	k := s.entry(key)
 	turn := make(chan struct{})
 	k.waiting = append(k.waiting, turn)
 	s.mu.Unlock()
@@ -66,6 +58,39 @@ func (s *Slots[K]) Acquire(ctx context.Context, key K, max, maxWaiting int64) (r
 	// The turn came as ctx ended: it is handed on.
 	s.handOn(key, k)
 	return nil, ctx.Err()
+}
+
+// TryAcquire takes one of key's max slots if one is free and nobody
+// waits for one; release gives it back once.
+func (s *Slots[K]) TryAcquire(key K, max int64) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.free(key, max) {
+		return nil, false
+	}
+	s.entry(key).running++
+	return s.releaser(key), true
+}
+
+// free tells whether key may take one of max slots at once; s.mu is held.
+func (s *Slots[K]) free(key K, max int64) bool {
+	if k := s.keys[key]; k != nil {
+		return k.running < max && len(k.waiting) == 0
+	}
+	return max > 0
+}
+
+// entry is key's count, made when missing; s.mu is held.
+func (s *Slots[K]) entry(key K) *keySlots {
+	if s.keys == nil {
+		s.keys = map[K]*keySlots{}
+	}
+	k := s.keys[key]
+	if k == nil {
+		k = &keySlots{}
+		s.keys[key] = k
+	}
+	return k
 }
 
 func (s *Slots[K]) releaser(key K) func() {

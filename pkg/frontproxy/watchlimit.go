@@ -19,7 +19,7 @@ const DefaultMaxWatchesPerUser = 1000
 // (TLS handshakes to the backend time out, other users get 503).
 type watchLimiter struct {
 	max  int
-	open fairness.Open[string]
+	open fairness.Slots[string]
 }
 
 // newWatchLimiter returns a limiter of max watches per user; nil (no
@@ -34,7 +34,7 @@ func newWatchLimiter(max int) *watchLimiter {
 // acquire counts one more watch of user and returns the function that
 // releases it, or a 429 error when user holds the most allowed.
 func (l *watchLimiter) acquire(user string) (func(), error) {
-	release, ok := l.open.Acquire(user, int64(l.max))
+	release, ok := l.open.TryAcquire(user, int64(l.max))
 	if !ok {
 		return nil, apierrors.NewTooManyRequests(fmt.Sprintf("%d watches are open for this user through this front-proxy, the most allowed: close some, or retry later", l.max), 1)
 	}
