@@ -70,7 +70,7 @@ type options struct {
 }
 
 func main() {
-	if runBareProxyFromEnv() {
+	if runBareProxyFromEnv() || runVictimFromEnv() {
 		return
 	}
 	var o options

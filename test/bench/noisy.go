@@ -2,8 +2,9 @@ package main
 
 // The noisy mode (--mode=noisy, issue 43) starts one shard and the
 // front-proxy with pkg/system, as --mode=system does, and two tenants in
-// workspaces of their own. Tenant B (the victim) sends a steady low-rate
-// mix of GET, LIST and CREATE through the proxy, first alone, then while
+// workspaces of their own. Tenant B (the victim), in a process of its own,
+// sends a steady low-rate mix of GET, LIST and CREATE through the proxy,
+// first alone, then while
 // tenant A floods the same shard: --concurrency clients LISTing the
 // --noisy-list-objects configmaps A created beforehand and CREATEing, plus
 // --noisy-watches watches held open. Then the same in a second system whose
@@ -25,12 +26,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -68,6 +72,10 @@ type noisyOptions struct {
 	watchUsers  int
 	shardArgs   string
 	inFlight    int
+	profileDir  string
+	fairOnly    bool
+	direct      bool
+	floodNice   bool
 }
 
 func (n *noisyOptions) addFlags(fs *flag.FlagSet) {
@@ -77,6 +85,10 @@ func (n *noisyOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&n.watches, "noisy-watches", 2000, "watches tenant A holds open through the front-proxy during the flood (--mode=noisy)")
 	fs.IntVar(&n.watchUsers, "noisy-watch-users", 4, "users of workspace A that share the watches: the front-proxy bounds each user at --max-watches-per-user (default 1000)")
 	fs.IntVar(&n.inFlight, "noisy-workspace-in-flight", 1, "--max-requests-in-flight-per-workspace of the shard with fairness on in --mode=noisy (0: none); the shard without fairness has none")
+	fs.BoolVar(&n.direct, "noisy-victim-direct", false, "tenant B sends its requests to the shard directly instead of through the front-proxy in --mode=noisy, to tell the shard's part of B's latency from the proxy's")
+	fs.BoolVar(&n.floodNice, "noisy-flood-low-priority", true, "run the bench's own process, tenant A's clients, at niceness 19 during the flood in --mode=noisy, so that A's clients take only CPU the servers and B leave (on their own machines they would take none of the servers')")
+	fs.BoolVar(&n.fairOnly, "noisy-fair-only", false, "run only the system with fairness on in --mode=noisy (the unfair keys stay 0)")
+	fs.StringVar(&n.profileDir, "noisy-profile-dir", "", "save the shard's CPU and allocation profiles over B's timed flood phase of each system, and an execution trace of its first 5 s, in --mode=noisy (empty: none)")
 	fs.StringVar(&n.shardArgs, "noisy-shard-args", "", "extra flags of the shard in --mode=noisy, space separated (e.g. \"--max-requests-inflight=4 --max-mutating-requests-inflight=2\")")
 }
 
@@ -159,8 +171,8 @@ type noisyFlood struct {
 	ProxyRSSPeakBytes   int64 `json:"proxy_rss_peak_bytes"`
 	ProxyGoroutines     int   `json:"proxy_goroutines"`
 	// CPU seconds per second of B's timed flood phase of the shard, the
-	// front-proxy and the bench (both tenants' clients): the machine's
-	// cores are what they share.
+	// front-proxy and the bench (tenant A's clients; B runs in a process
+	// of its own): the machine's cores are what they share.
 	ShardCPUCores float64 `json:"shard_cpu_cores"`
 	ProxyCPUCores float64 `json:"proxy_cpu_cores"`
 	BenchCPUCores float64 `json:"bench_cpu_cores"`
@@ -274,6 +286,9 @@ func runNoisy(ctx context.Context, o options) (results, error) {
 		ListObjects: n.listObjects, Watches: n.watches, WatchUsers: n.watchUsers, ShardArgs: n.shardArgs, WorkspaceInFlight: n.inFlight}
 	r := results{noisyResults: res}
 	for _, fair := range []bool{true, false} {
+		if !fair && n.fairOnly {
+			break
+		}
 		run, err := startNoisyRun(ctx, o, fair)
 		if err != nil {
 			return r, err
@@ -300,6 +315,8 @@ type noisyRun struct {
 	flood    *noisyTenant
 	watchers []*noisyTenant
 	b        *bench
+	// nice is the niceness the servers and tenant B run at.
+	nice int
 }
 
 func (nr *noisyRun) step(s string) {
@@ -332,7 +349,11 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	if err != nil {
 		return nil, err
 	}
-	run := &noisyRun{fair: fair, dir: dir, keep: o.system.keepDir}
+	nice, err := ownNice()
+	if err != nil {
+		return nil, err
+	}
+	run := &noisyRun{fair: fair, dir: dir, keep: o.system.keepDir, nice: nice}
 	ok := false
 	defer func() {
 		if !ok {
@@ -429,7 +450,11 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	tenant := func(user string, path logicalcluster.Path) (*noisyTenant, error) {
 		return newNoisyTenant(run.proxy, user, users.tokens[user], path)
 	}
-	if run.victim, err = tenant(users.victim, pathB); err != nil {
+	victimVia := run.proxy
+	if o.noisy.direct {
+		victimVia = masters
+	}
+	if run.victim, err = newNoisyTenant(victimVia, users.victim, users.tokens[users.victim], pathB); err != nil {
 		return nil, err
 	}
 	if run.flood, err = tenant(users.flood, pathA); err != nil {
@@ -489,6 +514,12 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	alone, aloneByVerb, aloneErrs := nr.victimRun(ctx, n, "alone")
 	machineAlone := (machineCPU() - machineBefore).Seconds() / time.Since(started).Seconds()
 
+	if n.floodNice {
+		if err := setNice(19); err != nil {
+			return err
+		}
+		defer func() { _ = setNice(nr.nice) }()
+	}
 	nr.step(fmt.Sprintf("tenant A opens %d watches over %d users", n.watches, len(nr.watchers)))
 	var fl noisyFlood
 	fl.ShardRSSBeforeBytes = pidRSS(filepath.Join(nr.dir, "system", system.ShardName(0)+".pid"))
@@ -550,7 +581,9 @@ func (nr *noisyRun) measure(ctx context.Context, o options, res *noisyResults) e
 	}
 	cpuBefore := cpu()
 	machineBefore, started = machineCPU(), time.Now()
+	waitProfiles := nr.profiles(ctx, n.profileDir, n.duration)
 	flooded, floodedByVerb, floodedErrs := nr.victimRun(ctx, n, "flood")
+	waitProfiles()
 	cpuAfter, machineAfter, elapsed := cpu(), machineCPU(), time.Since(started).Seconds()
 	fl.MachineCPUCores, fl.MachineCores = (machineAfter-machineBefore).Seconds()/elapsed, runtime.NumCPU()
 	fl.ShardCPUCores = (cpuAfter[0] - cpuBefore[0]).Seconds() / elapsed
@@ -603,22 +636,130 @@ var victimVerbs = []string{"get", "list", "create"}
 // back), GET, LIST and CREATE in turn; it returns the times of the
 // successful ones, all and by verb, and the number of failures.
 func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string) ([]time.Duration, map[string][]time.Duration, int) {
-	interval := time.Duration(float64(time.Second) / n.victimRate)
-	total := int(n.duration / interval)
-	var mu sync.Mutex
+	out, err := runVictimProcess(ctx, victimJob{Config: victimConfigOf(nr.victim), Path: nr.victim.path.String(),
+		Duration: n.duration, Rate: n.victimRate, Phase: phase, Nice: nr.nice})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: tenant B (%s): %v\n", phase, err)
+		return nil, nil, 1
+	}
 	var times []time.Duration
 	byVerb := map[string][]time.Duration{}
-	var errs int
+	for verb, ds := range out.ByVerb {
+		byVerb[verb] = ds
+		times = append(times, ds...)
+	}
+	return times, byVerb, out.Errors
+}
+
+// Tenant B runs in a process of its own, as another tenant's client would:
+// in the bench's process its requests would share a Go runtime (scheduler
+// and garbage collector) with A's 20 clients and 2,000 watches, and B's
+// times would include the bench's own load.
+const victimJobEnv = "SHARDPLANE_BENCH_NOISY_VICTIM"
+
+// victimJob is what the victim process is told to do.
+type victimJob struct {
+	Config   victimConfig
+	Path     string
+	Duration time.Duration
+	Rate     float64
+	Phase    string
+	// Nice is the niceness the victim process runs at: the servers', not
+	// that of the bench's process during the flood.
+	Nice int
+}
+
+// victimConfig is the part of B's rest.Config the victim process needs.
+type victimConfig struct {
+	Host, Token, CAFile, ServerName string
+	CAData                          []byte
+	QPS                             float32
+	Burst                           int
+}
+
+func victimConfigOf(t *noisyTenant) victimConfig {
+	return victimConfig{Host: t.cfg.Host, Token: t.token, CAFile: t.cfg.CAFile, ServerName: t.cfg.ServerName, CAData: t.cfg.CAData,
+		QPS: t.cfg.QPS, Burst: t.cfg.Burst}
+}
+
+// victimOutput is what the victim process prints: B's times by verb and
+// its failed requests.
+type victimOutput struct {
+	ByVerb map[string][]time.Duration
+	Errors int
+}
+
+// runVictimProcess runs job in a child process of the bench.
+func runVictimProcess(ctx context.Context, job victimJob) (victimOutput, error) {
+	var out victimOutput
+	self, err := os.Executable()
+	if err != nil {
+		return out, err
+	}
+	spec, err := json.Marshal(job)
+	if err != nil {
+		return out, err
+	}
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), victimJobEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("victim process: %w", err)
+	}
+	return out, json.Unmarshal(stdout, &out)
+}
+
+// runVictimFromEnv runs tenant B's requests and prints its times when the
+// bench was started as the victim process.
+func runVictimFromEnv() bool {
+	spec := os.Getenv(victimJobEnv)
+	if spec == "" {
+		return false
+	}
+	if err := runVictim(spec); err != nil {
+		fmt.Fprintln(os.Stderr, "victim:", err)
+		os.Exit(1)
+	}
+	return true
+}
+
+func runVictim(spec string) error {
+	var job victimJob
+	if err := json.Unmarshal([]byte(spec), &job); err != nil {
+		return err
+	}
+	if err := setNice(job.Nice); err != nil {
+		return err
+	}
+	if job.Rate <= 0 {
+		return errors.New("rate must be positive")
+	}
+	cfg := &rest.Config{Host: job.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: job.Config.CAFile, CAData: job.Config.CAData, ServerName: job.Config.ServerName},
+		QPS: job.Config.QPS, Burst: job.Config.Burst}
+	path, err := logicalcluster.ParsePath(job.Path)
+	if err != nil {
+		return err
+	}
+	b, err := newNoisyTenant(cfg, "victim", job.Config.Token, path)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// The first request opens the connection: not timed.
+	if err := b.get(ctx, noisyListedNamespace, "victim-0"); err != nil {
+		return fmt.Errorf("first request: %w", err)
+	}
+	interval := time.Duration(float64(time.Second) / job.Rate)
+	total := int(job.Duration / interval)
+	var mu sync.Mutex
+	out := victimOutput{ByVerb: map[string][]time.Duration{}}
 	var wg sync.WaitGroup
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	for i := 0; i < total; i++ {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return times, byVerb, errs
-		case <-tick.C:
-		}
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		<-tick.C
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -626,28 +767,27 @@ func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string)
 			var err error
 			switch i % 3 {
 			case 0:
-				err = nr.victim.get(ctx, noisyListedNamespace, fmt.Sprintf("victim-%d", i%victimObjects))
+				err = b.get(ctx, noisyListedNamespace, fmt.Sprintf("victim-%d", i%victimObjects))
 			case 1:
-				err = nr.victim.list(ctx, noisyListedNamespace)
+				err = b.list(ctx, noisyListedNamespace)
 			default:
-				err = nr.victim.create(ctx, noisyCreateNamespace, fmt.Sprintf("%s-%d", phase, i))
+				err = b.create(ctx, noisyCreateNamespace, fmt.Sprintf("%s-%d", job.Phase, i))
 			}
 			took := time.Since(start)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				if errs < 5 {
-					fmt.Fprintf(os.Stderr, "bench: tenant B (%s): %v\n", phase, err)
+				if out.Errors < 5 {
+					fmt.Fprintf(os.Stderr, "bench: tenant B (%s): %v\n", job.Phase, err)
 				}
-				errs++
+				out.Errors++
 				return
 			}
-			times = append(times, took)
-			byVerb[victimVerbs[i%3]] = append(byVerb[victimVerbs[i%3]], took)
+			out.ByVerb[victimVerbs[i%3]] = append(out.ByVerb[victimVerbs[i%3]], took)
 		}()
 	}
 	wg.Wait()
-	return times, byVerb, errs
+	return json.NewEncoder(os.Stdout).Encode(out)
 }
 
 // openWatches opens n watches of A's watched namespace, spread over A's
@@ -741,6 +881,76 @@ func machineCPU() time.Duration {
 	return time.Duration(busy) * 10 * time.Millisecond
 }
 
+// profiles saves the shard's CPU profile and its allocations over d into
+// dir, named by whether fairness is on; the function it returns waits.
+func (nr *noisyRun) profiles(ctx context.Context, dir string, d time.Duration) func() {
+	var wg sync.WaitGroup
+	if dir == "" {
+		return wg.Wait
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	fairness := "fair"
+	if !nr.fair {
+		fairness = "unfair"
+	}
+	seconds := max(1, int(d.Seconds()))
+	for _, p := range []string{"profile", "allocs", "trace"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			secs := seconds
+			if p == "trace" {
+				// An execution trace grows fast: a few seconds show the scheduling.
+				secs = min(secs, 5)
+			}
+			url := fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", nr.sys.ShardURL(system.ShardName(0)), p, secs)
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return
+			}
+			resp, err := nr.shardHC.Do(req)
+			if err != nil {
+				nr.step(fmt.Sprintf("%s profile: %v", p, err))
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("shard-%s-%s.pprof", fairness, p)))
+			if err != nil {
+				return
+			}
+			defer f.Close()
+			_, _ = io.Copy(f, resp.Body)
+		}()
+	}
+	return wg.Wait
+}
+
+// ownNice is the niceness of the bench's process.
+func ownNice() (int, error) {
+	// The system call answers 20 - nice (glibc's getpriority converts).
+	prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	return 20 - prio, err
+}
+
+// setNice gives every thread of this process the niceness nice; threads
+// started later inherit it from the thread that starts them.
+func setNice(nice int) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("niceness of thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
 // shardReady tells whether the shard answers /readyz.
 func (nr *noisyRun) shardReady(ctx context.Context) bool {
 	return framework.PollEvery(ctx, time.Second, 30*time.Second, func(ctx context.Context) error {
@@ -799,7 +1009,7 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 			f.fl.Lists, f.fl.ListP50Ms, f.fl.Creates, f.fl.CreateP50Ms, f.fl.TooMany, f.fl.Errors, f.fl.WatchesOpen, f.fl.WatchesRefused, f.fl.WatchesEnded))
 		row("shard / proxy "+f.name, fmt.Sprintf("shard RSS %s before, %s peak, ready after: %t; proxy RSS peak %s, %d goroutines",
 			mib(f.fl.ShardRSSBeforeBytes), mib(f.fl.ShardRSSPeakBytes), f.fl.ShardReady, mib(f.fl.ProxyRSSPeakBytes), f.fl.ProxyGoroutines))
-		row("CPU cores under the flood "+f.name, fmt.Sprintf("shard %.2f, proxy %.2f, bench (both tenants) %.2f; the machine %.2f of %d",
+		row("CPU cores under the flood "+f.name, fmt.Sprintf("shard %.2f, proxy %.2f, bench (A's clients) %.2f; the machine %.2f of %d",
 			f.fl.ShardCPUCores, f.fl.ProxyCPUCores, f.fl.BenchCPUCores, f.fl.MachineCPUCores, f.fl.MachineCores))
 	}
 }
