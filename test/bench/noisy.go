@@ -4,11 +4,11 @@ package main
 // front-proxy with pkg/system, as --mode=system does, and two tenants in
 // workspaces of their own. Tenant B (the victim), in a process of its own,
 // sends a steady low-rate mix of GET, LIST and CREATE through the proxy,
-// first alone, then while
-// tenant A floods the same shard: --concurrency clients LISTing the
-// --noisy-list-objects configmaps A created beforehand and CREATEing, plus
-// --noisy-watches watches held open. Then the same in a second system whose
-// shard runs with --enable-priority-and-fairness=false.
+// first alone, then while tenant A floods the same shard: --concurrency
+// clients LISTing the --noisy-list-objects configmaps A created beforehand
+// and CREATEing, plus --noisy-watches watches held open. Then the same in
+// a second system whose shard runs with
+// --enable-priority-and-fairness=false.
 //
 // kcp has no equivalent: it refuses --enable-priority-and-fairness and the
 // max-in-flight flags (pkg/server/options/flags.go), so it has no fairness
@@ -631,10 +631,11 @@ func retryTooMany(ctx context.Context, fn func() error) error {
 // victimVerbs are B's requests, sent in turn.
 var victimVerbs = []string{"get", "list", "create"}
 
-// victimRun sends B's requests for the duration at the rate, each on its
-// own goroutine at its time (a slow answer does not hold the next one
-// back), GET, LIST and CREATE in turn; it returns the times of the
-// successful ones, all and by verb, and the number of failures.
+// victimRun has the victim process send B's requests for the duration at
+// the rate, each on its own goroutine at its time (a slow answer does not
+// hold the next one back), GET, LIST and CREATE in turn; it returns the
+// times of the successful ones, all and by verb, and the number of
+// failures (1 if the process failed).
 func (nr *noisyRun) victimRun(ctx context.Context, n noisyOptions, phase string) ([]time.Duration, map[string][]time.Duration, int) {
 	out, err := runVictimProcess(ctx, victimJob{Config: victimConfigOf(nr.victim), Path: nr.victim.path.String(),
 		Duration: n.duration, Rate: n.victimRate, Phase: phase, Nice: nr.nice})
