@@ -101,7 +101,7 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 				key := string(next.Kvs[0].Key)
 				k, ok := kstorage.SplitClusterKey(strings.TrimPrefix(key, root))
 				if !ok {
-					from = key + "\x00"
+					from = keyAfter(key)
 					continue
 				}
 				resourceRoot = root + k.Resource + "/"
@@ -123,7 +123,7 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 				page.Entries = append(page.Entries, Entry{Key: strings.TrimPrefix(string(kv.Key), root), Value: kv.Value})
 			}
 			if objects.More {
-				from = string(objects.Kvs[len(objects.Kvs)-1].Key) + "\x00"
+				from = keyAfter(string(objects.Kvs[len(objects.Kvs)-1].Key))
 				continue
 			}
 		}
@@ -136,8 +136,11 @@ func Dump(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalclu
 // After returns the continue position right after key (relative to
 // prefix), for a page cut short.
 func After(prefix, key string) string {
-	return normalizePrefix(prefix) + key + "\x00"
+	return keyAfter(normalizePrefix(prefix) + key)
 }
+
+// keyAfter is the first etcd key after key.
+func keyAfter(key string) string { return key + "\x00" }
 
 // DumpAll reads every page of cluster's objects at one revision.
 func DumpAll(ctx context.Context, kv clientv3.KV, prefix string, cluster logicalcluster.Name) ([]Entry, int64, error) {

@@ -179,16 +179,17 @@ func AdvanceRevision(ctx context.Context, kv clientv3.KV, prefix string, above i
 	} else if resp.Header.Revision > above {
 		return resp.Header.Revision, nil
 	}
-	const writers = 32
+	// Puts of the revision key in flight at once.
+	const putters = 32
 	var (
 		mu   sync.Mutex
 		last int64
-		errs = make(chan error, writers)
+		errs = make(chan error, putters)
 		wg   sync.WaitGroup
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for range writers {
+	for range putters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

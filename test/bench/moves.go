@@ -670,22 +670,37 @@ func (m *movesRun) cpuProfiles(ctx context.Context, dir string, shards ...string
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/debug/pprof/profile?seconds=30", nil)
-			resp, err := hc.Do(req)
-			if err != nil {
+			if err := saveURL(ctx, hc, cfg.Host+"/debug/pprof/profile?seconds=30", filepath.Join(dir, shard+"-cpu.pprof")); err != nil {
 				m.step(fmt.Sprintf("CPU profile of %s: %v", shard, err))
-				return
 			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(dir, shard+"-cpu.pprof"))
-			if err != nil {
-				return
-			}
-			defer f.Close()
-			_, _ = io.Copy(f, resp.Body)
 		}()
 	}
 	return wg.Wait
+}
+
+// saveURL writes the body of a GET of url with hc to the file path.
+func saveURL(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // longestGap is the longest time without an acknowledged write between

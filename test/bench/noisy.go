@@ -905,22 +905,9 @@ func (nr *noisyRun) profiles(ctx context.Context, dir string, d time.Duration) f
 				secs = min(secs, 5)
 			}
 			url := fmt.Sprintf("%s/debug/pprof/%s?seconds=%d", nr.sys.ShardURL(system.ShardName(0)), p, secs)
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return
-			}
-			resp, err := nr.shardHC.Do(req)
-			if err != nil {
+			if err := saveURL(ctx, nr.shardHC, url, filepath.Join(dir, fmt.Sprintf("shard-%s-%s.pprof", fairness, p))); err != nil {
 				nr.step(fmt.Sprintf("%s profile: %v", p, err))
-				return
 			}
-			defer resp.Body.Close()
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("shard-%s-%s.pprof", fairness, p)))
-			if err != nil {
-				return
-			}
-			defer f.Close()
-			_, _ = io.Copy(f, resp.Body)
 		}()
 	}
 	return wg.Wait
