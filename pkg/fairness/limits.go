@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -22,19 +23,23 @@ import (
 )
 
 // Limits bounds the watches each user of a workspace holds open on the
-// shard, the bodies its requests send and the requests it runs at once:
-// the shard's defaults, or its LogicalCluster's annotations
-// (corev1alpha1.MaxWatchesPerUserAnnotationKey,
-// MaxRequestBodyBytesAnnotationKey, MaxRequestsInFlightAnnotationKey),
-// which only the system and kcp-admin may set. System identities are not
-// bounded. Past a limit: 429 with Retry-After for a watch or a request
-// that waited its turn too long (client-go retries both), 413 for a body
-// (as kube-apiserver answers one over --max-request-body-bytes); each
-// names the limit.
+// shard, the bodies its requests send, the requests it runs at once and
+// the share of request time they take: the shard's defaults, or its
+// LogicalCluster's annotations (corev1alpha1.MaxWatchesPerUserAnnotationKey,
+// MaxRequestBodyBytesAnnotationKey, MaxRequestsInFlightAnnotationKey,
+// MaxRequestTimeShareAnnotationKey), which only the system and kcp-admin
+// may set. System identities are not bounded. Past a limit: 429 with
+// Retry-After for a watch or a request that waited its turn too long
+// (client-go retries both), 413 for a body (as kube-apiserver answers one
+// over --max-request-body-bytes); each names the limit.
 type Limits struct {
 	// MaxWatchesPerUser, MaxRequestBodyBytes and MaxRequestsInFlight are
 	// the shard's defaults (<= 0: none).
 	MaxWatchesPerUser, MaxRequestBodyBytes, MaxRequestsInFlight int64
+	// MaxRequestTimeShare is the shard's default share of request time of
+	// a workspace (TimeShares; <= 0: none): the seconds its requests,
+	// watches aside, may run per second on average.
+	MaxRequestTimeShare float64
 	// MaxWait is how long a request waits for its workspace's turn before
 	// it is answered 429 (0: DefaultMaxWait); MaxWaiting how many may wait
 	// (0: DefaultMaxWaiting), as the requests waiting hold their seats of
@@ -51,6 +56,7 @@ type Limits struct {
 
 	watches Slots[watcher]
 	running Slots[logicalcluster.Name]
+	shares  TimeShares[logicalcluster.Name]
 }
 
 // DefaultMaxWait and DefaultMaxWaiting bound the requests waiting for
@@ -128,14 +134,27 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 			}
 		}
 		if !l.longRunning(req, info) {
+			wait, waiting := l.MaxWait, l.MaxWaiting
+			if wait <= 0 {
+				wait = DefaultMaxWait
+			}
+			if waiting <= 0 {
+				waiting = DefaultMaxWaiting
+			}
+			if share := l.share(cluster); share > 0 && info.Verb == "delete" {
+				// Deletes always work: charged, never held.
+				defer l.shares.Charge(cluster, share)()
+			} else if share > 0 {
+				end, refusal := l.timeShare(ctx, cluster, share, wait, waiting)
+				if end == nil {
+					if refusal != nil {
+						fail(refusal)
+					}
+					return
+				}
+				defer end()
+			}
 			if max := l.limit(cluster, corev1alpha1.MaxRequestsInFlightAnnotationKey, l.MaxRequestsInFlight); max > 0 {
-				wait, waiting := l.MaxWait, l.MaxWaiting
-				if wait <= 0 {
-					wait = DefaultMaxWait
-				}
-				if waiting <= 0 {
-					waiting = DefaultMaxWaiting
-				}
 				waitCtx, cancel := context.WithTimeout(ctx, wait)
 				release, err := l.running.Acquire(waitCtx, cluster, max, waiting)
 				cancel()
@@ -157,6 +176,42 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, req)
 	})
+}
+
+// share is cluster's share of request time, else the shard's.
+func (l *Limits) share(cluster logicalcluster.Name) float64 {
+	if v, ok := l.Annotations(cluster)[corev1alpha1.MaxRequestTimeShareAnnotationKey]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f
+		}
+	}
+	return l.MaxRequestTimeShare
+}
+
+// timeShare admits a request of cluster under its share of request time,
+// waiting at most wait behind at most waiting others; end charges the
+// request. Without end, refusal is a 429 naming the limit, or nil when the
+// client went away.
+func (l *Limits) timeShare(ctx context.Context, cluster logicalcluster.Name, share float64, wait time.Duration, waiting int64) (end func(), refusal *apierrors.StatusError) {
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	end, retryAfter, err := l.shares.Acquire(waitCtx, cluster, share, wait, waiting)
+	if err == nil {
+		return end, nil
+	}
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	why := fmt.Sprintf("waited %s for it", wait)
+	switch {
+	case errors.Is(err, ErrTooManyWaiting):
+		why = fmt.Sprintf("%d requests wait for it already", waiting)
+	case errors.Is(err, ErrDebtTooLong):
+		why = fmt.Sprintf("it returns in %s", retryAfter.Round(time.Millisecond))
+	}
+	return nil, apierrors.NewTooManyRequests(fmt.Sprintf(
+		"workspace %q used the share of the shard's request time it may (%s: %g seconds per second) and %s; retry",
+		cluster, corev1alpha1.MaxRequestTimeShareAnnotationKey, share, why), int(max(1, math.Ceil(retryAfter.Seconds()))))
 }
 
 func (l *Limits) longRunning(req *http.Request, info *request.RequestInfo) bool {

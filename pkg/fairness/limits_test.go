@@ -11,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/client-go/kubernetes/scheme"
+	testingclock "k8s.io/utils/clock/testing"
 
 	corev1alpha1 "github.com/shardplane/shardplane/pkg/apis/core/v1alpha1"
 	"github.com/shardplane/shardplane/pkg/logicalcluster"
@@ -239,4 +240,102 @@ func waiting[K comparable](s *Slots[K], key K) int {
 		return len(k.waiting)
 	}
 	return 0
+}
+
+func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	annotations := map[logicalcluster.Name]map[string]string{
+		"slow": {corev1alpha1.MaxRequestTimeShareAnnotationKey: "0.5"},
+		"open": {corev1alpha1.MaxRequestTimeShareAnnotationKey: "0"},
+	}
+	l := &Limits{MaxRequestTimeShare: 0.25, MaxWait: 5 * time.Second, Codecs: scheme.Codecs,
+		Annotations: func(c logicalcluster.Name) map[string]string { return annotations[c] }}
+	l.shares.Clock = clk
+	// A request's time is the fake clock's step inside the handler.
+	h := l.WithLimits(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if took := req.URL.Query().Get("took"); took != "" {
+			d, _ := time.ParseDuration(took)
+			clk.Step(d)
+		}
+	}))
+	do := func(cluster logicalcluster.Name, u user.Info, verb, took string) chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			req := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps?took="+took, nil)
+			ctx := logicalcluster.WithCluster(req.Context(), cluster)
+			ctx = request.WithUser(ctx, u)
+			ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req.WithContext(ctx))
+			done <- rec
+		}()
+		return done
+	}
+	alice := &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
+	system := &user.DefaultInfo{Name: "system:kcp:controller", Groups: []string{"system:masters"}}
+
+	// A workspace opted out of the shard's default is not held: 10 s of
+	// requests would be 36 s of debt at 0.25.
+	for _, took := range []string{"10s", ""} {
+		if rec := <-do("open", alice, "list", took); rec.Code != http.StatusOK {
+			t.Errorf("a request of a workspace opted out: %d", rec.Code)
+		}
+	}
+	// 3 s of requests against 1 s in hand at 0.5: 4 s of debt.
+	if rec := <-do("slow", alice, "list", "3s"); rec.Code != http.StatusOK {
+		t.Fatalf("a request within the burst: %d", rec.Code)
+	}
+	waiter := do("slow", alice, "list", "")
+	for waitingShares(&l.shares, "slow") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// Other workspaces, workspaces opted out, watches and the system go
+	// at once.
+	for _, done := range []chan *httptest.ResponseRecorder{do("other", alice, "list", ""), do("open", alice, "list", ""), do("slow", system, "list", "")} {
+		if rec := <-done; rec.Code != http.StatusOK {
+			t.Errorf("a request the share does not hold: %d", rec.Code)
+		}
+	}
+	select {
+	case <-waiter:
+		t.Fatal("a request of a workspace in debt went before the debt was paid")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Step(4 * time.Second)
+	if rec := <-waiter; rec.Code != http.StatusOK {
+		t.Errorf("the waiting request once the debt is paid: %d", rec.Code)
+	}
+
+	// A debt longer than a request may wait: 429 at once, with the time
+	// until it is paid and the limit named. 10 s against 1 s in hand: 9 s
+	// of debt at 0.5 s per second.
+	<-do("slow", alice, "list", "10s")
+	rec := <-do("slow", alice, "list", "")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "18" ||
+		!strings.Contains(rec.Body.String(), corev1alpha1.MaxRequestTimeShareAnnotationKey) {
+		t.Errorf("a request 18 s of debt away: %d, Retry-After %q, %q; want 429, 18, naming the limit", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+	}
+	// Deletes always work: charged, never held.
+	if rec := <-do("slow", alice, "delete", ""); rec.Code != http.StatusOK {
+		t.Errorf("a delete of a workspace in debt: %d, want 200", rec.Code)
+	}
+	clk.Step(18 * time.Second)
+
+	// The shard's default where no annotation says otherwise: 2 s against
+	// 1 s in hand at 0.25, 4 s of debt, within MaxWait.
+	<-do("default", alice, "list", "2s")
+	waiter = do("default", alice, "list", "")
+	for waitingShares(&l.shares, "default") != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(3900 * time.Millisecond)
+	select {
+	case <-waiter:
+		t.Fatal("a request under the shard's default went before its debt was paid")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Step(100 * time.Millisecond)
+	if rec := <-waiter; rec.Code != http.StatusOK {
+		t.Errorf("the waiting request under the shard's default: %d", rec.Code)
+	}
 }

@@ -65,15 +65,21 @@ func (c *Config) buildHandlerChain(apiHandler http.Handler, gc *genericapiserver
 	inner = clusterhold.WithHeldWrites(inner, c.holds, gc.Serializer, marks)
 	// Large GETs and LISTs are gzipped beside their encoding.
 	inner = responsecompression.WithGzip(inner)
-	// A workspace's limits of watches per user, of request bodies and of
-	// requests running at once.
-	limits := &fairness.Limits{MaxWatchesPerUser: c.Options.MaxWatchesPerUser, MaxRequestsInFlight: c.Options.MaxRequestsInFlightPerWorkspace,
-		LongRunning: gc.LongRunningFunc, Codecs: gc.Serializer, Annotations: func(cluster logicalcluster.Name) map[string]string {
+	// A workspace's limits of watches per user, of request bodies, of
+	// requests running at once and of their share of request time.
+	limits := &fairness.Limits{
+		MaxWatchesPerUser:   c.Options.MaxWatchesPerUser,
+		MaxRequestsInFlight: c.Options.MaxRequestsInFlightPerWorkspace,
+		MaxRequestTimeShare: c.Options.MaxRequestTimeSharePerWorkspace,
+		LongRunning:         gc.LongRunningFunc,
+		Codecs:              gc.Serializer,
+		Annotations: func(cluster logicalcluster.Name) map[string]string {
 			if lc := c.Informers.kcp.logicalCluster(cluster); lc != nil {
 				return lc.Annotations
 			}
 			return nil
-		}}
+		},
+	}
 	inner = limits.WithLimits(inner)
 	// Impersonated identities are scoped to the request's cluster after
 	// upstream impersonation and authorization.

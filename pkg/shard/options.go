@@ -98,6 +98,11 @@ type Options struct {
 	// LogicalCluster's limits.shardplane.io/max-requests-in-flight
 	// overrides it.
 	MaxRequestsInFlightPerWorkspace int64
+	// MaxRequestTimeSharePerWorkspace bounds the seconds of request time
+	// per second one workspace's requests, watches aside, take on the shard
+	// on average (0: none); a LogicalCluster's
+	// limits.shardplane.io/max-request-time-share overrides it.
+	MaxRequestTimeSharePerWorkspace float64
 
 	// kcpStart are the flags of `kcp start` accepted with kcp's meaning.
 	kcpStart kcpStartOptions
@@ -187,6 +192,8 @@ func (o *Options) AddFlags(fss *cliflag.NamedFlagSets) {
 		"Watches one user of a workspace may hold open on this shard; more are answered 429 with Retry-After. A workspace's LogicalCluster annotation "+corev1alpha1.MaxWatchesPerUserAnnotationKey+" overrides it. 0: no bound.")
 	fs.Int64Var(&o.MaxRequestsInFlightPerWorkspace, "max-requests-in-flight-per-workspace", o.MaxRequestsInFlightPerWorkspace,
 		"Requests of one workspace that run at once on this shard (watches and other long-running requests aside); more wait their turn in order and are answered 429 with Retry-After after 15s. A workspace's LogicalCluster annotation "+corev1alpha1.MaxRequestsInFlightAnnotationKey+" overrides it. 0: no bound.")
+	fs.Float64Var(&o.MaxRequestTimeSharePerWorkspace, "max-request-time-share-per-workspace", o.MaxRequestTimeSharePerWorkspace,
+		"Seconds of request time per second the requests of one workspace (watches and other long-running requests aside) may take on this shard on average, with one second in hand: 0.25 is a quarter of one request running all the time. A workspace past it waits until it is back within its share, its requests in order, then answered 429 with Retry-After after 15s. A workspace's LogicalCluster annotation "+corev1alpha1.MaxRequestTimeShareAnnotationKey+" overrides it. 0: no bound.")
 	exepages.AddFlag(fs, &o.ReleaseStartupPages)
 	o.kcpStart.addFlags(fs)
 	o.home.addFlags(fs)

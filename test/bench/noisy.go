@@ -72,6 +72,7 @@ type noisyOptions struct {
 	watchUsers  int
 	shardArgs   string
 	inFlight    int
+	timeShare   float64
 	profileDir  string
 	fairOnly    bool
 	direct      bool
@@ -85,6 +86,7 @@ func (n *noisyOptions) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&n.watches, "noisy-watches", 2000, "watches tenant A holds open through the front-proxy during the flood (--mode=noisy)")
 	fs.IntVar(&n.watchUsers, "noisy-watch-users", 4, "users of workspace A that share the watches: the front-proxy bounds each user at --max-watches-per-user (default 1000)")
 	fs.IntVar(&n.inFlight, "noisy-workspace-in-flight", 1, "--max-requests-in-flight-per-workspace of the shard with fairness on in --mode=noisy (0: none); the shard without fairness has none")
+	fs.Float64Var(&n.timeShare, "noisy-workspace-time-share", 0.25, "--max-request-time-share-per-workspace of the shard with fairness on in --mode=noisy (0: none); the shard without fairness has none")
 	fs.BoolVar(&n.direct, "noisy-victim-direct", false, "tenant B sends its requests to the shard directly instead of through the front-proxy in --mode=noisy, to tell the shard's part of B's latency from the proxy's")
 	fs.BoolVar(&n.floodNice, "noisy-flood-low-priority", true, "run the bench's own process, tenant A's clients, at niceness 19 during the flood in --mode=noisy, so that A's clients take only CPU the servers and B leave (on their own machines they would take none of the servers')")
 	fs.BoolVar(&n.fairOnly, "noisy-fair-only", false, "run only the system with fairness on in --mode=noisy (the unfair keys stay 0)")
@@ -105,6 +107,9 @@ type noisyResults struct {
 	// WorkspaceInFlight is the shard's bound of a workspace's requests
 	// running at once, with fairness on.
 	WorkspaceInFlight int `json:"noisy_workspace_in_flight"`
+	// WorkspaceTimeShare is the shard's bound of a workspace's seconds of
+	// request time per second, with fairness on.
+	WorkspaceTimeShare float64 `json:"noisy_workspace_time_share"`
 
 	VictimP50AloneMs float64 `json:"noisy_victim_p50_alone_ms"`
 	VictimP99AloneMs float64 `json:"noisy_victim_p99_alone_ms"`
@@ -283,7 +288,7 @@ func runNoisy(ctx context.Context, o options) (results, error) {
 			n.watches, n.watchUsers, per, frontproxy.DefaultMaxWatchesPerUser)
 	}
 	res := &noisyResults{DurationSeconds: n.duration.Seconds(), VictimRate: n.victimRate, FloodClients: o.concurrency,
-		ListObjects: n.listObjects, Watches: n.watches, WatchUsers: n.watchUsers, ShardArgs: n.shardArgs, WorkspaceInFlight: n.inFlight}
+		ListObjects: n.listObjects, Watches: n.watches, WatchUsers: n.watchUsers, ShardArgs: n.shardArgs, WorkspaceInFlight: n.inFlight, WorkspaceTimeShare: n.timeShare}
 	r := results{noisyResults: res}
 	for _, fair := range []bool{true, false} {
 		if !fair && n.fairOnly {
@@ -370,10 +375,11 @@ func startNoisyRun(ctx context.Context, o options, fair bool) (*noisyRun, error)
 	}
 	shardArgs := strings.Fields(o.noisy.shardArgs)
 	if fair {
-		shardArgs = append(shardArgs, fmt.Sprintf("--max-requests-in-flight-per-workspace=%d", o.noisy.inFlight))
+		shardArgs = append(shardArgs, fmt.Sprintf("--max-requests-in-flight-per-workspace=%d", o.noisy.inFlight),
+			fmt.Sprintf("--max-request-time-share-per-workspace=%g", o.noisy.timeShare))
 	} else {
 		// Without fairness no workspace waits its turn either.
-		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false", "--max-requests-in-flight-per-workspace=0")
+		shardArgs = append(shardArgs, "--enable-priority-and-fairness=false", "--max-requests-in-flight-per-workspace=0", "--max-request-time-share-per-workspace=0")
 	}
 	run.step(fmt.Sprintf("starting one shard (%s) and the front-proxy", strings.Join(shardArgs, " ")))
 	run.sys, err = system.Start(ctx, system.Options{Dir: filepath.Join(dir, "system"), Shards: 1, FrontProxies: 1, TokenAuthFile: tokenFile,
@@ -966,8 +972,8 @@ func (r *noisyResults) print(tw *tabwriter.Writer) {
 	if shardArgs == "" {
 		shardArgs = "defaults"
 	}
-	row("noisy setup", fmt.Sprintf("B at %.0f req/s for %.0f s per phase; A: %d clients (LIST of %d, CREATE), %d watches over %d users; shard flags: %s; fairness on: %d request(s) of a workspace at once",
-		r.VictimRate, r.DurationSeconds, r.FloodClients, r.ListObjects, r.Watches, r.WatchUsers, shardArgs, r.WorkspaceInFlight))
+	row("noisy setup", fmt.Sprintf("B at %.0f req/s for %.0f s per phase; A: %d clients (LIST of %d, CREATE), %d watches over %d users; shard flags: %s; fairness on: %d request(s) of a workspace at once, %g s of request time per second",
+		r.VictimRate, r.DurationSeconds, r.FloodClients, r.ListObjects, r.Watches, r.WatchUsers, shardArgs, r.WorkspaceInFlight, r.WorkspaceTimeShare))
 	ratio := func(flood, alone float64) string {
 		if alone <= 0 {
 			return "-"

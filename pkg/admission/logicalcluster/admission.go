@@ -90,7 +90,7 @@ func (p *Plugin) Validate(_ context.Context, a admission.Attributes, _ admission
 // a workspace's own users may not (they would raise their own limit).
 var adminAnnotations = sets.New(corev1alpha1.MaxTotalObjectsAnnotationKey,
 	corev1alpha1.MaxWatchesPerUserAnnotationKey, corev1alpha1.MaxRequestBodyBytesAnnotationKey,
-	corev1alpha1.MaxRequestsInFlightAnnotationKey)
+	corev1alpha1.MaxRequestsInFlightAnnotationKey, corev1alpha1.MaxRequestTimeShareAnnotationKey)
 
 // systemFieldChange says what lc changes of old that only the system (or,
 // for adminAnnotations, kcp-admin) may change, or "" when nothing.

@@ -33,14 +33,16 @@ const (
 	// cluster may hold.
 	MaxTotalObjectsAnnotationKey = "core.kcp.io/max-total-objects"
 
-	// MaxWatchesPerUserAnnotationKey, MaxRequestBodyBytesAnnotationKey and
-	// MaxRequestsInFlightAnnotationKey bound the watches one user of a
-	// logical cluster holds open, the body of a request to it and the
-	// requests to it running at once on its shard (pkg/fairness);
-	// shardplane's, not kcp's.
+	// MaxWatchesPerUserAnnotationKey, MaxRequestBodyBytesAnnotationKey,
+	// MaxRequestsInFlightAnnotationKey and MaxRequestTimeShareAnnotationKey
+	// bound the watches one user of a logical cluster holds open, the body
+	// of a request to it, the requests to it running at once on its shard
+	// and the seconds of request time per second they take there on
+	// average (pkg/fairness); shardplane's, not kcp's.
 	MaxWatchesPerUserAnnotationKey   = "limits.shardplane.io/max-watches-per-user"
 	MaxRequestBodyBytesAnnotationKey = "limits.shardplane.io/max-request-body-bytes"
 	MaxRequestsInFlightAnnotationKey = "limits.shardplane.io/max-requests-in-flight"
+	MaxRequestTimeShareAnnotationKey = "limits.shardplane.io/max-request-time-share"
 
 	// ShardAnnotationKey names the shard a Workspace was scheduled to; kcp's
 	// client libraries read it.
