@@ -35,6 +35,7 @@ func TestOneTenantCannotStarveAnother(t *testing.T) {
 	t.Run("a flood is refused while another tenant is served", func(t *testing.T) { testTenantFloodIsRefused(t, s) })
 	t.Run("total object count limit", func(t *testing.T) { testTotalObjectCountLimit(t, s) })
 	t.Run("watches per user and request bodies", func(t *testing.T) { testWatchAndBodyLimits(t, s) })
+	t.Run("share of request time", func(t *testing.T) { testRequestTimeShare(t, s) })
 }
 
 // defaultObjectLimit is the shard's --logical-cluster-total-object-limit.
@@ -413,5 +414,82 @@ func testWatchAndBodyLimits(t *testing.T, s *framework.Shard) {
 		if err != nil {
 			t.Errorf("a request waiting its turn under max-requests-in-flight 1: %v", err)
 		}
+	}
+}
+
+// testRequestTimeShare: beyond kcp, a workspace's LogicalCluster bounds the
+// seconds of request time per second its requests take on the shard, with
+// one second in hand. Past it a tenant is answered 429 with Retry-After
+// naming the limit once its debt lasts longer than a request waits, while
+// the same tenant in another workspace, kcp-admin in this one and the
+// tenant's own deletes go on.
+func testRequestTimeShare(t *testing.T, s *framework.Shard) {
+	ctx := testContext(t)
+	admin := newKCPREST(t, s.ClientConfig(t, "base"))
+	bounded := readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("share"), nil)
+	other := readyWorkspace(ctx, t, admin, "root", framework.UniqueClusterName("share-other"), nil)
+	for _, w := range []ws{bounded, other} {
+		kube := kubeClient(t, s, "base", w.path())
+		grantAccessAndView(ctx, t, kube, "tenant-a")
+		bindClusterRole(ctx, t, kube, "tenant-a-edit", "edit", userSubject("tenant-a"))
+	}
+	adminKube := kubeClient(t, s, "base", bounded.path()).CoreV1().ConfigMaps("default")
+	if _, err := adminKube.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "to-delete"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A tenth of a millisecond per second: once the second in hand is
+	// spent, one request's debt lasts longer than the 15 s a request waits.
+	setLogicalClusterAnnotation(ctx, t, s, bounded.path(), corev1alpha1.MaxRequestTimeShareAnnotationKey, "0.0001")
+
+	// list LISTs configmaps with cfg without client-go's retries of a 429.
+	list := func(cfg *rest.Config) (code int, retryAfter, body string) {
+		t.Helper()
+		rt, err := rest.TransportFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
+	}
+	tenant := s.TokenUserConfig(t, "tenant-a", bounded.path())
+	refused := false
+	for deadline := time.Now().Add(2 * time.Minute); !refused && time.Now().Before(deadline); {
+		code, retryAfter, body := list(tenant)
+		switch code {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			refused = true
+			if retryAfter == "" || retryAfter == "0" || !strings.Contains(body, corev1alpha1.MaxRequestTimeShareAnnotationKey) {
+				t.Errorf("refused with Retry-After %q: %s; want a Retry-After and the limit's name", retryAfter, body)
+			}
+		default:
+			t.Fatalf("a LIST of the tenant: %d %s", code, body)
+		}
+	}
+	if !refused {
+		t.Fatal("the tenant's requests were never refused under a share of 0.0001")
+	}
+	if code, _, body := list(tenant); code != http.StatusTooManyRequests {
+		t.Errorf("the next request of the tenant in debt: %d %s, want 429", code, body)
+	}
+	if code, _, body := list(s.TokenUserConfig(t, "tenant-a", other.path())); code != http.StatusOK {
+		t.Errorf("the same tenant in another workspace: %d %s, want 200", code, body)
+	}
+	if code, _, body := list(s.ClusterConfig(t, "base", bounded.path())); code != http.StatusOK {
+		t.Errorf("kcp-admin in the workspace in debt: %d %s, want 200 (system identities are not bounded)", code, body)
+	}
+	// Deletes always work.
+	tenantKube := newKubeClient(t, tenant).CoreV1().ConfigMaps("default")
+	if err := tenantKube.Delete(ctx, "to-delete", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("the tenant's delete while in debt: %v", err)
 	}
 }
