@@ -61,6 +61,9 @@ func TestWorkspaceAdminChangesOnlyNonSystemMetadataOfLogicalCluster(t *testing.T
 		}, true},
 		{"path changed", func(lc *corev1alpha1.LogicalCluster) { lc.Annotations["kcp.io/path"] = "root:other" }, true},
 		{"system annotation added", func(lc *corev1alpha1.LogicalCluster) { lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = "1" }, true},
+		{"share of request time raised", func(lc *corev1alpha1.LogicalCluster) {
+			lc.Annotations[corev1alpha1.MaxRequestTimeShareAnnotationKey] = "2"
+		}, true},
 		{"deletion finalizer removed", func(lc *corev1alpha1.LogicalCluster) { lc.Finalizers = []string{"example.com/mine"} }, true},
 	}
 	for _, tc := range tests {
@@ -98,6 +101,11 @@ func TestOnlyTheSystemCreatesAndDeletesLogicalClusters(t *testing.T) {
 		{"kcp-admin sets the object limit (kcp's admin-reserved annotation)", func() admission.Attributes {
 			lc := existing()
 			lc.Annotations[corev1alpha1.MaxTotalObjectsAnnotationKey] = "40"
+			return attributes(lc, existing(), admission.Update, &user.DefaultInfo{Name: "kcp-admin", Groups: []string{"system:kcp:admin"}})
+		}(), false},
+		{"kcp-admin sets the share of request time", func() admission.Attributes {
+			lc := existing()
+			lc.Annotations[corev1alpha1.MaxRequestTimeShareAnnotationKey] = "0.5"
 			return attributes(lc, existing(), admission.Update, &user.DefaultInfo{Name: "kcp-admin", Groups: []string{"system:kcp:admin"}})
 		}(), false},
 		{"kcp-admin changes the path", func() admission.Attributes {
