@@ -103,17 +103,7 @@ func TestWorkspaceRequestsInFlightWaitTheirTurn(t *testing.T) {
 		}
 	}))
 	do := func(cluster logicalcluster.Name, u user.Info, verb, query string) chan *httptest.ResponseRecorder {
-		done := make(chan *httptest.ResponseRecorder, 1)
-		go func() {
-			req := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps?"+query, nil)
-			ctx := logicalcluster.WithCluster(req.Context(), cluster)
-			ctx = request.WithUser(ctx, u)
-			ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req.WithContext(ctx))
-			done <- rec
-		}()
-		return done
+		return serveAsync(h, cluster, u, verb, query)
 	}
 	alice := &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
 	system := &user.DefaultInfo{Name: "system:kcp:controller", Groups: []string{"system:masters"}}
@@ -259,17 +249,7 @@ func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
 		}
 	}))
 	do := func(cluster logicalcluster.Name, u user.Info, verb, took string) chan *httptest.ResponseRecorder {
-		done := make(chan *httptest.ResponseRecorder, 1)
-		go func() {
-			req := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps?took="+took, nil)
-			ctx := logicalcluster.WithCluster(req.Context(), cluster)
-			ctx = request.WithUser(ctx, u)
-			ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req.WithContext(ctx))
-			done <- rec
-		}()
-		return done
+		return serveAsync(h, cluster, u, verb, "took="+took)
 	}
 	alice := &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
 	system := &user.DefaultInfo{Name: "system:kcp:controller", Groups: []string{"system:masters"}}
@@ -296,11 +276,7 @@ func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
 			t.Errorf("a request the share does not hold: %d", rec.Code)
 		}
 	}
-	select {
-	case <-waiter:
-		t.Fatal("a request of a workspace in debt went before the debt was paid")
-	case <-time.After(20 * time.Millisecond):
-	}
+	notYet(t, waiter, "a request of a workspace in debt")
 	clk.Step(4 * time.Second)
 	if rec := <-waiter; rec.Code != http.StatusOK {
 		t.Errorf("the waiting request once the debt is paid: %d", rec.Code)
@@ -329,13 +305,25 @@ func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	clk.Step(3900 * time.Millisecond)
-	select {
-	case <-waiter:
-		t.Fatal("a request under the shard's default went before its debt was paid")
-	case <-time.After(20 * time.Millisecond):
-	}
+	notYet(t, waiter, "a request under the shard's default")
 	clk.Step(100 * time.Millisecond)
 	if rec := <-waiter; rec.Code != http.StatusOK {
 		t.Errorf("the waiting request under the shard's default: %d", rec.Code)
 	}
+}
+
+// serveAsync serves a request of u in cluster for configmaps with verb and
+// query by h, in a goroutine; the answer comes on the channel.
+func serveAsync(h http.Handler, cluster logicalcluster.Name, u user.Info, verb, query string) chan *httptest.ResponseRecorder {
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/configmaps?"+query, nil)
+		ctx := logicalcluster.WithCluster(req.Context(), cluster)
+		ctx = request.WithUser(ctx, u)
+		ctx = request.WithRequestInfo(ctx, &request.RequestInfo{IsResourceRequest: true, Verb: verb, APIVersion: "v1", Resource: "configmaps"})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		done <- rec
+	}()
+	return done
 }

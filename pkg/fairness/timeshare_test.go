@@ -45,11 +45,13 @@ func untilWaiting(t *testing.T, s *TimeShares[string], key string, n int) {
 	}
 }
 
-func notYet(t *testing.T, done chan admitted, what string) {
+// notYet fails t when done answers within a moment: what waits for a
+// debt to be paid.
+func notYet[T any](t *testing.T, done chan T, what string) {
 	t.Helper()
 	select {
 	case <-done:
-		t.Fatalf("%s went before its key's debt was paid", what)
+		t.Fatalf("%s went before its debt was paid", what)
 	case <-time.After(20 * time.Millisecond):
 	}
 }

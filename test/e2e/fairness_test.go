@@ -331,18 +331,7 @@ func testWatchAndBodyLimits(t *testing.T, s *framework.Shard) {
 	// openWatch starts a watch of configmaps and returns its response.
 	openWatch := func(cfg *rest.Config) *http.Response {
 		t.Helper()
-		rt, err := rest.TransportFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps?watch=1", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := getConfigMaps(ctx, t, cfg, "?watch=1")
 		t.Cleanup(func() { resp.Body.Close() })
 		return resp
 	}
@@ -417,6 +406,25 @@ func testWatchAndBodyLimits(t *testing.T, s *framework.Shard) {
 	}
 }
 
+// getConfigMaps GETs the configmaps of namespace default with cfg and query,
+// without client-go's retries of a 429.
+func getConfigMaps(ctx context.Context, t *testing.T, cfg *rest.Config, query string) *http.Response {
+	t.Helper()
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // testRequestTimeShare: beyond kcp, a workspace's LogicalCluster bounds the
 // seconds of request time per second its requests take on the shard, with
 // one second in hand. Past it a tenant is answered 429 with Retry-After
@@ -437,25 +445,15 @@ func testRequestTimeShare(t *testing.T, s *framework.Shard) {
 	if _, err := adminKube.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "to-delete"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// A tenth of a millisecond per second: once the second in hand is
-	// spent, one request's debt lasts longer than the 15 s a request waits.
-	setLogicalClusterAnnotation(ctx, t, s, bounded.path(), corev1alpha1.MaxRequestTimeShareAnnotationKey, "0.0001")
+	// A microsecond per second: once the second in hand is spent, a debt
+	// of 15 µs, less than any request takes, lasts longer than the 15 s a
+	// request waits.
+	setLogicalClusterAnnotation(ctx, t, s, bounded.path(), corev1alpha1.MaxRequestTimeShareAnnotationKey, "0.000001")
 
-	// list LISTs configmaps with cfg without client-go's retries of a 429.
+	// list LISTs configmaps with cfg.
 	list := func(cfg *rest.Config) (code int, retryAfter, body string) {
 		t.Helper()
-		rt, err := rest.TransportFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := getConfigMaps(ctx, t, cfg, "")
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, resp.Header.Get("Retry-After"), string(b)
@@ -476,7 +474,7 @@ func testRequestTimeShare(t *testing.T, s *framework.Shard) {
 		}
 	}
 	if !refused {
-		t.Fatal("the tenant's requests were never refused under a share of 0.0001")
+		t.Fatal("the tenant's requests were never refused under a share of 0.000001")
 	}
 	if code, _, body := list(tenant); code != http.StatusTooManyRequests {
 		t.Errorf("the next request of the tenant in debt: %d %s, want 429", code, body)
