@@ -145,19 +145,25 @@ func (t *TimeShares[K]) sweep(now time.Time) {
 	t.sweepSize = 2 * max(len(t.keys), 64)
 }
 
+// refill adds what k's share earned since updated, in floating point so
+// that no share overflows a Duration.
 func (k *keyShare) refill(now time.Time) {
 	if elapsed := now.Sub(k.updated); elapsed > 0 {
-		k.balance = min(TimeShareBurst, k.balance+time.Duration(float64(elapsed)*k.share))
+		k.balance = time.Duration(min(float64(TimeShareBurst), float64(k.balance)+float64(elapsed)*k.share))
 	}
 	k.updated = now
 }
 
-// debtLasts is how long until k's debt is paid back.
+// maxDebtLasts bounds debtLasts, for the Duration and Retry-After of a
+// tiny share.
+const maxDebtLasts = 24 * time.Hour
+
+// debtLasts is how long until k's debt is paid back, at most maxDebtLasts.
 func (k *keyShare) debtLasts() time.Duration {
 	if k.balance >= 0 {
 		return 0
 	}
-	return time.Duration(math.Ceil(float64(-k.balance) / k.share))
+	return time.Duration(min(float64(maxDebtLasts), math.Ceil(float64(-k.balance)/k.share)))
 }
 
 // dispatch lets k's first waiters go when its debt is paid and fewer than

@@ -175,3 +175,26 @@ func TestTimeSharesForgetIdleKeys(t *testing.T) {
 		t.Errorf("%d keys kept of 1000 idle ones", len(s.keys))
 	}
 }
+
+func TestTimeSharesOfExtremeSharesStayInRange(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	s := &TimeShares[string]{Clock: clk}
+	ctx := context.Background()
+	for _, share := range []float64{1e300, 1e-300} {
+		key := strconv.FormatFloat(share, 'g', -1, 64)
+		end, _, err := s.Acquire(ctx, key, share, time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Step(2 * time.Second)
+		end()
+		clk.Step(time.Hour)
+		_, retryAfter, err := s.Acquire(ctx, key, share, time.Minute, 0)
+		switch {
+		case share > 1 && err != nil:
+			t.Errorf("share %g: %v, want admitted", share, err)
+		case share < 1 && (!errors.Is(err, ErrDebtTooLong) || retryAfter != maxDebtLasts):
+			t.Errorf("share %g: %v, retry after %s; want ErrDebtTooLong, %s", share, err, retryAfter, maxDebtLasts)
+		}
+	}
+}
