@@ -72,11 +72,22 @@ type watcher struct {
 	user    string
 }
 
-// limit is a workspace's limit of key, else def.
-func (l *Limits) limit(cluster logicalcluster.Name, key string, def int64) int64 {
-	if v, ok := l.Annotations(cluster)[key]; ok {
+// limit is the limit of key in a workspace's annotations, else def.
+func limit(annotations map[string]string, key string, def int64) int64 {
+	if v, ok := annotations[key]; ok {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 			return n
+		}
+	}
+	return def
+}
+
+// shareOf is the share of request time in a workspace's annotations, else
+// def.
+func shareOf(annotations map[string]string, def float64) float64 {
+	if v, ok := annotations[corev1alpha1.MaxRequestTimeShareAnnotationKey]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			return f
 		}
 	}
 	return def
@@ -94,11 +105,13 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 			h.ServeHTTP(w, req)
 			return
 		}
+		// One lookup of the workspace's LogicalCluster for all its limits.
+		annotations := l.Annotations(cluster)
 		fail := func(err *apierrors.StatusError) {
 			responsewriters.ErrorNegotiated(err, l.Codecs, schema.GroupVersion{Group: info.APIGroup, Version: info.APIVersion}, w, req)
 		}
 		if info.Verb == "watch" {
-			max := l.limit(cluster, corev1alpha1.MaxWatchesPerUserAnnotationKey, l.MaxWatchesPerUser)
+			max := limit(annotations, corev1alpha1.MaxWatchesPerUserAnnotationKey, l.MaxWatchesPerUser)
 			if max > 0 {
 				release, ok := l.watches.TryAcquire(watcher{cluster, u.GetName()}, max)
 				if !ok {
@@ -111,7 +124,7 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 			}
 		}
 		if req.Body != nil && (req.Method == http.MethodPost || req.Method == http.MethodPut || req.Method == http.MethodPatch) {
-			if max := l.limit(cluster, corev1alpha1.MaxRequestBodyBytesAnnotationKey, l.MaxRequestBodyBytes); max > 0 {
+			if max := limit(annotations, corev1alpha1.MaxRequestBodyBytesAnnotationKey, l.MaxRequestBodyBytes); max > 0 {
 				tooLarge := apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
 					"the body exceeds the %d bytes workspace %q allows a request (%s)", max, cluster, corev1alpha1.MaxRequestBodyBytesAnnotationKey))
 				if req.ContentLength > max {
@@ -141,7 +154,7 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 			if waiting <= 0 {
 				waiting = DefaultMaxWaiting
 			}
-			if share := l.share(cluster); share > 0 && info.Verb == "delete" {
+			if share := shareOf(annotations, l.MaxRequestTimeShare); share > 0 && info.Verb == "delete" {
 				// Deletes always work: charged, never held.
 				defer l.shares.Charge(cluster, share)()
 			} else if share > 0 {
@@ -154,7 +167,7 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 				}
 				defer end()
 			}
-			if max := l.limit(cluster, corev1alpha1.MaxRequestsInFlightAnnotationKey, l.MaxRequestsInFlight); max > 0 {
+			if max := limit(annotations, corev1alpha1.MaxRequestsInFlightAnnotationKey, l.MaxRequestsInFlight); max > 0 {
 				waitCtx, cancel := context.WithTimeout(ctx, wait)
 				release, err := l.running.Acquire(waitCtx, cluster, max, waiting)
 				cancel()
@@ -176,16 +189,6 @@ func (l *Limits) WithLimits(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, req)
 	})
-}
-
-// share is cluster's share of request time, else the shard's.
-func (l *Limits) share(cluster logicalcluster.Name) float64 {
-	if v, ok := l.Annotations(cluster)[corev1alpha1.MaxRequestTimeShareAnnotationKey]; ok {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-			return f
-		}
-	}
-	return l.MaxRequestTimeShare
 }
 
 // timeShare admits a request of cluster under its share of request time,
