@@ -20,7 +20,36 @@ type Slots[K comparable] struct {
 
 type keySlots struct {
 	running int64
-	waiting []chan struct{}
+	waiting turns
+}
+
+// turns are the requests of a key waiting in order of arrival, each for
+// its channel to close.
+type turns []chan struct{}
+
+// add queues a request last and returns the channel of its turn.
+func (q *turns) add() chan struct{} {
+	turn := make(chan struct{})
+	*q = append(*q, turn)
+	return turn
+}
+
+// next hands the first request its turn.
+func (q *turns) next() {
+	close((*q)[0])
+	*q = (*q)[1:]
+}
+
+// leave takes turn out of the queue; false when it was handed its turn
+// already (the caller holds it and must hand it on).
+func (q *turns) leave(turn chan struct{}) bool {
+	for i, w := range *q {
+		if w == turn {
+			*q = append((*q)[:i], (*q)[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // Acquire takes one of key's max slots, waiting in turn until one frees or
@@ -38,8 +67,7 @@ func (s *Slots[K]) Acquire(ctx context.Context, key K, max, maxWaiting int64) (r
 		return nil, ErrTooManyWaiting
 	}
 	k := s.entry(key)
-	turn := make(chan struct{})
-	k.waiting = append(k.waiting, turn)
+	turn := k.waiting.add()
 	s.mu.Unlock()
 
 	select {
@@ -49,14 +77,10 @@ func (s *Slots[K]) Acquire(ctx context.Context, key K, max, maxWaiting int64) (r
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, w := range k.waiting {
-		if w == turn {
-			k.waiting = append(k.waiting[:i], k.waiting[i+1:]...)
-			return nil, ctx.Err()
-		}
+	if !k.waiting.leave(turn) {
+		// The turn came as ctx ended: it is handed on.
+		s.handOn(key, k)
 	}
-	// The turn came as ctx ended: it is handed on.
-	s.handOn(key, k)
 	return nil, ctx.Err()
 }
 
@@ -108,8 +132,7 @@ func (s *Slots[K]) releaser(key K) func() {
 // s.mu is held.
 func (s *Slots[K]) handOn(key K, k *keySlots) {
 	if len(k.waiting) > 0 {
-		close(k.waiting[0])
-		k.waiting = k.waiting[1:]
+		k.waiting.next()
 		return
 	}
 	if k.running--; k.running <= 0 {

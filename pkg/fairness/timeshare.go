@@ -39,7 +39,7 @@ type keyShare struct {
 	// running are the requests admitted and not ended; paced those of them
 	// that waited.
 	running, paced int
-	waiting        []chan struct{}
+	waiting        turns
 	timer          clock.Timer
 }
 
@@ -59,7 +59,7 @@ func (t *TimeShares[K]) Acquire(ctx context.Context, key K, share float64, maxWa
 	if len(k.waiting) == 0 && k.balance >= 0 {
 		k.running++
 		t.mu.Unlock()
-		return t.ender(key, k, false), 0, nil
+		return t.ender(k, false), 0, nil
 	}
 	switch {
 	case maxWaiting > 0 && int64(len(k.waiting)) >= maxWaiting:
@@ -69,28 +69,23 @@ func (t *TimeShares[K]) Acquire(ctx context.Context, key K, share float64, maxWa
 		defer t.mu.Unlock()
 		return nil, k.debtLasts(), ErrDebtTooLong
 	}
-	turn := make(chan struct{})
-	k.waiting = append(k.waiting, turn)
-	t.dispatch(key, k)
+	turn := k.waiting.add()
+	t.dispatch(k)
 	t.mu.Unlock()
 
 	select {
 	case <-turn:
-		return t.ender(key, k, true), 0, nil
+		return t.ender(k, true), 0, nil
 	case <-ctx.Done():
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for i, w := range k.waiting {
-		if w == turn {
-			k.waiting = append(k.waiting[:i], k.waiting[i+1:]...)
-			return nil, k.debtLasts(), ctx.Err()
-		}
+	if !k.waiting.leave(turn) {
+		// The turn came as ctx ended: it is handed on.
+		k.running--
+		k.paced--
+		t.dispatch(k)
 	}
-	// The turn came as ctx ended: it is handed on.
-	k.running--
-	k.paced--
-	t.dispatch(key, k)
 	return nil, k.debtLasts(), ctx.Err()
 }
 
@@ -101,7 +96,7 @@ func (t *TimeShares[K]) Charge(key K, share float64) (end func()) {
 	defer t.mu.Unlock()
 	k := t.entry(key, share)
 	k.running++
-	return t.ender(key, k, false)
+	return t.ender(k, false)
 }
 
 func (t *TimeShares[K]) clock() clock.WithDelayedExecution {
@@ -169,11 +164,10 @@ func (k *keyShare) debtLasts() time.Duration {
 // dispatch lets k's first waiters go when its debt is paid and fewer than
 // ceil(share) of those that waited run, else sets a timer for when the
 // debt will be paid; t.mu is held.
-func (t *TimeShares[K]) dispatch(key K, k *keyShare) {
+func (t *TimeShares[K]) dispatch(k *keyShare) {
 	k.refill(t.clock().Now())
 	for len(k.waiting) > 0 && k.balance >= 0 && float64(k.paced) < math.Max(1, math.Ceil(k.share)) {
-		close(k.waiting[0])
-		k.waiting = k.waiting[1:]
+		k.waiting.next()
 		k.running++
 		k.paced++
 	}
@@ -187,13 +181,13 @@ func (t *TimeShares[K]) dispatch(key K, k *keyShare) {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			k.timer = nil
-			t.dispatch(key, k)
+			t.dispatch(k)
 		}()
 	})
 }
 
-// ender charges a request of key the time from now until it is called.
-func (t *TimeShares[K]) ender(key K, k *keyShare, paced bool) func() {
+// ender charges a request of k the time from now until it is called.
+func (t *TimeShares[K]) ender(k *keyShare, paced bool) func() {
 	start := t.clock().Now()
 	var once sync.Once
 	return func() {
@@ -207,7 +201,7 @@ func (t *TimeShares[K]) ender(key K, k *keyShare, paced bool) func() {
 			if paced {
 				k.paced--
 			}
-			t.dispatch(key, k)
+			t.dispatch(k)
 		})
 	}
 }
