@@ -266,9 +266,7 @@ func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
 		t.Fatalf("a request within the burst: %d", rec.Code)
 	}
 	waiter := do("slow", alice, "list", "")
-	for waitingShares(&l.shares, "slow") != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	untilWaiting(t, &l.shares, "slow", 1)
 	// Other workspaces, workspaces opted out, watches and the system go
 	// at once.
 	for _, done := range []chan *httptest.ResponseRecorder{do("other", alice, "list", ""), do("open", alice, "list", ""), do("slow", system, "list", "")} {
@@ -301,9 +299,7 @@ func TestWorkspaceRequestTimeShareSlowsAndRefuses(t *testing.T) {
 	// 1 s in hand at 0.25, 4 s of debt, within MaxWait.
 	<-do("default", alice, "list", "2s")
 	waiter = do("default", alice, "list", "")
-	for waitingShares(&l.shares, "default") != 1 {
-		time.Sleep(time.Millisecond)
-	}
+	untilWaiting(t, &l.shares, "default", 1)
 	clk.Step(3900 * time.Millisecond)
 	notYet(t, waiter, "a request under the shard's default")
 	clk.Step(100 * time.Millisecond)

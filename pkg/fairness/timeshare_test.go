@@ -34,12 +34,12 @@ func waitingShares[K comparable](s *TimeShares[K], key K) int {
 	return 0
 }
 
-func untilWaiting(t *testing.T, s *TimeShares[string], key string, n int) {
+func untilWaiting[K comparable](t *testing.T, s *TimeShares[K], key K, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for waitingShares(s, key) != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d requests of %q wait, want %d", waitingShares(s, key), key, n)
+			t.Fatalf("%d requests of %v wait, want %d", waitingShares(s, key), key, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
